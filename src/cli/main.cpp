@@ -1,0 +1,36 @@
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "pmon - run commands so that nothing they start outlives them\n"
+    "\n"
+    "usage:\n"
+    "  pmon run [options] -- CMD [ARG...]   one tool call, whole-tree cleanup\n"
+    "  pmon --version\n"
+    "\n"
+    "'pmon run --help' lists the options and exit codes.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) pmon::cli::die("missing subcommand; see 'pmon --help'");
+  const std::string& sub = args[0];
+  if (sub == "-h" || sub == "--help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (sub == "--version") {
+    std::puts("pmon " PMON_VERSION);
+    return 0;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (sub == "run") return pmon::cli::run_main(rest);
+  pmon::cli::die("unknown subcommand '" + sub + "'; see 'pmon --help'");
+}

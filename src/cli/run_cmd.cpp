@@ -1,0 +1,198 @@
+// pmon run [options] -- CMD [ARG...]
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cli/cli.h"
+#include "confine/boundary.h"
+#include "core/report.h"
+#include "core/run.h"
+#include "core/units.h"
+#include "sys/fd.h"
+
+namespace pmon::cli {
+
+void die(const std::string& line) {
+  std::fprintf(stderr, "pmon: %s\n", line.c_str());
+  std::exit(125);
+}
+
+namespace {
+
+constexpr const char* kRunFooter = R"(
+Durations: 500ms, 2s, 1.5m, 1h; a bare number is seconds.
+
+Exit status (as coreutils timeout):
+  the command's own exit code when it exited
+  128+N  the command died by signal N, or pmon was cancelled by signal N
+  124    --timeout fired (the whole tree was stopped)
+  125    pmon itself failed: bad option, confinement unavailable, or the
+         tree could not be confirmed gone
+  126    the command was found but could not be executed
+  127    the command was not found
+
+When the main process exits, anything it left running is stopped (TERM,
+--grace, KILL) unless --wait-tree is given; either way the report lists it.
+SIGTERM, SIGINT or SIGHUP to pmon stop the whole tree before pmon exits; a
+second one skips the grace period.)";
+
+std::string kill_summary(const std::vector<Leftover>& v) {
+  int term = 0, kill = 0, other = 0;
+  for (const Leftover& l : v) {
+    if (l.action == "SIGKILL") ++kill;
+    else if (l.action == "survived" || l.action == "waited") ++other;
+    else ++term;
+  }
+  std::string s = std::to_string(term + kill) + " process(es)";
+  if (kill > 0) s += " (" + std::to_string(kill) + " needed SIGKILL)";
+  return s;
+}
+
+std::string list_procs(const std::vector<Leftover>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < 5; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i].pid) + " (" + v[i].cmdline.substr(0, 60) + ")";
+  }
+  if (v.size() > 5) s += ", ...";
+  return s;
+}
+
+}  // namespace
+
+int run_main(const std::vector<std::string>& args) {
+  CLI::App app{"Run CMD so that nothing it starts outlives it.", "pmon run"};
+  app.footer(kRunFooter);
+  app.prefix_command();
+
+  std::string timeout_s, grace_s = "2s", signal_s = "TERM", confine_s = "auto", report_path;
+  std::string cgroup_root;
+  bool isolate = false, wait_tree = false;
+  int verbose = 0;
+  bool quiet = false;
+  app.add_option("--timeout", timeout_s, "stop the whole tree after D (exit 124)");
+  app.add_option("--grace", grace_s, "time between the first signal and SIGKILL (default 2s)");
+  app.add_option("--signal", signal_s, "first signal of the stop (default TERM)");
+  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)");
+  app.add_option("--cgroup-root", cgroup_root,
+                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)");
+  app.add_flag("--isolate", isolate, "pid + cgroup namespaces: a hostile call cannot escape");
+  app.add_flag("--wait-tree", wait_tree, "wait for the whole tree instead of stopping leftovers");
+  app.add_option("--report", report_path, "write the JSON report to FILE (atomically), or - for stdout");
+  app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
+  app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
+
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    die("run: " + what + "; see 'pmon run --help'");
+  }
+  std::vector<std::string> command = app.remaining();
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  if (command.empty()) die("run: no command given; usage: pmon run [options] -- CMD [ARG...]");
+
+  RunOptions opts;
+  opts.spawn.argv = command;
+  if (!timeout_s.empty()) {
+    auto d = parse_duration(timeout_s);
+    if (!d) die("run: --timeout: invalid duration '" + timeout_s + "' (use e.g. 500ms, 2s, 1.5m)");
+    opts.timeout = *d;
+  }
+  auto grace = parse_duration(grace_s);
+  if (!grace) die("run: --grace: invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  auto sig = parse_signal(signal_s);
+  if (!sig || *sig == SIGKILL || *sig == SIGSTOP)
+    die("run: --signal: '" + signal_s + "' is not a signal pmon can stop with (use e.g. TERM, INT, HUP, 15)");
+  opts.stop = StopPlan::standard(*sig, *grace);
+  opts.wait_tree = wait_tree;
+
+  ConfineRequest req;
+  req.cgroup_root = cgroup_root;
+  if (confine_s != "auto") {
+    auto k = parse_confine_kind(confine_s);
+    if (!k) die("run: --confine: unknown backend '" + confine_s + "' (use auto, cgroup, pidns, subreaper or pgroup)");
+    req.kind = *k;
+  }
+  if (isolate) die("run: --isolate needs the pidns backend, which this build does not have yet");
+
+  // Signals arrive as data on a signalfd; the child gets its mask reset.
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) die(std::string("sigprocmask: ") + std::strerror(errno));
+  Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
+
+  // Orphans of the call come to us, whatever the backend, so they are reaped.
+  (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
+
+  auto sel = select_backend(req);
+  if (!sel) die("confinement unavailable: " + sel.error());
+  if (!quiet)
+    for (const std::string& why : sel->passed_over)
+      std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
+                   std::string(to_string(sel->backend->kind())).c_str());
+  if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
+
+  opts.signal_fd = sigfd.get();
+  opts.own_all_children = true;
+  if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
+
+  auto res = run_call(*sel->backend, opts);
+  if (!res) {
+    std::fprintf(stderr, "pmon: %s\n", res.error().message.c_str());
+    return res.error().exit_code;
+  }
+
+  if (!quiet) {
+    if (res->timed_out)
+      std::fprintf(stderr, "pmon: timed out after %s; stopped the tree (%s)\n", timeout_s.c_str(),
+                   kill_summary(res->leftovers).c_str());
+    else if (res->outcome == Outcome::cancelled)
+      std::fprintf(stderr, "pmon: cancelled by %s; stopped the tree\n", signal_name(res->cancel_signal).c_str());
+    else if (!res->leftovers.empty() && !wait_tree)
+      std::fprintf(stderr, "pmon: the command exited leaving %s running; stopped them\n",
+                   kill_summary(res->leftovers).c_str());
+    if (!res->escaped.empty())
+      std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary and are still running: %s\n",
+                   res->escaped.size(), std::string(to_string(res->confinement)).c_str(),
+                   list_procs(res->escaped).c_str());
+  }
+  if (!res->cleanup_verified) {
+    std::vector<Leftover> survivors;
+    for (const Leftover& l : res->leftovers)
+      if (l.action == "survived") survivors.push_back(l);
+    std::fprintf(stderr, "pmon: could not confirm the tree is gone%s%s\n",
+                 survivors.empty() ? "" : "; still running: ", list_procs(survivors).c_str());
+  }
+
+  if (!report_path.empty()) {
+    ReportContext ctx;
+    ctx.passed_over = sel->passed_over;
+    ctx.weak = sel->backend->kind() == ConfineKind::pgroup;
+    std::string text = report_json(*res, ctx);
+    if (report_path == "-") {
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+    } else if (auto w = write_atomically(report_path, text); !w) {
+      std::fprintf(stderr, "pmon: cannot write the report to %s: %s\n", report_path.c_str(),
+                   w.error().message().c_str());
+      return 125;
+    }
+  }
+  return res->status();
+}
+
+}  // namespace pmon::cli

@@ -1,0 +1,106 @@
+// The confinement boundary of one call: the set of processes that belong to
+// it, however they try to leave. One backend per file behind this interface.
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sys/proc.h"
+#include "sys/result.h"
+
+namespace pmon {
+
+enum class ConfineKind { cgroup, pidns, subreaper, pgroup };
+
+std::string_view to_string(ConfineKind k) noexcept;
+std::optional<ConfineKind> parse_confine_kind(std::string_view s) noexcept;
+
+// What to poll while waiting for the boundary to shrink. Scan-based backends
+// have no kernel event for "a descendant died", so they watch the members'
+// pidfds and, past a cap, fall back to re-scanning every rescan_ms.
+struct Watch {
+  std::vector<pollfd> fds;
+  int rescan_ms = -1;
+};
+
+class Boundary {
+ public:
+  virtual ~Boundary() = default;
+
+  virtual ConfineKind kind() const noexcept = 0;
+
+  // fd of the cgroup directory for CLONE_INTO_CGROUP, or -1.
+  virtual int clone_cgroup_fd() const noexcept { return -1; }
+
+  // Called once the main process exists (right after clone).
+  virtual void set_main(pid_t pid, uint64_t start_time) noexcept = 0;
+
+  // Live (non-zombie) processes in the boundary right now.
+  virtual std::vector<sys::ProcStat> members() = 0;
+
+  // Sends sig to every live member, each addressed by a verified pidfd.
+  // Returns how many processes were signalled.
+  virtual Result<int> signal_all(int sig) = 0;
+
+  // SIGKILL for everyone: one atomic cgroup.kill where there is one, else a
+  // scan-and-kill pass (the caller repeats until empty).
+  virtual Result<void> kill_all() = 0;
+
+  virtual Result<bool> empty() = 0;
+
+  // Refreshes and returns what to poll until empty() may have changed.
+  virtual Watch watch() = 0;
+
+  // False for the backends an escape defeats (pgroup).
+  virtual bool contains_escapes() const noexcept = 0;
+
+  // The cgroup path in the report, when there is one.
+  virtual std::optional<std::string> cgroup_path() const { return {}; }
+  virtual std::optional<uint64_t> cpu_usec() { return {}; }
+  virtual std::optional<uint64_t> memory_peak_bytes() { return {}; }
+
+  // Hands the boundary's resources back once it has been verified empty.
+  virtual void release(bool verified_empty) noexcept = 0;
+};
+
+// A confinement mechanism for the whole process; makes one Boundary per call.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual ConfineKind kind() const noexcept = 0;
+  virtual Result<std::unique_ptr<Boundary>> open_boundary() = 0;
+  // One line for -v and the report ("cgroup2 at /sys/fs/cgroup, leaves under
+  // /user.slice/...").
+  virtual std::string describe() const = 0;
+};
+
+struct ConfineRequest {
+  std::optional<ConfineKind> kind;  // empty: auto
+  std::string cgroup_root;          // override of the delegated subtree
+};
+
+struct Selection {
+  std::unique_ptr<Backend> backend;
+  // For auto: why each stronger backend was passed over, one line each.
+  std::vector<std::string> passed_over;
+};
+
+// Picks the backend: the named one (or a one-line reason it is not here),
+// or under auto the strongest that works.
+std::expected<Selection, std::string> select_backend(const ConfineRequest& req);
+
+// Per-backend constructors; each says why it is unavailable.
+std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
+    const std::string& cgroup_root);
+std::expected<std::unique_ptr<Backend>, std::string> open_subreaper_backend();
+std::expected<std::unique_ptr<Backend>, std::string> open_pgroup_backend();
+
+}  // namespace pmon

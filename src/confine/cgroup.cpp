@@ -1,0 +1,335 @@
+// cgroup: a fresh cgroup v2 leaf per call, entered at clone time
+// (CLONE_INTO_CGROUP), emptied with one write to cgroup.kill, and confirmed
+// empty from cgroup.events (pollable: POLLPRI on change, no sleep loop).
+// Leaves are named pmon-<owner pid>-<owner start time>-<seq>, so a leaf left
+// by a crashed pmon names its dead owner. Empty leaves are reused, so the
+// hot path costs no mkdir/rmdir.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "confine/boundary.h"
+#include "confine/cgroup_fs.h"
+#include "sys/fd.h"
+#include "sys/syscalls.h"
+
+namespace pmon {
+
+namespace {
+
+struct Leaf {
+  std::string name;
+  Fd dir;
+  Fd events;
+};
+
+std::optional<uint64_t> read_keyed(int dirfd, const char* file,
+                                   std::string_view key) {
+  auto text = sys::read_file_at(dirfd, file);
+  if (!text) return std::nullopt;
+  std::string_view s(*text);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t nl = s.find('\n', pos);
+    std::string_view line = s.substr(pos, nl == std::string_view::npos ? s.npos : nl - pos);
+    if (line.size() > key.size() && line.substr(0, key.size()) == key &&
+        line[key.size()] == ' ')
+      return std::strtoull(std::string(line.substr(key.size() + 1)).c_str(), nullptr, 10);
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+  return std::nullopt;
+}
+
+std::string strerr(int e) { return std::strerror(e); }
+
+class CgroupBackend;
+
+class CgroupBoundary final : public Boundary {
+ public:
+  CgroupBoundary(CgroupBackend& owner, Leaf leaf, std::string rel,
+                 std::string path)
+      : owner_(owner), leaf_(std::move(leaf)), rel_(std::move(rel)),
+        path_(std::move(path)) {
+    cpu_base_ = read_keyed(leaf_.dir.get(), "cpu.stat", "usage_usec").value_or(0);
+  }
+  ~CgroupBoundary() override { release(false); }
+
+  ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
+  int clone_cgroup_fd() const noexcept override { return leaf_.dir.get(); }
+  void set_main(pid_t, uint64_t) noexcept override {}
+
+  std::vector<sys::ProcStat> members() override {
+    std::vector<sys::ProcStat> out;
+    for (pid_t pid : pids())
+      if (auto st = sys::read_stat(pid); st && st->state != 'Z') out.push_back(*st);
+    return out;
+  }
+
+  // There is no cgroup.signal: TERM goes to each member through a pidfd,
+  // checked to still be in this leaf after it was opened (a pid read from
+  // cgroup.procs may be recycled before we act on it).
+  Result<int> signal_all(int sig) override {
+    int sent = 0;
+    for (pid_t pid : pids()) {
+      auto fd = sys::pidfd_open(pid);
+      if (!fd) continue;
+      std::string cg = confine::cgroup_of(pid);
+      bool inside = cg == rel_ || cg.rfind(rel_ + "/", 0) == 0;
+      if (!inside || !sys::pidfd_alive(fd->get())) continue;
+      if (sys::pidfd_send_signal(fd->get(), sig) == 0) ++sent;
+    }
+    return sent;
+  }
+
+  Result<void> kill_all() override {
+    return sys::write_file_at(leaf_.dir.get(), "cgroup.kill", "1");
+  }
+
+  Result<bool> empty() override {
+    // Read through the polled fd: reading re-arms POLLPRI for the next change.
+    char buf[256];
+    ssize_t n = retry_eintr(
+        [&] { return ::pread(leaf_.events.get(), buf, sizeof buf - 1, 0); });
+    if (n < 0) return fail_errno();
+    buf[n] = '\0';
+    const char* p = std::strstr(buf, "populated ");
+    if (!p) return fail(EIO);
+    return p[10] == '0';
+  }
+
+  Watch watch() override { return Watch{{{leaf_.events.get(), POLLPRI, 0}}, -1}; }
+
+  bool contains_escapes() const noexcept override { return true; }
+
+  std::optional<std::string> cgroup_path() const override { return path_; }
+
+  std::optional<uint64_t> cpu_usec() override {
+    auto now = read_keyed(leaf_.dir.get(), "cpu.stat", "usage_usec");
+    if (!now) return std::nullopt;
+    return *now - std::min(*now, cpu_base_);
+  }
+
+  std::optional<uint64_t> memory_peak_bytes() override {
+    auto text = sys::read_file_at(leaf_.dir.get(), "memory.peak");
+    if (!text) return std::nullopt;
+    return std::strtoull(text->c_str(), nullptr, 10);
+  }
+
+  void release(bool verified_empty) noexcept override;
+
+ private:
+  // Members of the leaf and of any cgroup the call created below it.
+  std::vector<pid_t> pids() {
+    std::vector<pid_t> out;
+    collect(path_, out);
+    return out;
+  }
+  static void collect(const std::string& dir, std::vector<pid_t>& out);
+
+  CgroupBackend& owner_;
+  Leaf leaf_;
+  std::string rel_;
+  std::string path_;
+  uint64_t cpu_base_ = 0;
+  bool released_ = false;
+};
+
+class CgroupBackend final : public Backend {
+ public:
+  CgroupBackend(confine::CgroupLocation loc, std::string base_rel, Fd base)
+      : loc_(std::move(loc)), base_rel_(std::move(base_rel)), base_(std::move(base)) {
+    auto st = sys::read_stat(::getpid());
+    prefix_ = "pmon-" + std::to_string(::getpid()) + "-" +
+              std::to_string(st ? st->start_time : 0) + "-";
+  }
+
+  ~CgroupBackend() override {
+    for (Leaf& l : pool_) remove_leaf(l);
+  }
+
+  ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
+
+  std::string describe() const override {
+    return "cgroup: cgroup2 at " + loc_.mount + ", leaves under " + base_path();
+  }
+
+  std::string base_path() const {
+    return base_rel_ == "/" ? loc_.mount : loc_.mount + base_rel_;
+  }
+
+  Result<std::unique_ptr<Boundary>> open_boundary() override {
+    auto leaf = take_leaf();
+    if (!leaf) return std::unexpected(leaf.error());
+    std::string rel = (base_rel_ == "/" ? "" : base_rel_) + "/" + leaf->name;
+    std::string path = base_path() + "/" + leaf->name;
+    return std::make_unique<CgroupBoundary>(*this, std::move(*leaf), rel, path);
+  }
+
+  Result<Leaf> take_leaf() {
+    {
+      std::lock_guard lock(mu_);
+      if (!pool_.empty()) {
+        Leaf l = std::move(pool_.back());
+        pool_.pop_back();
+        return l;
+      }
+    }
+    return make_leaf();
+  }
+
+  Result<Leaf> make_leaf() {
+    Leaf l;
+    {
+      std::lock_guard lock(mu_);
+      l.name = prefix_ + std::to_string(seq_++);
+    }
+    if (::mkdirat(base_.get(), l.name.c_str(), 0755) != 0) return fail_errno();
+    l.dir = Fd(::openat(base_.get(), l.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (l.dir) l.events = Fd(::openat(l.dir.get(), "cgroup.events", O_RDONLY | O_CLOEXEC));
+    if (!l.dir || !l.events) {
+      int e = errno;
+      remove_leaf(l);
+      return fail(e);
+    }
+    return l;
+  }
+
+  void give_back(Leaf leaf, bool verified_empty) noexcept {
+    // memory.peak cannot be reset on older kernels, so a leaf that accounts
+    // memory is not reused; an unverified leaf is never reused.
+    bool reusable = verified_empty &&
+                    ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) != 0;
+    if (reusable) {
+      std::lock_guard lock(mu_);
+      if (pool_.size() < kMaxPooled) {
+        pool_.push_back(std::move(leaf));
+        return;
+      }
+    }
+    remove_leaf(leaf);
+  }
+
+  void remove_leaf(Leaf& l) noexcept {
+    l.events.reset();
+    l.dir.reset();
+    // A leaf whose last task is still exiting can answer EBUSY for a moment.
+    for (int i = 0; i < 50; ++i) {
+      if (::unlinkat(base_.get(), l.name.c_str(), AT_REMOVEDIR) == 0 || errno != EBUSY)
+        return;
+      ::usleep(1000);
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxPooled = 16;
+  confine::CgroupLocation loc_;
+  std::string base_rel_;
+  Fd base_;
+  std::string prefix_;
+  std::mutex mu_;
+  std::vector<Leaf> pool_;
+  uint64_t seq_ = 0;
+};
+
+void CgroupBoundary::collect(const std::string& dir, std::vector<pid_t>& out) {
+  if (auto text = sys::read_file(dir + "/cgroup.procs")) {
+    const char* p = text->c_str();
+    char* end = nullptr;
+    for (;;) {
+      long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      out.push_back(static_cast<pid_t>(v));
+      p = end;
+    }
+  }
+  // Sub-cgroups the call made for itself (possible where it may write).
+  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d) return;
+  DIR* ds = ::fdopendir(d.release());
+  if (!ds) return;
+  while (dirent* e = ::readdir(ds)) {
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') collect(dir + "/" + e->d_name, out);
+  }
+  ::closedir(ds);
+}
+
+void CgroupBoundary::release(bool verified_empty) noexcept {
+  if (released_) return;
+  released_ = true;
+  owner_.give_back(std::move(leaf_), verified_empty);
+}
+
+// The lowest common ancestor of two relative cgroup paths.
+std::string common_ancestor(const std::string& a, const std::string& b) {
+  size_t i = 0, last = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) {
+    if (a[i] == '/') last = i;
+    ++i;
+  }
+  if ((i == a.size() && (i == b.size() || b[i] == '/')) ||
+      (i == b.size() && a[i] == '/'))
+    last = i;
+  std::string out = a.substr(0, last);
+  return out.empty() ? "/" : out;
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
+    const std::string& cgroup_root) {
+  std::string why;
+  auto loc = confine::locate_cgroup2(&why);
+  if (!loc) return std::unexpected(why);
+
+  std::string base_rel = loc->own;
+  if (!cgroup_root.empty()) {
+    std::string r = cgroup_root;
+    while (r.size() > 1 && r.back() == '/') r.pop_back();
+    if (r != loc->mount && r.rfind(loc->mount + "/", 0) != 0)
+      return std::unexpected("--cgroup-root " + cgroup_root +
+                             " is not below the cgroup2 mount " + loc->mount);
+    base_rel = r == loc->mount ? "/" : r.substr(loc->mount.size());
+  }
+  std::string base_path = base_rel == "/" ? loc->mount : loc->mount + base_rel;
+
+  Fd base(::open(base_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!base)
+    return std::unexpected("cannot open cgroup " + base_path + ": " + strerr(errno));
+
+  // CLONE_INTO_CGROUP needs write access to cgroup.procs of the common
+  // ancestor of our cgroup and the leaf (the kernel's migration rule).
+  std::string anc = common_ancestor(loc->own, base_rel);
+  std::string anc_procs = (anc == "/" ? loc->mount : loc->mount + anc) + "/cgroup.procs";
+  if (::access(anc_procs.c_str(), W_OK) != 0)
+    return std::unexpected(
+        "cannot move processes under " + base_path + ": " + anc_procs + " is not writable (" +
+        strerr(errno) + "); run pmon inside a delegated cgroup subtree or pass --cgroup-root "
+        "with one that contains pmon's own cgroup");
+
+  auto backend = std::make_unique<CgroupBackend>(*loc, base_rel, std::move(base));
+  // Make the first leaf now: it proves we may create cgroups here, and the
+  // kernel has cgroup.kill (5.14+).
+  auto leaf = backend->make_leaf();
+  if (!leaf)
+    return std::unexpected("cannot create a cgroup under " + base_path + ": " +
+                           leaf.error().message() +
+                           "; run pmon inside a delegated cgroup subtree (systemd "
+                           "Delegate=yes, or a chowned one) or pass --cgroup-root");
+  if (::faccessat(leaf->dir.get(), "cgroup.kill", W_OK, 0) != 0) {
+    int e = errno;
+    backend->remove_leaf(*leaf);
+    return std::unexpected("cgroup.kill is not usable in " + base_path + " (" + strerr(e) +
+                           "); it needs Linux 5.14 or newer");
+  }
+  backend->give_back(std::move(*leaf), true);
+  return backend;
+}
+
+}  // namespace pmon

@@ -1,0 +1,97 @@
+#include "confine/cgroup_fs.h"
+
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "sys/proc.h"
+
+namespace pmon::confine {
+
+namespace {
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape_octal(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int v = 0;
+      bool ok = true;
+      for (size_t j = 1; j <= 3; ++j) {
+        char c = s[i + j];
+        if (c < '0' || c > '7') ok = false;
+        v = v * 8 + (c - '0');
+      }
+      if (ok) {
+        out.push_back(static_cast<char>(v));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+std::string own_from_proc_cgroup(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return {};
+}
+
+}  // namespace
+
+std::optional<CgroupLocation> locate_cgroup2(std::string* why) {
+  auto mi = sys::read_file("/proc/self/mountinfo");
+  if (!mi) {
+    *why = "cannot read /proc/self/mountinfo: " + mi.error().message();
+    return std::nullopt;
+  }
+  std::istringstream in(*mi);
+  std::string line;
+  std::string mount, root;
+  while (std::getline(in, line)) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::vector<std::string> f;
+    for (std::string w; head >> w;) f.push_back(w);
+    if (f.size() < 5) continue;
+    root = unescape_octal(f[3]);
+    mount = unescape_octal(f[4]);
+    break;
+  }
+  if (mount.empty()) {
+    *why = "no cgroup2 file system is mounted (see /proc/self/mountinfo)";
+    return std::nullopt;
+  }
+  auto pc = sys::read_file("/proc/self/cgroup");
+  std::string own = pc ? own_from_proc_cgroup(*pc) : std::string();
+  if (own.empty()) {
+    *why = "this process has no cgroup v2 entry in /proc/self/cgroup";
+    return std::nullopt;
+  }
+  // A mount of a subtree (root "/x") shows paths below it.
+  if (root != "/" && own.rfind(root, 0) == 0) own = own.substr(root.size());
+  if (own.empty()) own = "/";
+  CgroupLocation loc;
+  loc.mount = mount;
+  loc.own = own;
+  loc.own_path = own == "/" ? mount : mount + own;
+  return loc;
+}
+
+std::string cgroup_of(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+  auto text = sys::read_file(path);
+  return text ? own_from_proc_cgroup(*text) : std::string();
+}
+
+}  // namespace pmon::confine

@@ -1,0 +1,23 @@
+// Where cgroup v2 lives on this host and where this process sits in it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace pmon::confine {
+
+struct CgroupLocation {
+  std::string mount;     // e.g. /sys/fs/cgroup or /sys/fs/cgroup/unified
+  std::string own;       // this process's cgroup, relative ("/" or "/a/b")
+  std::string own_path;  // mount + own
+};
+
+// Parses /proc/self/mountinfo for the first cgroup2 mount and
+// /proc/self/cgroup for the "0::" line. The error is a one-line reason.
+std::optional<CgroupLocation> locate_cgroup2(std::string* why);
+
+// The cgroup of another process, relative to the same mount ("" if gone or
+// not on cgroup2).
+std::string cgroup_of(int pid);
+
+}  // namespace pmon::confine

@@ -1,0 +1,50 @@
+#include "confine/scan.h"
+
+#include <algorithm>
+
+#include "sys/syscalls.h"
+
+namespace pmon::confine {
+
+namespace {
+// Past this many members a waiter re-scans on a timer instead of polling
+// one pidfd each (keeps the fd table small during a fork storm).
+constexpr size_t kMaxWatched = 256;
+constexpr int kRescanMs = 5;
+}  // namespace
+
+int signal_listed(const std::vector<sys::ProcStat>& procs, int sig) noexcept {
+  int sent = 0;
+  for (const sys::ProcStat& p : procs) {
+    auto fd = sys::open_identified(p.pid, p.start_time);
+    if (!fd) continue;
+    if (sys::pidfd_send_signal(fd->get(), sig) == 0) ++sent;
+  }
+  return sent;
+}
+
+Watch PidfdWatch::refresh(const std::vector<sys::ProcStat>& members) {
+  fds_.clear();
+  Watch w;
+  for (const sys::ProcStat& p : members) {
+    if (fds_.size() == kMaxWatched) {
+      w.rescan_ms = kRescanMs;
+      break;
+    }
+    auto fd = sys::open_identified(p.pid, p.start_time);
+    if (!fd) continue;
+    w.fds.push_back({fd->get(), POLLIN, 0});
+    fds_.push_back(std::move(*fd));
+  }
+  // A member that was unreachable (a zombie or gone) makes the scan stale:
+  // look again soon rather than trust a set we could not watch.
+  if (fds_.size() < std::min(members.size(), kMaxWatched)) w.rescan_ms = kRescanMs;
+  return w;
+}
+
+std::vector<sys::ProcStat> live_only(std::vector<sys::ProcStat> procs) {
+  std::erase_if(procs, [](const sys::ProcStat& p) { return p.state == 'Z' || p.state == 'X'; });
+  return procs;
+}
+
+}  // namespace pmon::confine

@@ -1,0 +1,59 @@
+#include "confine/boundary.h"
+
+namespace pmon {
+
+std::string_view to_string(ConfineKind k) noexcept {
+  switch (k) {
+    case ConfineKind::cgroup: return "cgroup";
+    case ConfineKind::pidns: return "pidns";
+    case ConfineKind::subreaper: return "subreaper";
+    case ConfineKind::pgroup: return "pgroup";
+  }
+  return "?";
+}
+
+std::optional<ConfineKind> parse_confine_kind(std::string_view s) noexcept {
+  for (ConfineKind k : {ConfineKind::cgroup, ConfineKind::pidns,
+                        ConfineKind::subreaper, ConfineKind::pgroup})
+    if (s == to_string(k)) return k;
+  return std::nullopt;
+}
+
+namespace {
+
+std::expected<std::unique_ptr<Backend>, std::string> open_kind(
+    ConfineKind k, const ConfineRequest& req) {
+  switch (k) {
+    case ConfineKind::cgroup: return open_cgroup_backend(req.cgroup_root);
+    case ConfineKind::pidns:
+      return std::unexpected(std::string("the pidns backend is not built yet"));
+    case ConfineKind::subreaper: return open_subreaper_backend();
+    case ConfineKind::pgroup: return open_pgroup_backend();
+  }
+  return std::unexpected(std::string("unknown backend"));
+}
+
+}  // namespace
+
+std::expected<Selection, std::string> select_backend(const ConfineRequest& req) {
+  Selection sel;
+  if (req.kind) {
+    auto b = open_kind(*req.kind, req);
+    if (!b) return std::unexpected(std::string(to_string(*req.kind)) + ": " + b.error());
+    sel.backend = std::move(*b);
+    return sel;
+  }
+  // Strongest first. pidns is skipped until it exists.
+  for (ConfineKind k : {ConfineKind::cgroup, ConfineKind::subreaper, ConfineKind::pgroup}) {
+    auto b = open_kind(k, req);
+    if (b) {
+      sel.backend = std::move(*b);
+      return sel;
+    }
+    sel.passed_over.push_back(std::string(to_string(k)) + ": " + b.error());
+  }
+  return std::unexpected("no confinement backend works here: " +
+                         (sel.passed_over.empty() ? std::string() : sel.passed_over.back()));
+}
+
+}  // namespace pmon

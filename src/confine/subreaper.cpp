@@ -1,0 +1,109 @@
+// subreaper: the supervisor is PR_SET_CHILD_SUBREAPER, so every orphan of the
+// call is reparented to it and stays findable as a descendant. Stopping is a
+// scan-signal-reap drain loop: a scan is a snapshot, so the caller repeats
+// until a scan comes back empty (a fork storm converges because every pass
+// kills what the last one missed).
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "confine/boundary.h"
+#include "confine/scan.h"
+
+namespace pmon {
+
+namespace {
+
+// Main processes of the live calls of this process, so that concurrent calls
+// (the library) do not count each other's trees as their own.
+std::mutex g_mains_mu;
+std::set<pid_t> g_mains;
+
+class SubreaperBoundary final : public Boundary {
+ public:
+  ~SubreaperBoundary() override { release(false); }
+
+  ConfineKind kind() const noexcept override { return ConfineKind::subreaper; }
+
+  void set_main(pid_t pid, uint64_t) noexcept override {
+    main_ = pid;
+    std::lock_guard lock(g_mains_mu);
+    g_mains.insert(pid);
+  }
+
+  std::vector<sys::ProcStat> members() override {
+    auto table = sys::scan_processes();
+    std::set<pid_t> others;
+    {
+      std::lock_guard lock(g_mains_mu);
+      for (pid_t m : g_mains)
+        if (m != main_) others.insert(m);
+    }
+    // Everything below us that is not another call's subtree. Orphans of
+    // this call were reparented to us, so they show up as our children.
+    std::vector<sys::ProcStat> out;
+    std::vector<pid_t> queue{::getpid()};
+    std::set<pid_t> skip(others);
+    for (size_t i = 0; i < queue.size(); ++i) {
+      for (const sys::ProcStat& p : table) {
+        if (p.ppid != queue[i] || p.pid == queue[i] || skip.contains(p.pid))
+          continue;
+        out.push_back(p);
+        queue.push_back(p.pid);
+      }
+    }
+    return confine::live_only(std::move(out));
+  }
+
+  Result<int> signal_all(int sig) override {
+    return confine::signal_listed(members(), sig);
+  }
+
+  Result<void> kill_all() override {
+    (void)confine::signal_listed(members(), SIGKILL);
+    return {};
+  }
+
+  Result<bool> empty() override { return members().empty(); }
+
+  Watch watch() override { return watch_.refresh(members()); }
+
+  bool contains_escapes() const noexcept override { return true; }
+
+  void release(bool) noexcept override {
+    if (main_ <= 0) return;
+    std::lock_guard lock(g_mains_mu);
+    g_mains.erase(main_);
+    main_ = 0;
+  }
+
+ private:
+  pid_t main_ = 0;
+  confine::PidfdWatch watch_;
+};
+
+class SubreaperBackend final : public Backend {
+ public:
+  ConfineKind kind() const noexcept override { return ConfineKind::subreaper; }
+  Result<std::unique_ptr<Boundary>> open_boundary() override {
+    return std::make_unique<SubreaperBoundary>();
+  }
+  std::string describe() const override {
+    return "subreaper: PR_SET_CHILD_SUBREAPER on pmon, drain loop over /proc";
+  }
+};
+
+}  // namespace
+
+std::expected<std::unique_ptr<Backend>, std::string> open_subreaper_backend() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0)
+    return std::unexpected(std::string("prctl(PR_SET_CHILD_SUBREAPER) failed: ") +
+                           std::strerror(errno));
+  return std::make_unique<SubreaperBackend>();
+}
+
+}  // namespace pmon

@@ -1,0 +1,22 @@
+// The versioned JSON report of one call (DESIGN §4).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/run.h"
+#include "sys/result.h"
+
+namespace pmon {
+
+struct ReportContext {
+  std::vector<std::string> passed_over;  // why stronger backends were not used
+  bool weak = false;                     // the backend cannot contain escapes
+};
+
+std::string report_json(const RunResult& r, const ReportContext& ctx);
+
+// Writes `text` to `path` atomically: a temp file beside it, fsync, rename.
+Result<void> write_atomically(const std::string& path, const std::string& text) noexcept;
+
+}  // namespace pmon

@@ -1,0 +1,456 @@
+#include "core/run.h"
+
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "sys/proc.h"
+#include "sys/syscalls.h"
+
+namespace pmon {
+
+std::string_view to_string(Outcome o) noexcept {
+  switch (o) {
+    case Outcome::exited: return "exited";
+    case Outcome::signaled: return "signaled";
+    case Outcome::timeout: return "timeout";
+    case Outcome::cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+int RunResult::status() const noexcept {
+  if (!cleanup_verified) return 125;
+  switch (outcome) {
+    case Outcome::timeout: return 124;
+    case Outcome::cancelled: return 128 + cancel_signal;
+    case Outcome::signaled: return 128 + signal.value_or(0);
+    case Outcome::exited: return exit_code.value_or(0);
+  }
+  return 125;
+}
+
+namespace {
+
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+constexpr size_t kMaxTrackedLeftovers = 4096;
+
+enum class Wake { main_exit, deadline, cancel, boundary, timer };
+
+struct Tracked {
+  Leftover info;
+  Fd pidfd;
+};
+
+class Runner {
+ public:
+  Runner(Backend& backend, const RunOptions& opts) : backend_(backend), opts_(opts) {}
+
+  std::expected<RunResult, SpawnError> run();
+
+ private:
+  double since_start_ms() const { return (sys::monotonic_ns() - t0_) / 1e6; }
+  void trace(const std::string& line) const {
+    if (opts_.trace) opts_.trace(line);
+  }
+
+  Wake wait(int64_t deadline, bool watch_main, const Watch* w);
+  void drain_signals(bool* cancelled);
+  void note_main_exit();
+  void reap_orphans();
+  void finish_reaping();
+  void snapshot_leftovers();
+  void label_leftovers(const char* action);
+  bool wait_empty(int64_t deadline, bool repeat_kill, bool* interrupted);
+  void stop(const std::string& reason);
+
+  Backend& backend_;
+  const RunOptions& opts_;
+  int64_t t0_ = 0;
+  std::unique_ptr<Boundary> b_;
+  Child child_;
+  RunResult res_;
+  bool main_exited_ = false;
+  siginfo_t main_si_{};
+  int cancel_sig_ = 0;
+  bool cancelled_ = false;
+  bool escalate_ = false;
+  std::vector<Tracked> tracked_;
+  uint64_t reaped_cpu_usec_ = 0;
+};
+
+Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
+  for (;;) {
+    std::vector<pollfd> fds;
+    int main_i = -1, sig_i = -1, cancel_i = -1;
+    if (watch_main && !main_exited_) {
+      main_i = static_cast<int>(fds.size());
+      fds.push_back({child_.pidfd.get(), POLLIN, 0});
+    }
+    if (opts_.signal_fd >= 0) {
+      sig_i = static_cast<int>(fds.size());
+      fds.push_back({opts_.signal_fd, POLLIN, 0});
+    }
+    if (opts_.cancel_fd >= 0 && !cancelled_) {
+      cancel_i = static_cast<int>(fds.size());
+      fds.push_back({opts_.cancel_fd, POLLIN, 0});
+    }
+    size_t watch_from = fds.size();
+    if (w != nullptr) fds.insert(fds.end(), w->fds.begin(), w->fds.end());
+
+    // The deadline is recomputed on every pass: poll may return early.
+    int64_t now = sys::monotonic_ns();
+    int timeout_ms = -1;
+    if (deadline != kForever) {
+      if (now >= deadline) return Wake::deadline;
+      timeout_ms = static_cast<int>(std::min<int64_t>((deadline - now + 999'999) / 1'000'000, 1 << 30));
+    }
+    if (w != nullptr && w->rescan_ms >= 0 && (timeout_ms < 0 || w->rescan_ms < timeout_ms))
+      timeout_ms = w->rescan_ms;
+
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Wake::timer;  // poll cannot fail otherwise with valid fds
+    }
+    if (sig_i >= 0 && (fds[sig_i].revents & POLLIN)) {
+      bool cancelled = false;
+      drain_signals(&cancelled);
+      if (cancelled) return Wake::cancel;
+    }
+    if (cancel_i >= 0 && fds[cancel_i].revents != 0) {
+      uint64_t v;
+      (void)::read(opts_.cancel_fd, &v, sizeof v);
+      if (cancelled_) escalate_ = true;
+      cancelled_ = true;
+      return Wake::cancel;
+    }
+    if (main_i >= 0 && fds[main_i].revents != 0) {
+      note_main_exit();
+      return Wake::main_exit;
+    }
+    for (size_t i = watch_from; i < fds.size(); ++i)
+      if (fds[i].revents != 0) return Wake::boundary;
+    if (n == 0) {
+      if (deadline != kForever && sys::monotonic_ns() >= deadline) return Wake::deadline;
+      return Wake::timer;
+    }
+  }
+}
+
+void Runner::drain_signals(bool* cancelled) {
+  signalfd_siginfo info;
+  bool chld = false;
+  for (;;) {
+    ssize_t n = ::read(opts_.signal_fd, &info, sizeof info);
+    if (n != static_cast<ssize_t>(sizeof info)) break;
+    if (info.ssi_signo == SIGCHLD) {
+      chld = true;
+      continue;
+    }
+    // The first cancel signal starts the stop; a second one skips the grace.
+    if (cancelled_) escalate_ = true;
+    if (!cancelled_) cancel_sig_ = static_cast<int>(info.ssi_signo);
+    cancelled_ = true;
+    *cancelled = true;
+  }
+  if (chld) reap_orphans();
+}
+
+void Runner::note_main_exit() {
+  if (main_exited_) return;
+  siginfo_t si{};
+  // WNOWAIT: keep the zombie. It pins the pid (and the process group id) so
+  // nothing we signal later can be a stranger that inherited the number.
+  int r = sys::waitid_raw(P_PIDFD, static_cast<id_t>(child_.pidfd.get()), &si,
+                          WEXITED | WNOHANG | WNOWAIT, nullptr);
+  if (r == 0 && si.si_pid != 0) {
+    main_si_ = si;
+    main_exited_ = true;
+  }
+}
+
+// Orphans of the call that were reparented to us and died. The main process
+// stays unreaped on purpose (see note_main_exit).
+void Runner::reap_orphans() {
+  if (!opts_.own_all_children) return;
+  const pid_t self = ::getpid();
+  for (;;) {
+    siginfo_t si{};
+    if (sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, nullptr) != 0 || si.si_pid == 0)
+      return;
+    if (si.si_pid != child_.pid) {
+      struct rusage ru {};
+      if (sys::waitid_raw(P_PID, static_cast<id_t>(si.si_pid), &si, WEXITED | WNOHANG, &ru) == 0)
+        reaped_cpu_usec_ += ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec +
+                            ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
+      continue;
+    }
+    // The kernel offered the main zombie first; find the others by name.
+    bool any = false;
+    for (const sys::ProcStat& p : sys::scan_processes()) {
+      if (p.ppid != self || p.pid == child_.pid || p.state != 'Z') continue;
+      struct rusage ru {};
+      if (sys::waitid_raw(P_PID, static_cast<id_t>(p.pid), &si, WEXITED | WNOHANG, &ru) == 0) {
+        any = true;
+        reaped_cpu_usec_ += ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec +
+                            ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
+      }
+    }
+    if (!any) return;
+  }
+}
+
+// After the boundary is confirmed empty, processes of the call may still be
+// between leaving their cgroup and becoming zombies: give those a moment and
+// reap them. A live child that stays is an escapee (reported), never waited.
+void Runner::finish_reaping() {
+  if (!opts_.own_all_children) return;
+  const pid_t self = ::getpid();
+  const int64_t deadline = sys::monotonic_ns() + 100'000'000;
+  for (;;) {
+    reap_orphans();
+    bool zombie = false, live = false;
+    for (const sys::ProcStat& p : sys::scan_processes()) {
+      if (p.ppid != self || p.pid == child_.pid) continue;
+      (p.state == 'Z' ? zombie : live) = true;
+    }
+    // A zombie leader whose threads still run cannot be reaped yet: bounded.
+    if (zombie && sys::monotonic_ns() < deadline) continue;
+    if (!live || !res_.cleanup_verified || !b_->contains_escapes() ||
+        sys::monotonic_ns() >= deadline)
+      return;
+    pollfd p{opts_.signal_fd, POLLIN, 0};
+    (void)::poll(&p, opts_.signal_fd >= 0 ? 1 : 0, 5);
+    if (opts_.signal_fd >= 0) {
+      bool cancelled = false;
+      drain_signals(&cancelled);
+    }
+  }
+}
+
+void Runner::snapshot_leftovers() {
+  for (const sys::ProcStat& p : b_->members()) {
+    if (p.pid == child_.pid) continue;
+    if (tracked_.size() >= kMaxTrackedLeftovers) break;
+    auto fd = sys::open_identified(p.pid, p.start_time);
+    if (!fd) continue;
+    Tracked t;
+    t.info.pid = p.pid;
+    t.info.start_time = p.start_time;
+    t.info.cmdline = sys::read_cmdline(p.pid);
+    t.pidfd = std::move(*fd);
+    tracked_.push_back(std::move(t));
+  }
+}
+
+void Runner::label_leftovers(const char* action) {
+  for (Tracked& t : tracked_)
+    if (t.info.action.empty() && !sys::pidfd_alive(t.pidfd.get())) t.info.action = action;
+}
+
+bool Runner::wait_empty(int64_t deadline, bool repeat_kill, bool* interrupted) {
+  for (;;) {
+    auto e = b_->empty();
+    if (e && *e) return true;
+    Watch w = b_->watch();
+    Wake wake = wait(deadline, false, &w);
+    if (wake == Wake::deadline) return b_->empty().value_or(false);
+    if (wake == Wake::cancel) {
+      *interrupted = true;
+      if (!escalate_) continue;
+      return b_->empty().value_or(false);
+    }
+    // A scan is a snapshot: kill again whatever was forked since the last.
+    if (repeat_kill) (void)b_->kill_all();
+  }
+}
+
+void Runner::stop(const std::string& reason) {
+  res_.stop.reason = reason;
+  if (tracked_.empty()) snapshot_leftovers();
+  bool verified = false;
+  for (const StopStep& step : opts_.stop.steps) {
+    int64_t step_start = sys::monotonic_ns();
+    if (step.action == StopStep::Action::signal) {
+      if (escalate_) continue;  // a second cancel signal: straight to KILL
+      res_.stop.first_signal = step.signal;
+      res_.stop.signal_sent_ms = since_start_ms();
+      if (!main_exited_) (void)sys::pidfd_send_signal(child_.pidfd.get(), step.signal);
+      (void)b_->signal_all(step.signal);
+      if (step.with_cont) (void)b_->signal_all(SIGCONT);
+      trace("sent " + signal_name(step.signal) + " to the boundary (" + reason + ")");
+    } else {
+      res_.stop.kill_sent_ms = since_start_ms();
+      (void)b_->kill_all();
+      if (!main_exited_) (void)sys::pidfd_send_signal(child_.pidfd.get(), SIGKILL);
+      trace("sent SIGKILL to the boundary");
+    }
+    bool interrupted = false;
+    int64_t deadline = step_start + step.wait.count();
+    verified = wait_empty(deadline, step.action == StopStep::Action::kill, &interrupted);
+    label_leftovers(step.action == StopStep::Action::kill ? "SIGKILL" : signal_name(step.signal).c_str());
+    if (verified) break;
+  }
+  if (verified) {
+    res_.stop.empty_confirmed_ms = since_start_ms();
+    trace("boundary confirmed empty");
+  }
+  res_.cleanup_verified = verified;
+  for (Tracked& t : tracked_)
+    if (t.info.action.empty()) t.info.action = verified ? "SIGKILL" : "survived";
+}
+
+std::expected<RunResult, SpawnError> Runner::run() {
+  t0_ = sys::monotonic_ns();
+  res_.started_at = std::chrono::system_clock::now();
+  res_.command = opts_.spawn.argv;
+  res_.confinement = backend_.kind();
+
+  auto b = backend_.open_boundary();
+  if (!b)
+    return std::unexpected(SpawnError{125, b.error().value(),
+                                      "cannot open a " + std::string(to_string(backend_.kind())) +
+                                          " boundary: " + b.error().message()});
+  b_ = std::move(*b);
+  res_.cgroup = b_->cgroup_path();
+
+  auto child = spawn(opts_.spawn, *b_);
+  if (!child) {
+    b_->release(b_->empty().value_or(false));
+    return std::unexpected(child.error());
+  }
+  child_ = std::move(*child);
+  b_->set_main(child_.pid, child_.start_time);
+  res_.pid = child_.pid;
+  trace("started pid " + std::to_string(child_.pid) + " under " +
+        std::string(to_string(backend_.kind())) + (res_.cgroup ? " in " + *res_.cgroup : ""));
+
+  int64_t deadline = opts_.timeout ? t0_ + opts_.timeout->count() : kForever;
+  std::string reason;
+  for (;;) {
+    Wake wake = wait(deadline, true, nullptr);
+    if (wake == Wake::main_exit) break;
+    if (wake == Wake::deadline) {
+      reason = "timeout";
+      res_.timed_out = true;
+      break;
+    }
+    if (wake == Wake::cancel) {
+      reason = "cancel";
+      break;
+    }
+  }
+
+  if (reason.empty()) {
+    auto e = b_->empty();
+    if (e && *e) {
+      res_.cleanup_verified = true;
+      res_.stop.empty_confirmed_ms = since_start_ms();
+    } else {
+      snapshot_leftovers();
+      trace(std::to_string(tracked_.size()) + " process(es) still running after the main process exited");
+      if (opts_.wait_tree) {
+        bool interrupted = false;
+        bool emptied = false;
+        while (!emptied) {
+          Watch w = b_->watch();
+          Wake wake = wait(deadline, false, &w);
+          if (wake == Wake::deadline) {
+            reason = "timeout";
+            res_.timed_out = true;
+            break;
+          }
+          if (wake == Wake::cancel) {
+            interrupted = true;
+            reason = "cancel";
+            break;
+          }
+          emptied = b_->empty().value_or(false);
+        }
+        (void)interrupted;
+        if (emptied) {
+          label_leftovers("waited");
+          for (Tracked& t : tracked_)
+            if (t.info.action.empty()) t.info.action = "waited";
+          res_.cleanup_verified = true;
+          res_.stop.empty_confirmed_ms = since_start_ms();
+        }
+      } else {
+        reason = "leftovers";
+      }
+    }
+  }
+  if (!reason.empty()) stop(reason);
+
+  // The main process is dead or dying now; collect it for good.
+  if (!main_exited_) {
+    // Stopped with the boundary: its pidfd turns readable promptly.
+    pollfd p{child_.pidfd.get(), POLLIN, 0};
+    (void)retry_eintr([&] { return ::poll(&p, 1, 5000); });
+    note_main_exit();
+  }
+  struct rusage ru {};
+  siginfo_t si{};
+  if (sys::waitid_raw(P_PIDFD, static_cast<id_t>(child_.pidfd.get()), &si, WEXITED | WNOHANG, &ru) == 0 &&
+      si.si_pid != 0) {
+    if (!main_exited_) {
+      main_si_ = si;
+      main_exited_ = true;
+    }
+    reaped_cpu_usec_ += ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec +
+                        ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
+  }
+  finish_reaping();
+
+  if (main_exited_) {
+    sys::ExitStatus st = sys::exit_status_from(main_si_);
+    if (st.signaled) {
+      res_.signal = st.code;
+      res_.core_dumped = st.core_dumped;
+      res_.outcome = Outcome::signaled;
+    } else {
+      res_.exit_code = st.code;
+      res_.outcome = Outcome::exited;
+    }
+  } else {
+    res_.cleanup_verified = false;
+  }
+  if (res_.timed_out) res_.outcome = Outcome::timeout;
+  if (reason == "cancel") {
+    res_.outcome = Outcome::cancelled;
+    res_.cancel_signal = cancel_sig_ != 0 ? cancel_sig_ : SIGTERM;
+  }
+
+  for (Tracked& t : tracked_) res_.leftovers.push_back(std::move(t.info));
+
+  // A weak boundary, or a call that moved itself out of its cgroup: what is
+  // still alive below us is reported, never silently dropped.
+  if (opts_.own_all_children) {
+    std::vector<sys::ProcStat> table = sys::scan_processes();
+    for (const sys::ProcStat& p : sys::descendants_of(table, ::getpid())) {
+      if (p.state == 'Z' || p.pid == child_.pid) continue;
+      res_.escaped.push_back({p.pid, p.start_time, sys::read_cmdline(p.pid), "none"});
+    }
+  }
+
+  res_.cpu_usec = b_->cpu_usec();
+  if (!res_.cpu_usec && b_->kind() != ConfineKind::cgroup) res_.cpu_usec = reaped_cpu_usec_;
+  res_.memory_peak_bytes = b_->memory_peak_bytes();
+  b_->release(res_.cleanup_verified);
+  res_.duration_ms = since_start_ms();
+  return std::move(res_);
+}
+
+}  // namespace
+
+std::expected<RunResult, SpawnError> run_call(Backend& backend, const RunOptions& opts) {
+  Runner r(backend, opts);
+  return r.run();
+}
+
+}  // namespace pmon

@@ -1,0 +1,45 @@
+// Starting the main process of a call: clone3 with CLONE_PIDFD (and
+// CLONE_INTO_CGROUP when the boundary is a cgroup), so there is no instant in
+// which the child is outside its boundary or known only by number.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "confine/boundary.h"
+#include "sys/fd.h"
+
+namespace pmon {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;
+  std::optional<std::vector<std::string>> env;  // empty: this process's
+  std::string cwd;                              // empty: inherit
+  std::array<int, 3> stdio{-1, -1, -1};         // -1: inherit
+  int pdeathsig = 0;                            // 0: none
+  bool new_session = true;
+};
+
+struct Child {
+  pid_t pid = 0;
+  uint64_t start_time = 0;
+  Fd pidfd;
+};
+
+struct SpawnError {
+  int exit_code = 125;  // 126 not executable, 127 not found, 125 otherwise
+  int err = 0;          // errno
+  std::string message;  // one line, without the "pmon: " prefix
+};
+
+// Starts argv[0] (searched in PATH like execvp) inside `boundary`.
+// Exec failures are reported from the child over a CLOEXEC pipe.
+std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& boundary);
+
+}  // namespace pmon

@@ -1,0 +1,90 @@
+#include "core/units.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace pmon {
+
+namespace {
+
+struct SigName {
+  const char* name;
+  int sig;
+};
+
+constexpr SigName kSignals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},   {"FPE", SIGFPE},
+    {"KILL", SIGKILL}, {"USR1", SIGUSR1},     {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},     {"TERM", SIGTERM}, {"STKFLT", SIGSTKFLT},
+    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+    {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},
+    {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
+    {"IO", SIGIO},     {"PWR", SIGPWR},       {"SYS", SIGSYS},
+};
+
+}  // namespace
+
+std::optional<Nanos> parse_duration(std::string_view s) noexcept {
+  if (s.empty()) return std::nullopt;
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  std::string num(s.substr(0, i));
+  std::string_view unit = s.substr(i);
+  if (num.empty() || num == "." || std::count(num.begin(), num.end(), '.') > 1) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(num.c_str(), &end);
+  if (end != num.c_str() + num.size() || !std::isfinite(v) || v < 0) return std::nullopt;
+  double scale;
+  if (unit.empty() || unit == "s") scale = 1e9;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "m") scale = 60e9;
+  else if (unit == "h") scale = 3600e9;
+  else return std::nullopt;
+  double ns = v * scale;
+  if (ns > 1e18) return std::nullopt;  // ~31 years: surely a typo
+  return Nanos(static_cast<int64_t>(std::llround(ns)));
+}
+
+std::optional<int> parse_signal(std::string_view s) noexcept {
+  if (s.empty()) return std::nullopt;
+  int n = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec == std::errc() && p == s.data() + s.size()) {
+    if (n >= 1 && n < NSIG) return n;
+    return std::nullopt;
+  }
+  std::string up;
+  for (char c : s) up.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  if (up.rfind("SIG", 0) == 0) up = up.substr(3);
+  for (const SigName& e : kSignals)
+    if (up == e.name) return e.sig;
+  if (up.rfind("RTMIN", 0) == 0) {
+    int off = 0;
+    if (up.size() > 5) {
+      if (up[5] != '+') return std::nullopt;
+      auto [q, ec2] = std::from_chars(up.data() + 6, up.data() + up.size(), off);
+      if (ec2 != std::errc() || q != up.data() + up.size()) return std::nullopt;
+    }
+    int sig = SIGRTMIN + off;
+    if (sig <= SIGRTMAX) return sig;
+  }
+  return std::nullopt;
+}
+
+std::string signal_name(int sig) {
+  for (const SigName& e : kSignals)
+    if (e.sig == sig) return std::string("SIG") + e.name;
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+    return sig == SIGRTMIN ? "SIGRTMIN" : "SIGRTMIN+" + std::to_string(sig - SIGRTMIN);
+  return std::to_string(sig);
+}
+
+}  // namespace pmon

@@ -1,0 +1,170 @@
+#include "sys/proc.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "sys/syscalls.h"
+
+namespace pmon::sys {
+
+namespace {
+
+// Reads up to the whole file into `out`; fd is closed by the caller.
+Result<void> read_all(int fd, std::string& out) noexcept {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = retry_eintr([&] { return ::read(fd, buf, sizeof buf); });
+    if (n < 0) return fail_errno();
+    if (n == 0) return {};
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+template <class T>
+bool parse_num(std::string_view s, T& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+Result<std::string> read_file(const std::string& path) noexcept {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return fail_errno();
+  std::string out;
+  if (auto r = read_all(fd.get(), out); !r) return std::unexpected(r.error());
+  return out;
+}
+
+Result<std::string> read_file_at(int dirfd, const char* name) noexcept {
+  Fd fd(::openat(dirfd, name, O_RDONLY | O_CLOEXEC));
+  if (!fd) return fail_errno();
+  std::string out;
+  if (auto r = read_all(fd.get(), out); !r) return std::unexpected(r.error());
+  return out;
+}
+
+Result<void> write_file_at(int dirfd, const char* name,
+                           std::string_view data) noexcept {
+  Fd fd(::openat(dirfd, name, O_WRONLY | O_CLOEXEC));
+  if (!fd) return fail_errno();
+  ssize_t n =
+      retry_eintr([&] { return ::write(fd.get(), data.data(), data.size()); });
+  if (n < 0) return fail_errno();
+  if (static_cast<size_t>(n) != data.size()) return fail(EIO);
+  return {};
+}
+
+Result<ProcStat> read_stat(pid_t pid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  auto text = read_file(path);
+  if (!text) return std::unexpected(text.error());
+  // comm may hold spaces and ')' — the last ')' ends it.
+  const std::string& s = *text;
+  size_t open = s.find('(');
+  size_t close = s.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    return fail(EIO);
+  ProcStat st;
+  st.pid = pid;
+  st.comm = s.substr(open + 1, close - open - 1);
+  // Fields after comm: 3 state, 4 ppid, 5 pgrp, 6 session, ... 22 starttime.
+  std::string_view rest(s);
+  rest.remove_prefix(close + 2);
+  int field = 3;
+  while (!rest.empty() && field <= 22) {
+    size_t sp = rest.find(' ');
+    std::string_view tok = rest.substr(0, sp);
+    switch (field) {
+      case 3: st.state = tok.empty() ? '?' : tok[0]; break;
+      case 4: parse_num(tok, st.ppid); break;
+      case 5: parse_num(tok, st.pgrp); break;
+      case 6: parse_num(tok, st.session); break;
+      case 22: parse_num(tok, st.start_time); break;
+      default: break;
+    }
+    if (sp == std::string_view::npos) break;
+    rest.remove_prefix(sp + 1);
+    ++field;
+  }
+  if (field < 22) return fail(EIO);
+  return st;
+}
+
+std::string read_cmdline(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+  auto text = read_file(path);
+  std::string out = text ? *text : std::string();
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  for (char& c : out)
+    if (c == '\0') c = ' ';
+  if (out.empty()) {
+    auto st = read_stat(pid);
+    if (st) out = "[" + st->comm + "]";
+  }
+  return out;
+}
+
+std::vector<ProcStat> scan_processes() {
+  std::vector<ProcStat> out;
+  DIR* dir = ::opendir("/proc");
+  if (!dir) return out;
+  while (dirent* e = ::readdir(dir)) {
+    pid_t pid = 0;
+    if (!parse_num(std::string_view(e->d_name), pid) || pid <= 0) continue;
+    if (auto st = read_stat(pid)) out.push_back(std::move(*st));
+  }
+  ::closedir(dir);
+  return out;
+}
+
+std::vector<ProcStat> descendants_of(const std::vector<ProcStat>& table,
+                                     pid_t root) {
+  std::unordered_multimap<pid_t, const ProcStat*> children;
+  for (const ProcStat& p : table) children.emplace(p.ppid, &p);
+  std::vector<ProcStat> out;
+  std::vector<pid_t> queue{root};
+  for (size_t i = 0; i < queue.size(); ++i) {
+    auto [b, e] = children.equal_range(queue[i]);
+    for (auto it = b; it != e; ++it) {
+      if (it->second->pid == root) continue;
+      out.push_back(*it->second);
+      queue.push_back(it->second->pid);
+    }
+  }
+  return out;
+}
+
+Result<Fd> open_identified(pid_t pid, uint64_t start_time) noexcept {
+  auto fd = pidfd_open(pid);
+  if (!fd) return std::unexpected(fd.error());
+  auto st = read_stat(pid);
+  // Alive after the read means the stat we read was this pidfd's process.
+  if (!st || st->start_time != start_time || !pidfd_alive(fd->get()))
+    return fail(ESRCH);
+  return fd;
+}
+
+bool pidfd_alive(int pidfd) noexcept {
+  // Signal 0 reaches a zombie too; a zombie is dead for our purposes, and a
+  // pidfd turns readable exactly when its process exits.
+  pollfd p{pidfd, POLLIN, 0};
+  return retry_eintr([&] { return ::poll(&p, 1, 0); }) == 0;
+}
+
+long clock_ticks() noexcept {
+  static const long ticks = ::sysconf(_SC_CLK_TCK);
+  return ticks;
+}
+
+}  // namespace pmon::sys

@@ -1,0 +1,60 @@
+// Reading /proc. A process is named by (pid, start time): the pair is unique
+// for the life of the boot, a bare pid is not (pid_max wraps).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sys/fd.h"
+#include "sys/result.h"
+
+namespace pmon::sys {
+
+struct ProcStat {
+  pid_t pid = 0;
+  char state = '?';
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  pid_t session = 0;
+  uint64_t start_time = 0;  // clock ticks since boot (field 22)
+  std::string comm;
+};
+
+// /proc/<pid>/stat, parsed. ENOENT/ESRCH when the process is gone.
+Result<ProcStat> read_stat(pid_t pid) noexcept;
+
+// /proc/<pid>/cmdline with NULs turned to spaces; "[comm]" when empty
+// (kernel threads, zombies).
+std::string read_cmdline(pid_t pid);
+
+// Every numeric entry of /proc, parsed; processes that vanish mid-scan are
+// skipped.
+std::vector<ProcStat> scan_processes();
+
+// The descendants of `root` (not root itself) in `table`, breadth first.
+std::vector<ProcStat> descendants_of(const std::vector<ProcStat>& table,
+                                     pid_t root);
+
+// A pidfd for exactly the process (pid, start_time), or ESRCH if that process
+// is gone — even if the number now belongs to someone else. The check runs
+// after pidfd_open, so a pid recycled in between is caught.
+Result<Fd> open_identified(pid_t pid, uint64_t start_time) noexcept;
+
+// Is the process behind `pidfd` still alive (not yet exited)?
+bool pidfd_alive(int pidfd) noexcept;
+
+// Whole small file; errors are errno codes.
+Result<std::string> read_file(const std::string& path) noexcept;
+Result<std::string> read_file_at(int dirfd, const char* name) noexcept;
+Result<void> write_file_at(int dirfd, const char* name,
+                           std::string_view data) noexcept;
+
+// Ticks per second for start times (sysconf(_SC_CLK_TCK)).
+long clock_ticks() noexcept;
+
+}  // namespace pmon::sys

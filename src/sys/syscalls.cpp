@@ -1,0 +1,79 @@
+#include "sys/syscalls.h"
+
+#include <linux/sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace pmon::sys {
+
+Result<CloneResult> clone3_fork(const CloneRequest& req) noexcept {
+  int pidfd = -1;
+  struct clone_args args;
+  std::memset(&args, 0, sizeof args);
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  if (req.into_cgroup) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(req.cgroup_fd);
+  }
+  if (req.new_pid_ns) args.flags |= CLONE_NEWPID;
+  if (req.new_user_ns) args.flags |= CLONE_NEWUSER;
+  if (req.new_mount_ns) args.flags |= CLONE_NEWNS;
+  if (req.new_cgroup_ns) args.flags |= CLONE_NEWCGROUP;
+
+  long r = ::syscall(SYS_clone3, &args, sizeof args);
+  if (r < 0) return fail_errno();
+  CloneResult out;
+  out.pid = static_cast<pid_t>(r);
+  if (r > 0) out.pidfd = Fd(pidfd);
+  return out;
+}
+
+Result<Fd> pidfd_open(pid_t pid) noexcept {
+  long r = ::syscall(SYS_pidfd_open, pid, 0);
+  if (r < 0) return fail_errno();
+  return Fd(static_cast<int>(r));
+}
+
+int pidfd_send_signal(int pidfd, int sig) noexcept {
+  long r = retry_eintr(
+      [&] { return ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); });
+  return r < 0 ? -1 : 0;
+}
+
+int waitid_raw(idtype_t type, id_t id, siginfo_t* info, int options,
+               struct rusage* ru) noexcept {
+  for (;;) {
+    long r = ::syscall(SYS_waitid, type, id, info, options, ru);
+    if (r == 0) return 0;
+    if (errno != EINTR) return -errno;
+  }
+}
+
+ExitStatus exit_status_from(const siginfo_t& si) noexcept {
+  ExitStatus st;
+  switch (si.si_code) {
+    case CLD_EXITED:
+      st.code = si.si_status;
+      break;
+    case CLD_DUMPED:
+      st.core_dumped = true;
+      [[fallthrough]];
+    default:
+      st.signaled = true;
+      st.code = si.si_status;
+  }
+  return st;
+}
+
+int64_t monotonic_ns() noexcept {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace pmon::sys

@@ -1,0 +1,56 @@
+// Thin wrappers of the process syscalls glibc 2.36 does not wrap (or wraps
+// without the arguments pmon needs). No policy here.
+#pragma once
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <cstdint>
+
+#include "sys/fd.h"
+#include "sys/result.h"
+
+namespace pmon::sys {
+
+struct CloneRequest {
+  bool into_cgroup = false;  // CLONE_INTO_CGROUP with cgroup_fd
+  int cgroup_fd = -1;
+  bool new_pid_ns = false;   // CLONE_NEWPID
+  bool new_user_ns = false;  // CLONE_NEWUSER
+  bool new_mount_ns = false; // CLONE_NEWNS
+  bool new_cgroup_ns = false;// CLONE_NEWCGROUP
+};
+
+struct CloneResult {
+  pid_t pid = 0;  // 0 in the child
+  Fd pidfd;       // parent only: CLONE_PIDFD, CLOEXEC by the kernel
+};
+
+// clone3() with fork semantics (no CLONE_VM) and CLONE_PIDFD, so the child is
+// addressed by an fd from the instant it exists. Returns pid 0 in the child.
+Result<CloneResult> clone3_fork(const CloneRequest& req) noexcept;
+
+Result<Fd> pidfd_open(pid_t pid) noexcept;
+
+// 0 on success; ESRCH once the process is reaped (never a recycled pid).
+int pidfd_send_signal(int pidfd, int sig) noexcept;
+
+// waitid(2) as the kernel has it, with the rusage glibc's wrapper drops.
+// Returns 0 or -errno; retries EINTR.
+int waitid_raw(idtype_t type, id_t id, siginfo_t* info, int options,
+               struct rusage* ru) noexcept;
+
+// Exit status of a finished child as reported by waitid.
+struct ExitStatus {
+  bool signaled = false;
+  int code = 0;  // exit code, or signal number when signaled
+  bool core_dumped = false;
+};
+ExitStatus exit_status_from(const siginfo_t& si) noexcept;
+
+// Wall-clock-free monotonic time in nanoseconds (CLOCK_MONOTONIC).
+int64_t monotonic_ns() noexcept;
+
+}  // namespace pmon::sys

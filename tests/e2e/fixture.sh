@@ -1,0 +1,31 @@
+# Suite fixture: "setup" starts an empty record; "check" fails when any
+# process a scenario recorded is still alive, or a pmon cgroup is left.
+set -u
+STATE=${PMON_TEST_STATE:?}
+case ${1:-} in
+  setup)
+    rm -rf "$STATE"; mkdir -p "$STATE"
+    echo "e2e state at $STATE"
+    ;;
+  check)
+    bad=0
+    if [ -f "$STATE/pids" ]; then
+      while read -r pid st; do
+        s=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+        s=${s##*) }; set -- $s
+        if [ "${20}" = "$st" ]; then
+          echo "LEFT BEHIND: pid $pid (start $st) state $1: $(tr '\0' ' ' < /proc/$pid/cmdline)"
+          bad=1
+        fi
+      done < "$STATE/pids"
+    fi
+    cg=$(awk '$9=="cgroup2"{print $5; exit}' /proc/self/mountinfo)
+    if [ -n "$cg" ]; then
+      left=$(find "$cg" -mindepth 1 -type d -name 'pmon-*' 2>/dev/null)
+      if [ -n "$left" ]; then echo "LEFT BEHIND: cgroups:"; echo "$left"; bad=1; fi
+    fi
+    [ $bad = 0 ] && echo "nothing left behind"
+    exit $bad
+    ;;
+  *) echo "usage: fixture.sh setup|check" >&2; exit 2 ;;
+esac
