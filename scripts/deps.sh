@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pmon builds and tests with (only the missing
+# ones; needs root or sudo for that). Safe to run again.
+set -euo pipefail
+pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+      libbenchmark-dev tini strace hyperfine python3 util-linux passwd procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "pmon: installing ${missing[*]}"
+  sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
+  $sudo_ apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
