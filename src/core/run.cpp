@@ -37,20 +37,23 @@ int RunResult::status() const noexcept {
 namespace {
 
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
-constexpr size_t kMaxTrackedLeftovers = 4096;
 
 enum class Wake { main_exit, deadline, cancel, boundary, timer };
 
-struct Tracked {
-  Leftover info;
-  Fd pidfd;
-};
-
-class Runner {
+class Runner final : public StopWaiter {
  public:
   Runner(Backend& backend, const RunOptions& opts) : backend_(backend), opts_(opts) {}
 
   std::expected<RunResult, SpawnError> run();
+
+  // StopWaiter: the stop keeps reaping and hears a second cancel signal.
+  StopWake wait(int64_t deadline, const Watch& w) override {
+    bool was = escalate_;
+    Wake wake = wait(deadline, false, &w);
+    if (wake == Wake::deadline) return StopWake::deadline;
+    if (wake == Wake::cancel && escalate_ && !was) return StopWake::escalate;
+    return StopWake::changed;
+  }
 
  private:
   double since_start_ms() const { return (sys::monotonic_ns() - t0_) / 1e6; }
@@ -63,9 +66,6 @@ class Runner {
   void note_main_exit();
   void reap_orphans();
   void finish_reaping();
-  void snapshot_leftovers();
-  void label_leftovers(const char* action);
-  bool wait_empty(int64_t deadline, bool repeat_kill, bool* interrupted);
   void stop(const std::string& reason);
 
   Backend& backend_;
@@ -79,7 +79,7 @@ class Runner {
   int cancel_sig_ = 0;
   bool cancelled_ = false;
   bool escalate_ = false;
-  std::vector<Tracked> tracked_;
+  LeftoverTracker leftovers_;
   uint64_t reaped_cpu_usec_ = 0;
 };
 
@@ -233,76 +233,21 @@ void Runner::finish_reaping() {
   }
 }
 
-void Runner::snapshot_leftovers() {
-  for (const sys::ProcStat& p : b_->members()) {
-    if (p.pid == child_.pid) continue;
-    if (tracked_.size() >= kMaxTrackedLeftovers) break;
-    auto fd = sys::open_identified(p.pid, p.start_time);
-    if (!fd) continue;
-    Tracked t;
-    t.info.pid = p.pid;
-    t.info.start_time = p.start_time;
-    t.info.cmdline = sys::read_cmdline(p.pid);
-    t.pidfd = std::move(*fd);
-    tracked_.push_back(std::move(t));
-  }
-}
-
-void Runner::label_leftovers(const char* action) {
-  for (Tracked& t : tracked_)
-    if (t.info.action.empty() && !sys::pidfd_alive(t.pidfd.get())) t.info.action = action;
-}
-
-bool Runner::wait_empty(int64_t deadline, bool repeat_kill, bool* interrupted) {
-  for (;;) {
-    auto e = b_->empty();
-    if (e && *e) return true;
-    Watch w = b_->watch();
-    Wake wake = wait(deadline, false, &w);
-    if (wake == Wake::deadline) return b_->empty().value_or(false);
-    if (wake == Wake::cancel) {
-      *interrupted = true;
-      if (!escalate_) continue;
-      return b_->empty().value_or(false);
-    }
-    // A scan is a snapshot: kill again whatever was forked since the last.
-    if (repeat_kill) (void)b_->kill_all();
-  }
-}
-
 void Runner::stop(const std::string& reason) {
   res_.stop.reason = reason;
-  if (tracked_.empty()) snapshot_leftovers();
-  bool verified = false;
-  for (const StopStep& step : opts_.stop.steps) {
-    int64_t step_start = sys::monotonic_ns();
-    if (step.action == StopStep::Action::signal) {
-      if (escalate_) continue;  // a second cancel signal: straight to KILL
-      res_.stop.first_signal = step.signal;
-      res_.stop.signal_sent_ms = since_start_ms();
-      if (!main_exited_) (void)sys::pidfd_send_signal(child_.pidfd.get(), step.signal);
-      (void)b_->signal_all(step.signal);
-      if (step.with_cont) (void)b_->signal_all(SIGCONT);
-      trace("sent " + signal_name(step.signal) + " to the boundary (" + reason + ")");
-    } else {
-      res_.stop.kill_sent_ms = since_start_ms();
-      (void)b_->kill_all();
-      if (!main_exited_) (void)sys::pidfd_send_signal(child_.pidfd.get(), SIGKILL);
-      trace("sent SIGKILL to the boundary");
-    }
-    bool interrupted = false;
-    int64_t deadline = step_start + step.wait.count();
-    verified = wait_empty(deadline, step.action == StopStep::Action::kill, &interrupted);
-    label_leftovers(step.action == StopStep::Action::kill ? "SIGKILL" : signal_name(step.signal).c_str());
-    if (verified) break;
-  }
-  if (verified) {
-    res_.stop.empty_confirmed_ms = since_start_ms();
-    trace("boundary confirmed empty");
-  }
-  res_.cleanup_verified = verified;
-  for (Tracked& t : tracked_)
-    if (t.info.action.empty()) t.info.action = verified ? "SIGKILL" : "survived";
+  if (leftovers_.empty()) leftovers_.snapshot(*b_, child_.pid);
+  StopContext ctx;
+  ctx.boundary = b_.get();
+  ctx.plan = &opts_.stop;
+  ctx.waiter = this;
+  ctx.leftovers = &leftovers_;
+  ctx.main_pidfd = main_exited_ ? -1 : child_.pidfd.get();
+  ctx.t0_ns = t0_;
+  ctx.skip_grace = escalate_;
+  trace("stopping the tree (" + reason + "): " + signal_name(opts_.stop.steps.empty() ? SIGKILL : opts_.stop.steps.front().signal) +
+        ", then SIGKILL");
+  res_.cleanup_verified = execute_stop(ctx, res_.stop);
+  trace(res_.cleanup_verified ? "boundary confirmed empty" : "boundary NOT confirmed empty");
 }
 
 std::expected<RunResult, SpawnError> Runner::run() {
@@ -352,10 +297,9 @@ std::expected<RunResult, SpawnError> Runner::run() {
       res_.cleanup_verified = true;
       res_.stop.empty_confirmed_ms = since_start_ms();
     } else {
-      snapshot_leftovers();
-      trace(std::to_string(tracked_.size()) + " process(es) still running after the main process exited");
+      leftovers_.snapshot(*b_, child_.pid);
+      trace(std::to_string(leftovers_.size()) + " process(es) still running after the main process exited");
       if (opts_.wait_tree) {
-        bool interrupted = false;
         bool emptied = false;
         while (!emptied) {
           Watch w = b_->watch();
@@ -366,17 +310,13 @@ std::expected<RunResult, SpawnError> Runner::run() {
             break;
           }
           if (wake == Wake::cancel) {
-            interrupted = true;
             reason = "cancel";
             break;
           }
           emptied = b_->empty().value_or(false);
         }
-        (void)interrupted;
         if (emptied) {
-          label_leftovers("waited");
-          for (Tracked& t : tracked_)
-            if (t.info.action.empty()) t.info.action = "waited";
+          leftovers_.label_rest("waited");
           res_.cleanup_verified = true;
           res_.stop.empty_confirmed_ms = since_start_ms();
         }
@@ -426,7 +366,7 @@ std::expected<RunResult, SpawnError> Runner::run() {
     res_.cancel_signal = cancel_sig_ != 0 ? cancel_sig_ : SIGTERM;
   }
 
-  for (Tracked& t : tracked_) res_.leftovers.push_back(std::move(t.info));
+  res_.leftovers = leftovers_.take();
 
   // A weak boundary, or a call that moved itself out of its cgroup: what is
   // still alive below us is reported, never silently dropped.

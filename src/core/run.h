@@ -16,6 +16,7 @@
 #include "confine/boundary.h"
 #include "core/spawn.h"
 #include "core/stop.h"
+#include "core/stopper.h"
 
 namespace pmon {
 
@@ -38,24 +39,6 @@ struct RunOptions {
 
 enum class Outcome { exited, signaled, timeout, cancelled };
 std::string_view to_string(Outcome o) noexcept;
-
-struct Leftover {
-  pid_t pid = 0;
-  uint64_t start_time = 0;
-  std::string cmdline;
-  // What ended it: "SIGTERM" (the first signal), "SIGKILL", "waited"
-  // (--wait-tree), "survived" (still there: a failure), "none" (outside the
-  // boundary, left as it was).
-  std::string action;
-};
-
-struct StopRecord {
-  std::string reason;  // "", "leftovers", "timeout", "cancel"
-  int first_signal = SIGTERM;
-  std::optional<double> signal_sent_ms;  // since start
-  std::optional<double> kill_sent_ms;
-  std::optional<double> empty_confirmed_ms;
-};
 
 struct RunResult {
   std::vector<std::string> command;

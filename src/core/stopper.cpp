@@ -1,0 +1,109 @@
+#include "core/stopper.h"
+
+#include <poll.h>
+
+#include <algorithm>
+
+#include "sys/proc.h"
+#include "sys/syscalls.h"
+
+namespace pmon {
+
+namespace {
+constexpr size_t kMaxTracked = 4096;
+}  // namespace
+
+StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
+  std::vector<pollfd> fds = w.fds;
+  for (;;) {
+    int64_t now = sys::monotonic_ns();
+    if (now >= deadline) return StopWake::deadline;
+    int timeout_ms = static_cast<int>(std::min<int64_t>((deadline - now + 999'999) / 1'000'000, 1 << 30));
+    if (w.rescan_ms >= 0) timeout_ms = std::min(timeout_ms, w.rescan_ms);
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    return StopWake::changed;
+  }
+}
+
+void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
+  for (const sys::ProcStat& p : b.members()) {
+    if (p.pid == exclude_pid) continue;
+    if (tracked_.size() >= kMaxTracked) break;
+    auto fd = sys::open_identified(p.pid, p.start_time);
+    if (!fd) continue;
+    Tracked t;
+    t.info.pid = p.pid;
+    t.info.start_time = p.start_time;
+    t.info.cmdline = sys::read_cmdline(p.pid);
+    t.pidfd = std::move(*fd);
+    tracked_.push_back(std::move(t));
+  }
+}
+
+void LeftoverTracker::label_dead(const std::string& action) {
+  for (Tracked& t : tracked_)
+    if (t.info.action.empty() && !sys::pidfd_alive(t.pidfd.get())) t.info.action = action;
+}
+
+void LeftoverTracker::label_rest(const std::string& action) {
+  for (Tracked& t : tracked_)
+    if (t.info.action.empty()) t.info.action = action;
+}
+
+std::vector<Leftover> LeftoverTracker::take() {
+  std::vector<Leftover> out;
+  for (Tracked& t : tracked_) out.push_back(std::move(t.info));
+  tracked_.clear();
+  return out;
+}
+
+bool wait_until_empty(Boundary& b, StopWaiter& waiter, int64_t deadline,
+                      bool repeat_kill, bool* escalated) {
+  for (;;) {
+    auto e = b.empty();
+    if (e && *e) return true;
+    Watch w = b.watch();
+    StopWake wake = waiter.wait(deadline, w);
+    if (wake == StopWake::deadline) return b.empty().value_or(false);
+    if (wake == StopWake::escalate) {
+      *escalated = true;
+      return b.empty().value_or(false);
+    }
+    // A scan is a snapshot: kill again whatever was forked since the last.
+    if (repeat_kill) (void)b.kill_all();
+  }
+}
+
+bool execute_stop(const StopContext& ctx, StopRecord& record) {
+  Boundary& b = *ctx.boundary;
+  auto since_ms = [&] { return (sys::monotonic_ns() - ctx.t0_ns) / 1e6; };
+  bool skip_grace = ctx.skip_grace;
+  bool verified = false;
+  for (const StopStep& step : ctx.plan->steps) {
+    const bool kill = step.action == StopStep::Action::kill;
+    if (!kill && skip_grace) continue;
+    int64_t step_start = sys::monotonic_ns();
+    if (!kill) {
+      record.first_signal = step.signal;
+      record.signal_sent_ms = since_ms();
+      if (ctx.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx.main_pidfd, step.signal);
+      (void)b.signal_all(step.signal);
+      if (step.with_cont) (void)b.signal_all(SIGCONT);
+    } else {
+      record.kill_sent_ms = since_ms();
+      (void)b.kill_all();
+      if (ctx.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx.main_pidfd, SIGKILL);
+    }
+    bool escalated = false;
+    verified = wait_until_empty(b, *ctx.waiter, step_start + step.wait.count(), kill, &escalated);
+    if (ctx.leftovers) ctx.leftovers->label_dead(kill ? "SIGKILL" : signal_name(step.signal));
+    if (verified) break;
+    if (escalated) skip_grace = true;
+  }
+  if (verified) record.empty_confirmed_ms = since_ms();
+  if (ctx.leftovers) ctx.leftovers->label_rest(verified ? "SIGKILL" : "survived");
+  return verified;
+}
+
+}  // namespace pmon

@@ -1,0 +1,94 @@
+// Executes a StopPlan on a Boundary: signal, wait for empty, escalate,
+// verify. The caller supplies how to wait (its own event loop: a signalfd to
+// keep reaping, a second cancel to skip the grace), so run, supervise, init
+// and the binding all stop trees the same way.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "confine/boundary.h"
+#include "core/stop.h"
+#include "sys/fd.h"
+
+namespace pmon {
+
+struct Leftover {
+  pid_t pid = 0;
+  uint64_t start_time = 0;
+  std::string cmdline;
+  // What ended it: "SIGTERM" (or whichever first signal), "SIGKILL",
+  // "waited" (--wait-tree), "survived" (still there: a failure), "none"
+  // (outside a weak boundary, left as it was).
+  std::string action;
+};
+
+struct StopRecord {
+  std::string reason;  // "", "leftovers", "timeout", "cancel", ...
+  int first_signal = SIGTERM;
+  std::optional<double> signal_sent_ms;  // since the call started
+  std::optional<double> kill_sent_ms;
+  std::optional<double> empty_confirmed_ms;
+};
+
+enum class StopWake { changed, deadline, escalate };
+
+// How the stopper blocks: until one of `w` fires (or its rescan interval
+// passes), until `deadline` (CLOCK_MONOTONIC ns), or until the user asks to
+// skip the grace period.
+class StopWaiter {
+ public:
+  virtual ~StopWaiter() = default;
+  virtual StopWake wait(int64_t deadline, const Watch& w) = 0;
+};
+
+// A waiter that polls the boundary only.
+class PollWaiter final : public StopWaiter {
+ public:
+  StopWake wait(int64_t deadline, const Watch& w) override;
+};
+
+// The processes of a boundary at one moment, each held by a pidfd so that
+// what happened to it can be told later without trusting its number.
+class LeftoverTracker {
+ public:
+  void snapshot(Boundary& b, pid_t exclude_pid);
+  // Gives `action` to every tracked process that has died since.
+  void label_dead(const std::string& action);
+  // Gives `action` to every tracked process without one.
+  void label_rest(const std::string& action);
+  bool empty() const noexcept { return tracked_.empty(); }
+  size_t size() const noexcept { return tracked_.size(); }
+  std::vector<Leftover> take();
+
+ private:
+  struct Tracked {
+    Leftover info;
+    Fd pidfd;
+  };
+  std::vector<Tracked> tracked_;
+};
+
+struct StopContext {
+  Boundary* boundary = nullptr;
+  const StopPlan* plan = nullptr;
+  StopWaiter* waiter = nullptr;
+  LeftoverTracker* leftovers = nullptr;  // may be null
+  int main_pidfd = -1;     // also signalled directly while alive; -1: none
+  int64_t t0_ns = 0;       // for the *_ms fields of the record
+  bool skip_grace = false; // start at the first kill step
+};
+
+// Runs the plan; true when the boundary was confirmed empty.
+bool execute_stop(const StopContext& ctx, StopRecord& record);
+
+// Waits (through `waiter`) until `b` is empty or the deadline passes.
+// *escalated is set when the waiter reported a request to skip the grace.
+bool wait_until_empty(Boundary& b, StopWaiter& waiter, int64_t deadline,
+                      bool repeat_kill, bool* escalated);
+
+}  // namespace pmon
