@@ -77,7 +77,7 @@ int run_main(const std::vector<std::string>& args) {
   bool isolate = false, wait_tree = false;
   int verbose = 0;
   bool quiet = false;
-  app.add_option("--timeout", timeout_s, "stop the whole tree after D (exit 124)");
+  CLI::Option* timeout_opt = app.add_option("--timeout", timeout_s, "stop the whole tree after D (exit 124)");
   app.add_option("--grace", grace_s, "time between the first signal and SIGKILL (default 2s)");
   app.add_option("--signal", signal_s, "first signal of the stop (default TERM)");
   app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)");
@@ -100,12 +100,16 @@ int run_main(const std::vector<std::string>& args) {
     die("run: " + what + "; see 'pmon run --help'");
   }
   std::vector<std::string> command = app.remaining();
+  // prefix_command() stops at the first unknown word: before "--" an unknown
+  // option would otherwise be run as the command (and exit 127).
+  if (!command.empty() && command.front() != "--" && command.front().size() > 1 && command.front()[0] == '-')
+    die("run: unknown option '" + command.front() + "'; see 'pmon run --help'");
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   if (command.empty()) die("run: no command given; usage: pmon run [options] -- CMD [ARG...]");
 
   RunOptions opts;
   opts.spawn.argv = command;
-  if (!timeout_s.empty()) {
+  if (timeout_opt->count() > 0) {
     auto d = parse_duration(timeout_s);
     if (!d) die("run: --timeout: invalid duration '" + timeout_s + "' (use e.g. 500ms, 2s, 1.5m)");
     opts.timeout = *d;
