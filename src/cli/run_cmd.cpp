@@ -43,15 +43,11 @@ When the main process exits, anything it left running is stopped (TERM,
 SIGTERM, SIGINT or SIGHUP to pmon stop the whole tree before pmon exits; a
 second one skips the grace period.)";
 
+// "2 process(es), 1 of them with SIGKILL"
 std::string kill_summary(const std::vector<Leftover>& v) {
-  int term = 0, kill = 0, other = 0;
-  for (const Leftover& l : v) {
-    if (l.action == "SIGKILL") ++kill;
-    else if (l.action == "survived" || l.action == "waited") ++other;
-    else ++term;
-  }
-  std::string s = std::to_string(term + kill) + " process(es)";
-  if (kill > 0) s += " (" + std::to_string(kill) + " needed SIGKILL)";
+  size_t kill = std::count_if(v.begin(), v.end(), [](const Leftover& l) { return l.action == "SIGKILL"; });
+  std::string s = std::to_string(v.size()) + " process(es)";
+  if (kill > 0) s += ", " + std::to_string(kill) + " of them with SIGKILL";
   return s;
 }
 
@@ -162,12 +158,12 @@ int run_main(const std::vector<std::string>& args) {
 
   if (!quiet) {
     if (res->timed_out)
-      std::fprintf(stderr, "pmon: timed out after %s; stopped the tree (%s)\n", timeout_s.c_str(),
+      std::fprintf(stderr, "pmon: timed out after %s; stopped the command and %s\n", timeout_s.c_str(),
                    kill_summary(res->leftovers).c_str());
     else if (res->outcome == Outcome::cancelled)
       std::fprintf(stderr, "pmon: cancelled by %s; stopped the tree\n", signal_name(res->cancel_signal).c_str());
     else if (!res->leftovers.empty() && !wait_tree)
-      std::fprintf(stderr, "pmon: the command exited leaving %s running; stopped them\n",
+      std::fprintf(stderr, "pmon: the command exited and left %s running; stopped them\n",
                    kill_summary(res->leftovers).c_str());
     if (!res->escaped.empty())
       std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary and are still running: %s\n",
