@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -126,6 +127,18 @@ int run_main(const std::vector<std::string>& args) {
     req.kind = *k;
   }
   if (isolate) die("run: --isolate needs the pidns backend, which this build does not have yet");
+
+  // A report that cannot be written is a bad option: say so before the
+  // command runs, not after its side effects (and 125 at the end).
+  if (!report_path.empty() && report_path != "-") {
+    size_t slash = report_path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : report_path.substr(0, slash + 1);
+    struct stat st;
+    if (::stat(report_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      die("run: --report: '" + report_path + "' is a directory");
+    if (::access(dir.c_str(), W_OK) != 0)
+      die("run: --report: cannot write the report to " + report_path + ": " + std::strerror(errno));
+  }
 
   // Signals arrive as data on a signalfd; the child gets its mask reset.
   sigset_t set;
