@@ -49,6 +49,32 @@ std::optional<uint64_t> read_keyed(int dirfd, const char* file,
 
 std::string strerr(int e) { return std::strerror(e); }
 
+bool is_blank(const Result<std::string>& text) {
+  return text && text->find_first_not_of(" \n") == std::string::npos;
+}
+
+// Removes cgroup name under parent and every cgroup the call made below it,
+// deepest first: rmdir refuses a cgroup that has children.
+void remove_cgroup_tree(int parent, const char* name) noexcept {
+  int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (DIR* d = ::fdopendir(fd)) {
+      std::vector<std::string> subs;
+      while (dirent* e = ::readdir(d))
+        if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
+      for (const std::string& sub : subs) remove_cgroup_tree(::dirfd(d), sub.c_str());
+      ::closedir(d);
+    } else {
+      ::close(fd);
+    }
+  }
+  // A cgroup whose last task is still exiting can answer EBUSY for a moment.
+  for (int i = 0; i < 50; ++i) {
+    if (::unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno != EBUSY) return;
+    ::usleep(1000);
+  }
+}
+
 class CgroupBackend;
 
 class CgroupBoundary final : public Boundary {
@@ -204,8 +230,12 @@ class CgroupBackend final : public Backend {
   void give_back(Leaf leaf, bool verified_empty) noexcept {
     // memory.peak cannot be reset on older kernels, so a leaf that accounts
     // memory is not reused; an unverified leaf is never reused.
+    // A leaf the call made cgroups in, or enabled controllers in (after
+    // moving itself below), cannot be entered again (no internal processes).
     bool reusable = verified_empty &&
-                    ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) != 0;
+                    ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) != 0 &&
+                    read_keyed(leaf.dir.get(), "cgroup.stat", "nr_descendants") == 0u &&
+                    is_blank(sys::read_file_at(leaf.dir.get(), "cgroup.subtree_control"));
     if (reusable) {
       std::lock_guard lock(mu_);
       if (pool_.size() < kMaxPooled) {
@@ -219,12 +249,7 @@ class CgroupBackend final : public Backend {
   void remove_leaf(Leaf& l) noexcept {
     l.events.reset();
     l.dir.reset();
-    // A leaf whose last task is still exiting can answer EBUSY for a moment.
-    for (int i = 0; i < 50; ++i) {
-      if (::unlinkat(base_.get(), l.name.c_str(), AT_REMOVEDIR) == 0 || errno != EBUSY)
-        return;
-      ::usleep(1000);
-    }
+    remove_cgroup_tree(base_.get(), l.name.c_str());
   }
 
  private:
@@ -327,6 +352,15 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
     backend->remove_leaf(*leaf);
     return std::unexpected("cgroup.kill is not usable in " + base_path + " (" + strerr(e) +
                            "); it needs Linux 5.14 or newer");
+  }
+  // Below a threaded cgroup a new child is "domain invalid": mkdir works but
+  // no process may enter it (CLONE_INTO_CGROUP fails with EOPNOTSUPP later).
+  auto type = sys::read_file_at(leaf->dir.get(), "cgroup.type");
+  if (type && type->rfind("domain invalid", 0) == 0) {
+    backend->remove_leaf(*leaf);
+    return std::unexpected("cannot run processes in a cgroup under " + base_path +
+                           ": it is a threaded subtree (cgroup.type); pass --cgroup-root "
+                           "with a domain cgroup");
   }
   backend->give_back(std::move(*leaf), true);
   return backend;

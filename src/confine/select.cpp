@@ -50,6 +50,10 @@ std::expected<Selection, std::string> select_backend(const ConfineRequest& req) 
       sel.backend = std::move(*b);
       return sel;
     }
+    // An explicit --cgroup-root asks for cgroup: a bad one is an error,
+    // not a reason to fall back to something weaker.
+    if (k == ConfineKind::cgroup && !req.cgroup_root.empty())
+      return std::unexpected("cgroup: " + b.error());
     sel.passed_over.push_back(std::string(to_string(k)) + ": " + b.error());
   }
   return std::unexpected("no confinement backend works here: " +
