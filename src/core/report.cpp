@@ -76,7 +76,9 @@ std::string report_json(const RunResult& r, const ReportContext& ctx) {
   j["cpu_usec"] = opt(r.cpu_usec);
   j["memory_peak_bytes"] = opt(r.memory_peak_bytes);
   j["exit_status"] = r.status();
-  return j.dump(2) + "\n";
+  // Arguments and command lines are bytes, not always UTF-8: replace what
+  // is invalid (U+FFFD) rather than throw and lose the report.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 Result<void> write_atomically(const std::string& path, const std::string& text) noexcept {
