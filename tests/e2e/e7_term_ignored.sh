@@ -1,0 +1,47 @@
+# E7: SIGTERM ignored, caught-and-carried-on, or blocked (every blockable
+# signal) — pmon escalates to SIGKILL once --grace has passed, never before,
+# and the report shows it: stop.kill_sent_ms set, at least --grace after
+# stop.signal_sent_ms, and every leftover's action "SIGKILL". Both when the
+# main exits and when --timeout fires on a main that ignores TERM itself.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/escapes.inc"
+
+GRACE_MS=1000
+SPECS=(name=ign,ignore name=trap,trap name=blk,block,kids=1 name=o,orphan,ignore,block)
+for b in $(backends); do
+  for mode in exit timeout; do
+    rm -f "$t/procs"
+    if [ $mode = exit ]; then
+      run_probed run -q --confine "$b" --grace ${GRACE_MS}ms --report "$t/r.json" -- \
+        "$ESCAPER" "$t/procs" -x exit:6 "${SPECS[@]}"
+      want=6
+    else
+      # The main ignores TERM too (an ignored disposition survives exec).
+      run_probed run -q --confine "$b" --timeout 1s --grace ${GRACE_MS}ms --report "$t/r.json" -- \
+        sh -c 'trap "" TERM; exec "$0" "$@"' "$ESCAPER" "$t/procs" -x sleep "${SPECS[@]}"
+      want=124
+    fi
+    record_file "$t/procs"
+    [ $rc = $want ] || fail "$b/$mode: pmon exit $rc, want $want"
+    [ "$(wc -l < "$t/procs")" = 6 ] || fail "$b/$mode: escaper did not record 6 processes"
+    sig=$(rj "$t/r.json" .stop.signal_sent_ms)
+    kil=$(rj "$t/r.json" .stop.kill_sent_ms)
+    [ "$sig" != null ] && [ "$kil" != null ] || fail "$b/$mode: stop times missing: $(rj "$t/r.json" -c .stop)"
+    awk -v s="$sig" -v k="$kil" -v g=$GRACE_MS 'BEGIN { exit !(k - s >= g * 0.98) }' ||
+      fail "$b/$mode: SIGKILL at $kil ms, before the grace after TERM at $sig ms"
+    for n in ign trap blk blk.kid o; do
+      read -r pid _ < <(proc_named "$t/procs" $n)
+      [ "$(action_of "$t/r.json" "$pid")" = SIGKILL ] ||
+        fail "$b/$mode: $n reported with action '$(action_of "$t/r.json" "$pid")', want SIGKILL"
+    done
+    if [ $mode = timeout ]; then
+      [ "$(rj "$t/r.json" .outcome)" = timeout ] || fail "$b/$mode: outcome not timeout"
+      [ "$(rj "$t/r.json" .signal)" = 9 ] || fail "$b/$mode: the main did not die by SIGKILL"
+    fi
+    assert_all_gone "$b/$mode" "$t/procs"
+    assert_nothing_left "$b/$mode"
+    [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/$mode: cleanup not verified"
+    echo "ok: $b/$mode (TERM at $sig ms, KILL at $kil ms)"
+  done
+done
+pass

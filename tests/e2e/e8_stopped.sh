@@ -1,0 +1,44 @@
+# E8: SIGSTOPped processes, where a TERM stays pending, are still dead within
+# grace + kill: pmon follows the first signal with SIGCONT (so a stopped
+# process with TERM's default action dies of it during the grace: action
+# "SIGTERM"), and a stopped one that ignores TERM is SIGKILLed. Also a main
+# that stopped itself, when --timeout fires.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/escapes.inc"
+
+wait_lines() { echo "until [ -f $t/procs ] && [ \$(wc -l < $t/procs) -ge $1 ]; do sleep 0.01; done"; }
+SPECS=(name=st,stop name=so,orphan,stop name=si,stop,ignore)
+for b in $(backends); do
+  for mode in exit timeout; do
+    rm -f "$t/procs"
+    if [ $mode = exit ]; then
+      run_probed run -q --confine "$b" --grace 3s --report "$t/r.json" -- \
+        "$ESCAPER" "$t/procs" -x exit:0 "${SPECS[@]}"
+      want=0
+    else
+      # The main shell stops itself once everything is recorded.
+      run_probed run -q --confine "$b" --timeout 1s --grace 3s --report "$t/r.json" -- \
+        sh -c "\"\$0\" \"\$@\" & $(wait_lines 4); kill -STOP \$\$" "$ESCAPER" "$t/procs" -x wait "${SPECS[@]}"
+      want=124
+    fi
+    record_file "$t/procs"
+    [ $rc = $want ] || fail "$b/$mode: pmon exit $rc, want $want"
+    [ "$(wc -l < "$t/procs")" = 4 ] || fail "$b/$mode: escaper did not record 4 processes"
+    for n in st so si; do
+      read -r pid _ < <(proc_named "$t/procs" $n)
+      want_action=SIGTERM; [ $n = si ] && want_action=SIGKILL
+      [ "$(action_of "$t/r.json" "$pid")" = $want_action ] ||
+        fail "$b/$mode: stopped $n reported with action '$(action_of "$t/r.json" "$pid")', want $want_action"
+    done
+    if [ $mode = timeout ]; then
+      [ "$(rj "$t/r.json" '[.outcome, .signal] | join(" ")')" = "timeout 15" ] ||
+        fail "$b/$mode: the stopped main did not die of the TERM: $(rj "$t/r.json" -c '[.outcome, .signal]')"
+    fi
+    [ "$(rj "$t/r.json" .stop.empty_confirmed_ms)" != null ] || fail "$b/$mode: emptiness not confirmed"
+    assert_all_gone "$b/$mode" "$t/procs"
+    assert_nothing_left "$b/$mode"
+    [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/$mode: cleanup not verified"
+    echo "ok: $b/$mode"
+  done
+done
+pass

@@ -1,0 +1,141 @@
+// fork_storm COUNTERS CAP BUDGET RATE [SECONDS]
+//
+// A bounded fork storm. Every process of the storm ignores SIGTERM (so it
+// keeps forking through the grace period), forks up to four children and
+// exits, leaving orphans and zombies for its supervisor to reap; the main
+// process forks for ever and reaps its own children. Bounds, so the machine
+// (pid_max 32768, shared) stays safe even if the supervisor fails or reaps
+// slowly: at most CAP storm processes alive at once, at most RATE forks per
+// second overall, BUDGET forks in total, none after SECONDS (default 60).
+//
+// COUNTERS is a file the storm maps shared, so the counts survive SIGKILL:
+// four int64 — live, forks, peak live, CLOCK_REALTIME ns of the last fork.
+// The test reads it with od after the call. The storm's argv names
+// COUNTERS, so the test can find any survivor by that unique path.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+struct Counters {
+  std::atomic<int64_t> live;
+  std::atomic<int64_t> forks;
+  std::atomic<int64_t> peak;
+  std::atomic<int64_t> last_fork_ns;
+};
+static_assert(sizeof(Counters) == 32);
+
+int64_t now_ns(clockid_t c) {
+  timespec ts;
+  clock_gettime(c, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+Counters* g_c = nullptr;
+int64_t g_cap = 0, g_budget = 0, g_rate = 0, g_start_ns = 0, g_end_ns = 0;
+
+// One fork within the bounds: 1 in the child, 0 in the parent, -1 when the
+// cap or the budget says no (or fork failed), -2 when the rate says "later".
+int bounded_fork() {
+  int64_t now = now_ns(CLOCK_MONOTONIC);
+  if (now > g_end_ns) return -1;
+  int64_t allowed = std::min<int64_t>(g_budget, 1 + g_rate * (now - g_start_ns) / 1'000'000'000);
+  int64_t n = g_c->forks.load();
+  if (n >= g_budget) return -1;
+  if (n >= allowed) return -2;
+  int64_t live = g_c->live.fetch_add(1) + 1;
+  if (live > g_cap) {
+    g_c->live.fetch_sub(1);
+    return -1;
+  }
+  g_c->forks.fetch_add(1);
+  int64_t peak = g_c->peak.load();
+  while (live > peak && !g_c->peak.compare_exchange_weak(peak, live)) {
+  }
+  pid_t p = fork();
+  if (p < 0) {
+    g_c->live.fetch_sub(1);
+    return -1;
+  }
+  g_c->last_fork_ns.store(now_ns(CLOCK_REALTIME));
+  return p == 0 ? 1 : 0;
+}
+
+[[noreturn]] void storm_member() {
+  for (;;) {
+    int made = 0;
+    while (made < 4) {
+      int r = bounded_fork();
+      if (r == 1) {
+        made = 0;  // a new member: start over as one
+        continue;
+      }
+      if (r == 0) {
+        ++made;
+        continue;
+      }
+      if (r == -2) {
+        usleep(2000);
+        continue;
+      }
+      break;  // at the cap (or out of bounds): leave, making room
+    }
+    g_c->live.fetch_sub(1);
+    _exit(0);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: fork_storm COUNTERS CAP BUDGET RATE [SECONDS]\n");
+    return 2;
+  }
+  int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || ftruncate(fd, sizeof(Counters)) != 0) {
+    std::perror("fork_storm: COUNTERS");
+    return 2;
+  }
+  void* m = mmap(nullptr, sizeof(Counters), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    std::perror("fork_storm: mmap");
+    return 2;
+  }
+  close(fd);
+  g_c = new (m) Counters{};
+  g_cap = std::atoll(argv[2]);
+  g_budget = std::atoll(argv[3]);
+  g_rate = std::atoll(argv[4]);
+  g_start_ns = now_ns(CLOCK_MONOTONIC);
+  g_end_ns = g_start_ns + (argc > 5 ? std::atoll(argv[5]) : 60) * 1'000'000'000LL;
+  signal(SIGTERM, SIG_IGN);
+
+  for (;;) {
+    int r = bounded_fork();
+    if (r == 1) storm_member();
+    // Reap our own children so the main's zombies do not pile up.
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    if (r == -2) {
+      usleep(1000);
+    } else if (r < 0) {
+      if (now_ns(CLOCK_MONOTONIC) > g_end_ns || g_c->forks.load() >= g_budget) break;
+      usleep(500);
+    }
+  }
+  // Out of budget or time: wait to be stopped (bounded as well).
+  sleep(60);
+  return 0;
+}
