@@ -12,6 +12,7 @@ constexpr const char* kUsage =
     "\n"
     "usage:\n"
     "  pmon run [options] -- CMD [ARG...]   one tool call, whole-tree cleanup\n"
+    "  pmon supervise [options] -- CMD...   restart CMD when it fails (seed 004)\n"
     "  pmon --version\n"
     "\n"
     "'pmon run --help' lists the options and exit codes.\n";
@@ -32,5 +33,6 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "run") return pmon::cli::run_main(rest);
+  if (sub == "supervise") return pmon::cli::supervise_main(rest);
   pmon::cli::die("unknown subcommand '" + sub + "'; see 'pmon --help'");
 }

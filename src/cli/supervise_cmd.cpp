@@ -1,0 +1,162 @@
+// pmon supervise [options] -- CMD [ARG...]: seed 004's restart supervisor.
+// Its stderr lines are a contract (byte for byte); anything else is -v.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include "cli/cli.h"
+#include "confine/boundary.h"
+#include "core/supervise.h"
+#include "core/units.h"
+#include "sys/fd.h"
+#include "sys/proc.h"
+
+namespace pmon::cli {
+
+namespace {
+
+constexpr const char* kSuperviseFooter = R"(
+Policy: a clean exit 0 ends supervision; any other end (an exit status, or
+death by a signal) burns one restart; once --max-restarts are spent pmon
+gives up. Before each restart, whatever the previous child left running is
+stopped (TERM, --grace, KILL) and confirmed gone. --timeout-ms bounds the
+whole supervision; on the deadline, or on SIGINT/SIGTERM/SIGHUP, the current
+child's whole tree is stopped (a second signal skips the grace period).
+
+Lines on stderr:
+  pmon: engine=pidfd child=N pidfd=N    (sigchld: pmon: engine=sigchld child=N)
+  pmon: child=N exited status=N         pmon: child=N killed signal=N
+  pmon: restart I/N                     pmon: giving up after N restarts
+  pmon: exiting (timeout)               pmon: exiting (signal)
+
+Exit status:
+  0      a child exited 0 (supervision ended cleanly)
+  1      gave up: the restart budget was spent
+  124    --timeout-ms passed (the current child's tree was stopped)
+  128+N  pmon received signal N (the current child's tree was stopped)
+  125    pmon itself failed: bad option, confinement unavailable, or a
+         child's tree could not be confirmed gone
+  126    the command was found but could not be executed
+  127    the command was not found)";
+
+// A non-negative integer option.
+int64_t non_negative(const std::string& name, int64_t v) {
+  if (v < 0) die("supervise: " + name + " must be 0 or more");
+  return v;
+}
+
+std::string list_procs(const std::vector<sys::ProcStat>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < 5; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i].pid) + " (" + sys::read_cmdline(v[i].pid).substr(0, 60) + ")";
+  }
+  if (v.size() > 5) s += ", ...";
+  return s;
+}
+
+}  // namespace
+
+int supervise_main(const std::vector<std::string>& args) {
+  CLI::App app{"Run CMD and restart it when it fails; every child's tree is confined and stopped.",
+               "pmon supervise"};
+  app.footer(kSuperviseFooter);
+  app.prefix_command();
+
+  std::string engine_s = "pidfd", grace_s = "2s", confine_s = "auto", cgroup_root;
+  int64_t max_restarts = 3, timeout_ms = 0, delay_ms = 0;
+  int verbose = 0;
+  app.add_option("--engine", engine_s, "pidfd|sigchld: how the child is waited for (default pidfd)");
+  app.add_option("--max-restarts", max_restarts, "restarts before giving up (default 3)");
+  app.add_option("--timeout-ms", timeout_ms, "bound the whole supervision, in ms (default 0: none)");
+  app.add_option("--restart-delay-ms", delay_ms, "pause before each restart, in ms (default 0)");
+  app.add_option("--grace", grace_s, "time between TERM and KILL when stopping a tree (default 2s)");
+  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)");
+  app.add_option("--cgroup-root", cgroup_root,
+                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)");
+  app.add_flag("-v,--verbose", verbose, "say more of what pmon does, on stderr");
+
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    die("supervise: " + what + "; see 'pmon supervise --help'");
+  }
+  std::vector<std::string> command = app.remaining();
+  // prefix_command() stops at the first unknown word: before "--" an unknown
+  // option would otherwise be run as the command.
+  if (!command.empty() && command.front() != "--" && command.front().size() > 1 && command.front()[0] == '-')
+    die("supervise: unknown option '" + command.front() + "'; see 'pmon supervise --help'");
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  if (command.empty()) die("supervise: no command given; usage: pmon supervise [options] -- CMD [ARG...]");
+
+  SuperviseOptions opts;
+  opts.spawn.argv = command;
+  auto engine = parse_engine(engine_s);
+  if (!engine) die("supervise: --engine: unknown engine '" + engine_s + "' (use pidfd or sigchld)");
+  opts.engine = *engine;
+  max_restarts = non_negative("--max-restarts", max_restarts);
+  if (max_restarts > 1'000'000'000) die("supervise: --max-restarts is too large");
+  opts.max_restarts = static_cast<int>(max_restarts);
+  if (non_negative("--timeout-ms", timeout_ms) > 0) opts.timeout = std::chrono::milliseconds(timeout_ms);
+  opts.restart_delay = std::chrono::milliseconds(non_negative("--restart-delay-ms", delay_ms));
+  auto grace = parse_duration(grace_s);
+  if (!grace) die("supervise: --grace: invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  opts.stop = StopPlan::standard(SIGTERM, *grace);
+
+  ConfineRequest req;
+  req.cgroup_root = cgroup_root;
+  if (confine_s != "auto") {
+    auto k = parse_confine_kind(confine_s);
+    if (!k) die("supervise: --confine: unknown backend '" + confine_s + "' (use auto, cgroup, pidns, subreaper or pgroup)");
+    req.kind = *k;
+  }
+
+  // SIGCHLD and the stop signals arrive as data on a signalfd; spawn resets
+  // the child's mask, so a supervised command stays stoppable.
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) die(std::string("sigprocmask: ") + std::strerror(errno));
+  Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
+
+  // Orphans of every child's tree come back to us and are reaped.
+  (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
+
+  auto sel = select_backend(req);
+  if (!sel) die("confinement unavailable: " + sel.error());
+  if (verbose) {
+    for (const std::string& why : sel->passed_over)
+      std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
+                   std::string(to_string(sel->backend->kind())).c_str());
+    std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
+    opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
+  }
+  opts.signal_fd = sigfd.get();
+  // One fprintf is one write(2) on unbuffered stderr: lines never interleave.
+  opts.on_event = [](const SuperviseEvent& e) { std::fprintf(stderr, "%s\n", format_event(e).c_str()); };
+
+  SuperviseResult res = supervise(*sel->backend, opts);
+  if (res.end == SuperviseEnd::spawn_failed && res.spawn_error)
+    std::fprintf(stderr, "pmon: %s\n", res.spawn_error->message.c_str());
+  if (res.end == SuperviseEnd::cleanup_failed)
+    std::fprintf(stderr, "pmon: %s\n", res.cleanup_error.c_str());
+  if (!res.escaped.empty())
+    std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary and are still running: %s\n",
+                 res.escaped.size(), std::string(to_string(sel->backend->kind())).c_str(),
+                 list_procs(res.escaped).c_str());
+  return res.status();
+}
+
+}  // namespace pmon::cli
