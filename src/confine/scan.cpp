@@ -39,6 +39,10 @@ Watch PidfdWatch::refresh(const std::vector<sys::ProcStat>& members) {
   // A member that was unreachable (a zombie or gone) makes the scan stale:
   // look again soon rather than trust a set we could not watch.
   if (fds_.size() < std::min(members.size(), kMaxWatched)) w.rescan_ms = kRescanMs;
+  // No members now, though the caller saw some a moment ago (empty() and
+  // watch() are two scans): the last one died in between, and an empty watch
+  // would sleep until the deadline. Look again at once.
+  if (members.empty()) w.rescan_ms = 0;
   return w;
 }
 
