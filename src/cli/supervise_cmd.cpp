@@ -131,6 +131,10 @@ int supervise_main(const std::vector<std::string>& args) {
   Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
 
+  // A reader that goes away must not kill pmon with SIGPIPE mid-supervision
+  // (the tree would be left running); children get SIG_DFL back at spawn.
+  (void)::signal(SIGPIPE, SIG_IGN);
+
   // Orphans of every child's tree come back to us and are reaped.
   (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
 
