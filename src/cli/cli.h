@@ -10,6 +10,7 @@ namespace pmon::cli {
 [[noreturn]] void die(const std::string& line);
 
 int run_main(const std::vector<std::string>& args);
+int init_main(const std::vector<std::string>& args);
 int supervise_main(const std::vector<std::string>& args);
 
 }  // namespace pmon::cli

@@ -12,6 +12,7 @@ constexpr const char* kUsage =
     "\n"
     "usage:\n"
     "  pmon run [options] -- CMD [ARG...]   one tool call, whole-tree cleanup\n"
+    "  pmon init [options] -- CMD [ARG...]  PID 1 / subreaper shim: reap all, forward signals\n"
     "  pmon supervise [options] -- CMD...   restart CMD when it fails (seed 004)\n"
     "  pmon --version\n"
     "\n"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "run") return pmon::cli::run_main(rest);
+  if (sub == "init") return pmon::cli::init_main(rest);
   if (sub == "supervise") return pmon::cli::supervise_main(rest);
   pmon::cli::die("unknown subcommand '" + sub + "'; see 'pmon --help'");
 }

@@ -83,6 +83,9 @@ int run_main(const std::vector<std::string>& args) {
   app.add_flag("--isolate", isolate, "pid + cgroup namespaces: a hostile call cannot escape");
   app.add_flag("--wait-tree", wait_tree, "wait for the whole tree instead of stopping leftovers");
   app.add_option("--report", report_path, "write the JSON report to FILE (atomically), or - for stdout");
+  std::string pdeathsig_s = "none";
+  app.add_option("--pdeathsig", pdeathsig_s,
+                 "signal the command gets if pmon dies (SIG|none, default none: pmon stops the tree itself)");
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
@@ -117,6 +120,11 @@ int run_main(const std::vector<std::string>& args) {
   if (!sig || *sig == SIGKILL || *sig == SIGSTOP)
     die("run: --signal: '" + signal_s + "' is not a signal pmon can stop with (use e.g. TERM, INT, HUP, 15)");
   opts.stop = StopPlan::standard(*sig, *grace);
+  if (pdeathsig_s != "none") {
+    auto pd = parse_signal(pdeathsig_s);
+    if (!pd) die("run: --pdeathsig: '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
+    opts.spawn.pdeathsig = *pd;
+  }
   opts.wait_tree = wait_tree;
 
   ConfineRequest req;

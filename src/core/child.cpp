@@ -22,6 +22,19 @@ namespace {
   ::_exit(code);
 }
 
+// The tests' synchronization point before the arming: say "here", then
+// wait for "go". EOF (the test gave up) also means go.
+void wait_at_gate(int fd) noexcept {
+  char c = 'g';
+  ssize_t n;
+  do {
+    n = ::write(fd, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  do {
+    n = ::read(fd, &c, 1);
+  } while (n < 0 && errno == EINTR);
+}
+
 }  // namespace
 
 void run_child(const ChildPlan& plan) noexcept {
@@ -43,9 +56,12 @@ void run_child(const ChildPlan& plan) noexcept {
   // Arm first, then check the parent is still the one that cloned us: if it
   // died before the arming, no signal would ever come (seed 001).
   if (plan.pdeathsig != 0) {
+    if (plan.arm_gate_fd >= 0) wait_at_gate(plan.arm_gate_fd);
     if (::prctl(PR_SET_PDEATHSIG, static_cast<unsigned long>(plan.pdeathsig), 0UL, 0UL, 0UL) != 0)
       fail(plan, ChildFailure::kSetup, errno);
-    if (::getppid() != plan.expected_parent) fail(plan, ChildFailure::kParentGone, ESRCH);
+    // Nobody is left to read the error pipe (a write would only raise
+    // SIGPIPE): stop here, before any of the command's work.
+    if (::getppid() != plan.expected_parent) ::_exit(125);
   }
 
   // Move the requested fds out of 0..2 first so that one dup2 cannot

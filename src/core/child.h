@@ -16,6 +16,7 @@ struct ChildPlan {
   int report_fd = -1;         // write end of the CLOEXEC error pipe
   int pdeathsig = 0;
   pid_t expected_parent = 0;  // for the pdeathsig identity check
+  int arm_gate_fd = -1;       // SpawnSpec::test_arm_gate_fd
   bool new_session = true;
 };
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/child.h"
+#include "core/launcher.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -105,20 +106,31 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   plan.report_fd = report_w.get();
   plan.pdeathsig = spec.pdeathsig;
   plan.expected_parent = ::getpid();
+  plan.arm_gate_fd = spec.test_arm_gate_fd;
   plan.new_session = spec.new_session;
 
   sys::CloneRequest req;
   req.cgroup_fd = boundary.clone_cgroup_fd();
   req.into_cgroup = req.cgroup_fd >= 0;
-  auto cr = sys::clone3_fork(req);
+  Result<sys::CloneResult> cr = fail(EAGAIN);
+  auto do_clone = [&] {
+    cr = sys::clone3_fork(req);
+    if (cr && cr->pid == 0) run_child(plan);
+  };
+  if (spec.pdeathsig != 0) {
+    // The child's parent-death signal follows the thread that clones it:
+    // that must be the launcher, which outlives every child (seed 001).
+    if (std::error_code ec = run_on_launcher(do_clone))
+      return std::unexpected(SpawnError{125, ec.value(), "cannot start the launcher thread: " + ec.message()});
+  } else {
+    do_clone();
+  }
   if (!cr) {
     int e = cr.error().value();
     std::string msg = std::string("clone3: ") + std::strerror(e);
     if (req.into_cgroup) msg = std::string("cannot start the command inside its cgroup (clone3 CLONE_INTO_CGROUP: ") + std::strerror(e) + ")";
     return std::unexpected(SpawnError{125, e, msg});
   }
-  if (cr->pid == 0) run_child(plan);
-
   report_w.reset();
   Child child;
   child.pid = cr->pid;

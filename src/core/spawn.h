@@ -22,7 +22,14 @@ struct SpawnSpec {
   std::optional<std::vector<std::string>> env;  // empty: this process's
   std::string cwd;                              // empty: inherit
   std::array<int, 3> stdio{-1, -1, -1};         // -1: inherit
-  int pdeathsig = 0;                            // 0: none
+  // Parent-death signal (seed 001), armed in the child after the clone and
+  // followed by the parent-identity check. 0: none. When set, the clone runs
+  // on the launcher thread (core/launcher.h), which never exits.
+  int pdeathsig = 0;
+  // Tests only: the child writes one byte to this socket and blocks until it
+  // reads one back, just before it arms the pdeathsig, so a test can make
+  // the parent die inside that window. -1 (always, outside tests): no stop.
+  int test_arm_gate_fd = -1;
   bool new_session = true;
 };
 

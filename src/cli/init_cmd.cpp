@@ -1,0 +1,177 @@
+// pmon init [options] -- CMD [ARG...]
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstring>
+
+#include "cli/cli.h"
+#include "confine/boundary.h"
+#include "core/init.h"
+#include "core/units.h"
+#include "sys/fd.h"
+
+namespace pmon::cli {
+
+namespace {
+
+constexpr const char* kInitFooter = R"(
+As PID 1 of a PID namespace (a container, 'unshare --pid --fork') pmon init
+is the namespace's reaper and its boundary is the whole namespace; otherwise
+it makes itself a child subreaper and uses the strongest --confine backend.
+Either way it reaps every zombie that lands on it, adopted orphans included,
+and forwards every signal it can catch (not KILL/STOP, nor the fault signals).
+When the command exits, whatever it left running is stopped (TERM, --grace,
+KILL, confirmed gone) unless --wait-all is given.
+
+Exit status:
+  the command's own exit code when it exited
+  128+N  the command died by signal N
+  125    pmon itself failed: bad option, confinement unavailable, or what
+         the command left behind could not be confirmed gone
+  126    the command was found but could not be executed
+  127    the command was not found)";
+
+void noop_handler(int) {}
+
+// Signals a shim must not take over: faults are about pmon itself.
+bool forwardable(int sig) {
+  switch (sig) {
+    case SIGKILL: case SIGSTOP:
+    case SIGFPE: case SIGILL: case SIGSEGV: case SIGBUS: case SIGABRT:
+    case SIGTRAP: case SIGSYS:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+int init_main(const std::vector<std::string>& args) {
+  CLI::App app{"Run CMD as PID 1 / subreaper: reap everything, forward signals, leave nothing.",
+               "pmon init"};
+  app.footer(kInitFooter);
+  app.prefix_command();
+
+  std::string forward_s = "tree", grace_s = "2s", confine_s = "auto", pdeathsig_s = "none";
+  bool wait_all = false, quiet = false;
+  int verbose = 0;
+  app.add_option("--forward", forward_s,
+                 "where signals to pmon go: child | group (its process group) | tree (every "
+                 "process of the boundary; default)");
+  app.add_option("--grace", grace_s, "time between TERM and KILL for leftovers (default 2s)");
+  app.add_flag("--wait-all", wait_all, "when the command exits, wait for everything it left instead of stopping it");
+  app.add_option("--confine", confine_s, "auto|cgroup|subreaper|pgroup when not PID 1 (default auto)");
+  app.add_option("--pdeathsig", pdeathsig_s, "signal the command gets if pmon init dies (SIG|none, default none)");
+  app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
+  app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
+
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    die("init: " + what + "; see 'pmon init --help'");
+  }
+  std::vector<std::string> command = app.remaining();
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  if (command.empty()) die("init: no command given; usage: pmon init [options] -- CMD [ARG...]");
+
+  InitOptions opts;
+  opts.spawn.argv = command;
+  auto fwd = parse_forward_mode(forward_s);
+  if (!fwd) die("init: --forward: unknown mode '" + forward_s + "' (use child, group or tree)");
+  opts.forward = *fwd;
+  auto grace = parse_duration(grace_s);
+  if (!grace) die("init: --grace: invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  opts.stop = StopPlan::standard(SIGTERM, *grace);
+  opts.wait_all = wait_all;
+  if (pdeathsig_s != "none") {
+    auto pd = parse_signal(pdeathsig_s);
+    if (!pd) die("init: --pdeathsig: '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
+    opts.spawn.pdeathsig = *pd;
+  }
+  ConfineRequest req;
+  if (confine_s != "auto") {
+    auto k = parse_confine_kind(confine_s);
+    if (!k || *k == ConfineKind::pidns)
+      die("init: --confine: '" + confine_s + "' is not a backend init can use (use auto, cgroup, subreaper or pgroup)");
+    req.kind = *k;
+  }
+
+  const bool pid1 = ::getpid() == 1;
+  // The scan-based code reads /proc by pid: under a /proc of another PID
+  // namespace every number would name somebody else.
+  if ((!pid1 || req.kind) && !proc_matches_pid_ns())
+    die("init: the /proc mounted here belongs to another PID namespace; mount this namespace's "
+        "(e.g. unshare --pid --fork --mount-proc)" +
+        std::string(pid1 ? ", or leave --confine at auto" : ""));
+
+  // Every signal but the fault ones is blocked and read from a signalfd. As
+  // PID 1 the kernel drops a signal whose action is the default, so each
+  // also gets a handler; it never runs while the signal is blocked, and the
+  // command gets every disposition reset before exec.
+  sigset_t set;
+  sigemptyset(&set);
+  struct sigaction sa = {};
+  sa.sa_handler = noop_handler;
+  sa.sa_flags = SA_RESTART;
+  sigfillset(&sa.sa_mask);
+  for (int s = 1; s < SIGRTMIN; ++s) {
+    if (!forwardable(s)) continue;
+    sigaddset(&set, s);
+    (void)::sigaction(s, &sa, nullptr);
+  }
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) die(std::string("sigprocmask: ") + std::strerror(errno));
+  Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
+  opts.signal_fd = sigfd.get();
+
+  Reaper reaper;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Boundary> boundary;
+  if (pid1 && !req.kind) {
+    boundary = make_pid1_boundary([&reaper] { reaper.reap_all(); });
+    if (verbose) std::fprintf(stderr, "pmon: init: PID 1 of its namespace; the boundary is the namespace\n");
+  } else {
+    // Orphans of the command come to us, whatever the backend, to be reaped.
+    if (!pid1 && ::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0)
+      die(std::string("prctl(PR_SET_CHILD_SUBREAPER): ") + std::strerror(errno));
+    auto sel = select_backend(req);
+    if (!sel) die("confinement unavailable: " + sel.error());
+    backend = std::move(sel->backend);
+    if (!quiet)
+      for (const std::string& why : sel->passed_over)
+        std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
+                     std::string(to_string(backend->kind())).c_str());
+    if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", backend->describe().c_str());
+    auto b = backend->open_boundary();
+    if (!b) die("cannot open a " + std::string(to_string(backend->kind())) + " boundary: " + b.error().message());
+    boundary = std::move(*b);
+  }
+
+  opts.warn = [](const std::string& line) { std::fprintf(stderr, "pmon: warning: %s\n", line.c_str()); };
+  if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
+
+  auto res = run_init(*boundary, reaper, opts);
+  if (!res) {
+    std::fprintf(stderr, "pmon: %s\n", res.error().message.c_str());
+    boundary->release(boundary->empty().value_or(false));
+    return res.error().exit_code;
+  }
+  if (verbose)
+    std::fprintf(stderr, "pmon: init: reaped %llu process(es); %zu left running were %s\n",
+                 static_cast<unsigned long long>(res->reaped), res->leftovers,
+                 wait_all ? "waited for" : "stopped");
+  boundary->release(res->cleanup_verified);
+  return res->status();
+}
+
+}  // namespace pmon::cli

@@ -1,0 +1,319 @@
+#include "core/init.h"
+
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <limits>
+
+#include "core/stopper.h"
+#include "sys/proc.h"
+
+namespace pmon {
+
+std::optional<ForwardMode> parse_forward_mode(std::string_view s) noexcept {
+  if (s == "child") return ForwardMode::child;
+  if (s == "group") return ForwardMode::group;
+  if (s == "tree") return ForwardMode::tree;
+  return std::nullopt;
+}
+
+int InitResult::status() const noexcept {
+  if (!cleanup_verified) return 125;
+  return main.signaled ? 128 + main.code : main.code;
+}
+
+bool proc_matches_pid_ns() noexcept {
+  char buf[32];
+  ssize_t n = ::readlink("/proc/self", buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return std::to_string(::getpid()) == buf;
+}
+
+void Reaper::reap_all() noexcept {
+  for (;;) {
+    siginfo_t si{};
+    int r = sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG, nullptr);
+    if (r != 0 || si.si_pid == 0) return;  // ECHILD, or only live children
+    ++reaped_;
+    if (main_pid_ != 0 && si.si_pid == main_pid_ && !main_exited_) {
+      main_si_ = si;
+      main_exited_ = true;
+    }
+  }
+}
+
+namespace {
+
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+
+class Pid1Boundary final : public Boundary {
+ public:
+  explicit Pid1Boundary(std::function<void()> reap)
+      : reap_(std::move(reap)), proc_ok_(proc_matches_pid_ns()) {}
+
+  ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
+  void set_main(pid_t, uint64_t) noexcept override {}
+
+  // For the record only (the stop does not need it); empty when /proc is
+  // another namespace's.
+  std::vector<sys::ProcStat> members() override {
+    std::vector<sys::ProcStat> out;
+    if (!proc_ok_) return out;
+    const pid_t self = ::getpid();
+    for (sys::ProcStat& p : sys::scan_processes())
+      if (p.pid != self && p.state != 'Z' && p.state != 'X') out.push_back(std::move(p));
+    return out;
+  }
+
+  // kill(-1) from a namespace's init reaches every other process of the
+  // namespace, each addressed by membership, never by a number.
+  Result<int> signal_all(int sig) override {
+    if (::kill(-1, sig) != 0) {
+      if (errno == ESRCH) return 0;
+      return fail_errno();
+    }
+    return 1;
+  }
+
+  Result<void> kill_all() override {
+    if (::kill(-1, SIGKILL) != 0 && errno != ESRCH) return fail_errno();
+    return {};
+  }
+
+  // Every live process of the namespace has a live ancestor chain up to us,
+  // so once the zombies are reaped, "no children" is "nobody left".
+  Result<bool> empty() override {
+    if (reap_) reap_();
+    siginfo_t si{};
+    int r = sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, nullptr);
+    if (r == -ECHILD) return true;
+    if (r != 0) return fail(-r);
+    return false;
+  }
+
+  // Deaths arrive as SIGCHLD on the caller's signalfd; the rescan is a
+  // backstop only.
+  Watch watch() override { return Watch{{}, 100}; }
+
+  bool contains_escapes() const noexcept override { return true; }
+  void release(bool) noexcept override {}
+
+ private:
+  std::function<void()> reap_;
+  bool proc_ok_;
+};
+
+enum class Wake { signal, deadline, watch, escalate };
+
+class Initer final : public StopWaiter {
+ public:
+  Initer(Boundary& b, Reaper& reaper, const InitOptions& opts)
+      : b_(b), reaper_(reaper), opts_(opts) {}
+
+  std::expected<InitResult, SpawnError> run();
+
+  StopWake wait(int64_t deadline, const Watch& w) override {
+    Wake wake = pump(deadline, &w, true);
+    if (wake == Wake::deadline) return StopWake::deadline;
+    if (wake == Wake::escalate) return StopWake::escalate;
+    return StopWake::changed;
+  }
+
+ private:
+  void warn(const std::string& s) const {
+    if (opts_.warn) opts_.warn(s);
+  }
+  void trace(const std::string& s) const {
+    if (opts_.trace) opts_.trace(s);
+  }
+  Wake pump(int64_t deadline, const Watch* w, bool stopping);
+  bool drain_signals(bool stopping);
+  void forward(int sig);
+  void finish_reaping();
+
+  Boundary& b_;
+  Reaper& reaper_;
+  const InitOptions& opts_;
+  Child child_;
+  bool warned_poll_ = false;
+};
+
+// Waits for a signal, a watched fd, or the deadline. SIGCHLD reaps; other
+// signals are forwarded, except that while stopping, a terminating signal
+// asks to skip the grace period.
+Wake Initer::pump(int64_t deadline, const Watch* w, bool stopping) {
+  for (;;) {
+    std::vector<pollfd> fds;
+    fds.reserve(1 + (w != nullptr ? w->fds.size() : 0));
+    if (opts_.signal_fd >= 0) fds.push_back({opts_.signal_fd, POLLIN, 0});
+    size_t watch_from = fds.size();
+    if (w != nullptr)
+      for (const pollfd& p : w->fds) fds.push_back(p);
+    int timeout_ms = -1;
+    if (deadline != kForever) {
+      int64_t now = sys::monotonic_ns();
+      if (now >= deadline) return Wake::deadline;
+      timeout_ms = static_cast<int>(std::min<int64_t>((deadline - now + 999'999) / 1'000'000, INT_MAX));
+    }
+    if (w != nullptr && w->rescan_ms >= 0 && (timeout_ms < 0 || w->rescan_ms < timeout_ms))
+      timeout_ms = w->rescan_ms;
+    // Without a signalfd nothing tells us a child died: look every 100ms.
+    if (opts_.signal_fd < 0 && (timeout_ms < 0 || timeout_ms > 100)) timeout_ms = 100;
+
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (!warned_poll_) warn(std::string("poll: ") + std::strerror(errno) + "; carrying on");
+      warned_poll_ = true;
+      reaper_.reap_all();
+      return Wake::signal;
+    }
+    if (opts_.signal_fd < 0) reaper_.reap_all();
+    if (!fds.empty() && opts_.signal_fd >= 0 && (fds[0].revents & POLLIN)) {
+      if (drain_signals(stopping)) return Wake::escalate;
+      return Wake::signal;
+    }
+    for (size_t i = watch_from; i < fds.size(); ++i)
+      if (fds[i].revents != 0) return Wake::watch;
+    if (n == 0) return deadline != kForever && sys::monotonic_ns() >= deadline ? Wake::deadline : Wake::watch;
+  }
+}
+
+bool Initer::drain_signals(bool stopping) {
+  bool chld = false, escalate = false;
+  for (;;) {
+    signalfd_siginfo info;
+    ssize_t n = ::read(opts_.signal_fd, &info, sizeof info);
+    if (n != static_cast<ssize_t>(sizeof info)) {
+      if (n < 0 && errno != EAGAIN && errno != EINTR)
+        warn(std::string("reading the signalfd: ") + std::strerror(errno) + "; carrying on");
+      break;
+    }
+    int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGCHLD) {
+      chld = true;
+      continue;
+    }
+    if (stopping && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)) {
+      trace("got " + signal_name(sig) + " while stopping: skipping the grace period");
+      escalate = true;
+      continue;
+    }
+    forward(sig);
+  }
+  // Reap after forwarding: as long as the command is unreaped its pid (and
+  // process group id) cannot name anybody else.
+  if (chld) reaper_.reap_all();
+  return escalate;
+}
+
+void Initer::forward(int sig) {
+  switch (opts_.forward) {
+    case ForwardMode::child:
+      if (!reaper_.main_exited()) (void)sys::pidfd_send_signal(child_.pidfd.get(), sig);
+      break;
+    case ForwardMode::group:
+      // The command leads its own session, so its group id is its pid, which
+      // stays reserved until we reap it.
+      if (!reaper_.main_exited() && ::kill(-child_.pid, sig) != 0 && errno != ESRCH)
+        warn("forwarding " + signal_name(sig) + " to the process group: " + std::strerror(errno));
+      break;
+    case ForwardMode::tree: {
+      // The boundary holds the command too: one signal each, no duplicates.
+      auto r = b_.signal_all(sig);
+      if (!r) warn("forwarding " + signal_name(sig) + " to the tree: " + r.error().message());
+      break;
+    }
+  }
+  trace("forwarded " + signal_name(sig));
+}
+
+// Processes of the call may be between leaving the boundary and becoming our
+// zombies: give them a moment (bounded) and reap them.
+void Initer::finish_reaping() {
+  const int64_t deadline = sys::monotonic_ns() + 100'000'000;
+  const pid_t self = ::getpid();
+  bool proc_ok = proc_matches_pid_ns();
+  for (;;) {
+    reaper_.reap_all();
+    if (!proc_ok) return;
+    bool zombie = false;
+    for (const sys::ProcStat& p : sys::scan_processes())
+      if (p.ppid == self && p.state == 'Z') zombie = true;
+    if (!zombie || sys::monotonic_ns() >= deadline) return;
+    (void)pump(sys::monotonic_ns() + 5'000'000, nullptr, false);
+  }
+}
+
+std::expected<InitResult, SpawnError> Initer::run() {
+  auto child = spawn(opts_.spawn, b_);
+  if (!child) return std::unexpected(child.error());
+  child_ = std::move(*child);
+  b_.set_main(child_.pid, child_.start_time);
+  reaper_.set_main(child_.pid);
+  InitResult res;
+  res.pid = child_.pid;
+  trace("started pid " + std::to_string(child_.pid) + " under " + std::string(to_string(b_.kind())));
+
+  // From here on nothing is fatal (catatonit's rule): warn and carry on.
+  // A command that died before we set_main is found by its pidfd.
+  for (;;) {
+    if (!reaper_.main_exited() && !sys::pidfd_alive(child_.pidfd.get())) reaper_.reap_all();
+    if (reaper_.main_exited()) break;
+    (void)pump(kForever, nullptr, false);
+  }
+  res.main = sys::exit_status_from(reaper_.main_info());
+  trace("the command exited (" +
+        (res.main.signaled ? signal_name(res.main.code) : "status " + std::to_string(res.main.code)) + ")");
+
+  auto e = b_.empty();
+  if (e && *e) {
+    res.cleanup_verified = true;
+  } else if (opts_.wait_all) {
+    trace("waiting for what the command left running (--wait-all)");
+    for (;;) {
+      auto now_empty = b_.empty();
+      if (now_empty && *now_empty) break;
+      if (!now_empty) warn("cannot tell whether the boundary is empty: " + now_empty.error().message());
+      Watch w = b_.watch();
+      (void)pump(kForever, &w, false);
+    }
+    res.cleanup_verified = true;
+  } else {
+    LeftoverTracker leftovers;
+    leftovers.snapshot(b_, child_.pid);
+    res.leftovers = leftovers.size();
+    trace("stopping " + std::to_string(res.leftovers) + " process(es) the command left running");
+    StopContext ctx;
+    ctx.boundary = &b_;
+    ctx.plan = &opts_.stop;
+    ctx.waiter = this;
+    ctx.leftovers = &leftovers;
+    ctx.t0_ns = sys::monotonic_ns();
+    StopRecord record;
+    res.cleanup_verified = execute_stop(ctx, record);
+    if (!res.cleanup_verified) warn("could not confirm that everything the command started is gone");
+  }
+  finish_reaping();
+  res.reaped = reaper_.reaped();
+  return res;
+}
+
+}  // namespace
+
+std::unique_ptr<Boundary> make_pid1_boundary(std::function<void()> reap) {
+  return std::make_unique<Pid1Boundary>(std::move(reap));
+}
+
+std::expected<InitResult, SpawnError> run_init(Boundary& boundary, Reaper& reaper,
+                                               const InitOptions& opts) {
+  Initer in(boundary, reaper, opts);
+  return in.run();
+}
+
+}  // namespace pmon

@@ -1,0 +1,58 @@
+# A double-forked setsid daemon left by the command is stopped and reaped
+# when the command exits (tini's "orphans live forever", dumb-init #191), as
+# a subreaper and as PID 1 of a pidns (with and without its own /proc);
+# with --wait-all it is waited for instead. pmon init returns the command's
+# code either way.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/init_lib.inc"
+
+# Runs pmon init (prefixed by $PREFIX) with a command that starts a daemon
+# running $2, records the daemon by host pid + start time, lets the command
+# exit 9, and checks pmon init's status.
+run_case() { # $1: label, $2: daemon body, $3...: pmon init options
+  local label=$1 body=$2; shift 2
+  rm -f "$t/daemon" "$t/go"
+  $PREFIX "$PMON" init -q "$@" -- sh -c "
+    setsid sh -c 'echo \$\$ > $t/daemon.tmp; mv $t/daemon.tmp $t/daemon; $body' &
+    while [ ! -f $t/go ]; do sleep 0.01; done; exit 9" &
+  local root=$!; record_pid "$root"
+  wait_file "$t/daemon" || fail "$label: the daemon never started"
+  local host
+  host=$(host_pid_of "$root" "$(cat "$t/daemon")")
+  [ -n "$host" ] || fail "$label: cannot find the daemon below $root"
+  dpid=$host dst=$(start_time_of "$host")
+  record_pid "$host"
+  touch "$t/go"
+  local rc=0; wait "$root" || rc=$?
+  [ "$rc" = 9 ] || fail "$label: pmon init exit $rc, want 9"
+}
+
+PREFIX=
+run_case "auto confinement" 'exec sleep 1000' --grace 1s
+! alive "$dpid" "$dst" || fail "auto: daemon $dpid survived"
+echo "ok: auto"
+
+for b in subreaper cgroup; do
+  have_backend "$b" || continue
+  run_case "$b" 'exec sleep 1000' --confine "$b" --grace 1s
+  ! alive "$dpid" "$dst" || fail "$b: daemon $dpid survived"
+  echo "ok: --confine $b"
+done
+
+run_case "TERM ignored" 'trap "" TERM; exec sleep 1000' --grace 300ms
+! alive "$dpid" "$dst" || fail "TERM ignored: daemon $dpid survived the KILL"
+echo "ok: TERM ignored -> KILL"
+
+run_case "--wait-all" "sleep 0.5; touch $t/finished" --wait-all
+[ -f "$t/finished" ] || fail "--wait-all: the daemon was stopped instead of waited for"
+! alive "$dpid" "$dst" || fail "--wait-all: pmon init returned while the daemon ran"
+echo "ok: --wait-all"
+
+unshare --pid --fork true 2>/dev/null || skip "no PID namespaces here"
+for mp in "" --mount-proc; do
+  PREFIX="unshare --pid --fork --kill-child $mp"
+  run_case "PID 1 $mp" 'exec sleep 1000' --grace 1s
+  ! alive "$dpid" "$dst" || fail "PID 1 $mp: daemon $dpid survived"
+  echo "ok: as PID 1 ${mp:-(host /proc)}"
+done
+pass
