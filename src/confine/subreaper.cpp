@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "confine/boundary.h"
 #include "confine/scan.h"
@@ -36,7 +37,16 @@ class SubreaperBoundary final : public Boundary {
   }
 
   std::vector<sys::ProcStat> members() override {
-    auto table = sys::scan_processes();
+    std::vector<sys::ProcStat> table = sys::scan_processes();
+    std::unordered_map<pid_t, size_t> index;
+    for (size_t i = 0; i < table.size(); ++i) index.emplace(table[i].pid, i);
+    // /proc is not a snapshot: a process read before its parent died shows a
+    // parent that is gone from the table by the end of the scan. It has been
+    // reparented (to us, if it is ours) since: read it again.
+    for (sys::ProcStat& p : table)
+      if (p.ppid > 0 && !index.contains(p.ppid))
+        if (auto fresh = sys::read_stat(p.pid)) p = *fresh;
+
     std::set<pid_t> others;
     {
       std::lock_guard lock(g_mains_mu);
@@ -45,17 +55,35 @@ class SubreaperBoundary final : public Boundary {
     }
     // Everything below us that is not another call's subtree. Orphans of
     // this call were reparented to us, so they show up as our children.
-    std::vector<sys::ProcStat> out;
-    std::vector<pid_t> queue{::getpid()};
-    std::set<pid_t> skip(others);
-    for (size_t i = 0; i < queue.size(); ++i) {
-      for (const sys::ProcStat& p : table) {
-        if (p.ppid != queue[i] || p.pid == queue[i] || skip.contains(p.pid))
-          continue;
-        out.push_back(p);
-        queue.push_back(p.pid);
+    const pid_t self = ::getpid();
+    enum : char { kUnknown, kMine, kNotMine };
+    std::vector<char> verdict(table.size(), kUnknown);
+    std::vector<size_t> chain;
+    for (size_t i = 0; i < table.size(); ++i) {
+      chain.clear();
+      size_t j = i;
+      char v = kNotMine;
+      for (;;) {
+        if (verdict[j] != kUnknown) {
+          v = verdict[j];
+          break;
+        }
+        const sys::ProcStat& p = table[j];
+        if (p.pid == self || others.contains(p.pid)) break;
+        chain.push_back(j);
+        if (p.ppid == self) {
+          v = kMine;
+          break;
+        }
+        auto it = index.find(p.ppid);
+        if (it == index.end() || chain.size() > table.size()) break;
+        j = it->second;
       }
+      for (size_t k : chain) verdict[k] = v;
     }
+    std::vector<sys::ProcStat> out;
+    for (size_t i = 0; i < table.size(); ++i)
+      if (verdict[i] == kMine) out.push_back(std::move(table[i]));
     return confine::live_only(std::move(out));
   }
 
@@ -68,7 +96,9 @@ class SubreaperBoundary final : public Boundary {
     return {};
   }
 
-  Result<bool> empty() override { return members().empty(); }
+  // Two empty scans in a row: a process forked during a scan at a pid the
+  // directory walk had already passed is seen by the second.
+  Result<bool> empty() override { return members().empty() && members().empty(); }
 
   Watch watch() override { return watch_.refresh(members()); }
 
