@@ -43,7 +43,9 @@ run_case "TERM ignored" 'trap "" TERM; exec sleep 1000' --grace 300ms
 ! alive "$dpid" "$dst" || fail "TERM ignored: daemon $dpid survived the KILL"
 echo "ok: TERM ignored -> KILL"
 
-run_case "--wait-all" "sleep 0.5; touch $t/finished" --wait-all
+# The daemon outlives the command (it starts its last 0.3 s after $t/go) but
+# cannot finish before the test has found it.
+run_case "--wait-all" "while [ ! -f $t/go ]; do sleep 0.01; done; sleep 0.3; touch $t/finished" --wait-all
 [ -f "$t/finished" ] || fail "--wait-all: the daemon was stopped instead of waited for"
 ! alive "$dpid" "$dst" || fail "--wait-all: pmon init returned while the daemon ran"
 echo "ok: --wait-all"
