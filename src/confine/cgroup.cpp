@@ -16,6 +16,7 @@
 
 #include "confine/boundary.h"
 #include "confine/cgroup_fs.h"
+#include "confine/cgroup_guard.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
@@ -183,7 +184,17 @@ class CgroupBackend final : public Backend {
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
 
   std::string describe() const override {
-    return "cgroup: cgroup2 at " + loc_.mount + ", leaves under " + base_path();
+    return "cgroup: cgroup2 at " + loc_.mount + ", leaves under " + base_path() +
+           (guard_ ? ", E11 guard pid " + std::to_string(guard_->pid())
+                   : ", no E11 guard (" + guard_error_ + ")");
+  }
+
+  // E11: a process of ours that stops our leaves if we die (cgroup_guard.h).
+  // Without it the call still runs; `pmon gc` is then the only cleanup.
+  void start_guard() noexcept {
+    auto g = confine::CgroupGuard::start(base_.get(), prefix_);
+    if (g) guard_ = std::move(*g);
+    else guard_error_ = g.error().message();
   }
 
   std::string base_path() const {
@@ -261,6 +272,10 @@ class CgroupBackend final : public Backend {
   std::mutex mu_;
   std::vector<Leaf> pool_;
   uint64_t seq_ = 0;
+  // Destroyed after ~CgroupBackend has removed the leaves: it tells the
+  // guard to go without touching anything.
+  std::unique_ptr<confine::CgroupGuard> guard_;
+  std::string guard_error_;
 };
 
 void CgroupBoundary::collect(const std::string& dir, std::vector<pid_t>& out) {
@@ -363,6 +378,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
                            "with a domain cgroup");
   }
   backend->give_back(std::move(*leaf), true);
+  backend->start_guard();
   return backend;
 }
 

@@ -1,0 +1,56 @@
+// E11 on the cgroup backend without namespaces: a small guard process that
+// outlives the supervisor and, when the supervisor dies, writes cgroup.kill
+// of every leaf the supervisor owns, waits for them to empty and removes
+// them. One guard per cgroup backend (one per process: pmon run, or a
+// library user that keeps its backend), started lazily before the first call.
+//
+// The guard knows the supervisor's leaves by name: the base directory and
+// the prefix pmon-<owner pid>-<owner start time>-, so the pool can grow and
+// shrink without telling it anything.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "sys/fd.h"
+#include "sys/result.h"
+
+namespace pmon::confine {
+
+class CgroupGuard {
+ public:
+  // Forks the guard for the leaves named `prefix`* in the directory base_fd.
+  // The guard is not this process's descendant (so a caller that reaps or
+  // lists its children never meets it), sits in this process's cgroup (never
+  // in a leaf it kills), in a session of its own, with no fd of ours but the
+  // three it needs. It notices our death by a pidfd of this process (POLLIN
+  // when the whole thread group has exited) or by the hang-up of a pipe only
+  // we hold.
+  static Result<std::unique_ptr<CgroupGuard>> start(int base_fd, const std::string& prefix) noexcept;
+
+  // Tells the guard to exit without touching anything (the supervisor
+  // removes its own leaves on a normal exit).
+  ~CgroupGuard();
+
+  CgroupGuard(const CgroupGuard&) = delete;
+  CgroupGuard& operator=(const CgroupGuard&) = delete;
+
+  pid_t pid() const noexcept { return pid_; }
+
+ private:
+  CgroupGuard(Fd quit, pid_t pid, pid_t owner) : quit_(std::move(quit)), pid_(pid), owner_(owner) {}
+  Fd quit_;
+  pid_t pid_ = 0;
+  pid_t owner_ = 0;  // a forked copy of us must not send the guard away
+};
+
+// Stops cgroup `name` below parent_fd with cgroup.kill, waits up to
+// timeout_ms for cgroup.events to say "populated 0" (pollable, no sleep
+// loop), then removes it and any cgroup below it, deepest first.
+// Returns 0, or an errno (ETIMEDOUT: still populated; the cgroup stays).
+// Async-signal-safe: no allocation, so the guard may call it after a clone.
+int kill_and_remove_cgroup(int parent_fd, const char* name, int timeout_ms) noexcept;
+
+}  // namespace pmon::confine
