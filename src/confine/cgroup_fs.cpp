@@ -78,12 +78,14 @@ std::optional<CgroupLocation> locate_cgroup2(std::string* why) {
     return std::nullopt;
   }
   // A mount of a subtree (root "/x") shows paths below it.
-  if (root != "/" && own.rfind(root, 0) == 0) own = own.substr(root.size());
-  if (own.empty()) own = "/";
+  // (Built in a fresh string: assigning back into `own` draws a false
+  // -Wrestrict from GCC 12 at -O3.)
+  std::string_view rel(own);
+  if (root != "/" && rel.starts_with(root)) rel.remove_prefix(root.size());
   CgroupLocation loc;
   loc.mount = mount;
-  loc.own = own;
-  loc.own_path = own == "/" ? mount : mount + own;
+  loc.own = rel.empty() ? std::string("/") : std::string(rel);
+  loc.own_path = loc.own == "/" ? mount : mount + loc.own;
   return loc;
 }
 
