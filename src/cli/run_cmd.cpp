@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "confine/boundary.h"
+#include "confine/pidns.h"
 #include "core/report.h"
 #include "core/run.h"
 #include "core/units.h"
@@ -134,7 +135,9 @@ int run_main(const std::vector<std::string>& args) {
     if (!k) die("run: --confine: unknown backend '" + confine_s + "' (use auto, cgroup, pidns, subreaper or pgroup)");
     req.kind = *k;
   }
-  if (isolate) die("run: --isolate needs the pidns backend, which this build does not have yet");
+  if (isolate && req.kind && *req.kind != ConfineKind::pidns)
+    die("run: --isolate is the cgroup and pidns backends together; it cannot be combined with --confine " +
+        confine_s);
 
   // A report that cannot be written is a bad option: say so before the
   // command runs, not after its side effects (and 125 at the end).
@@ -159,7 +162,20 @@ int run_main(const std::vector<std::string>& args) {
   // Orphans of the call come to us, whatever the backend, so they are reaped.
   (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
 
-  auto sel = select_backend(req);
+  // --isolate: a cgroup leaf inside PID, cgroup, mount and user namespaces.
+  // Without the cgroup backend it fails closed: a PID namespace alone does
+  // not stop a call from moving itself to another cgroup.
+  auto isolated = [&]() -> std::expected<Selection, std::string> {
+    PidnsOptions po;
+    po.isolate = true;
+    po.cgroup_root = cgroup_root;
+    auto b = open_pidns_backend(po);
+    if (!b) return std::unexpected("--isolate: " + b.error());
+    Selection s;
+    s.backend = std::move(*b);
+    return s;
+  };
+  auto sel = isolate ? isolated() : select_backend(req);
   if (!sel) die("confinement unavailable: " + sel.error());
   if (!quiet)
     for (const std::string& why : sel->passed_over)

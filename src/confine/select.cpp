@@ -1,4 +1,5 @@
 #include "confine/boundary.h"
+#include "confine/pidns.h"
 
 namespace pmon {
 
@@ -25,8 +26,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_kind(
     ConfineKind k, const ConfineRequest& req) {
   switch (k) {
     case ConfineKind::cgroup: return open_cgroup_backend(req.cgroup_root);
-    case ConfineKind::pidns:
-      return std::unexpected(std::string("the pidns backend is not built yet"));
+    case ConfineKind::pidns: return open_pidns_backend(PidnsOptions{});
     case ConfineKind::subreaper: return open_subreaper_backend();
     case ConfineKind::pgroup: return open_pgroup_backend();
   }
@@ -43,8 +43,8 @@ std::expected<Selection, std::string> select_backend(const ConfineRequest& req) 
     sel.backend = std::move(*b);
     return sel;
   }
-  // Strongest first. pidns is skipped until it exists.
-  for (ConfineKind k : {ConfineKind::cgroup, ConfineKind::subreaper, ConfineKind::pgroup}) {
+  // Strongest first (DESIGN §2).
+  for (ConfineKind k : {ConfineKind::cgroup, ConfineKind::pidns, ConfineKind::subreaper, ConfineKind::pgroup}) {
     auto b = open_kind(k, req);
     if (b) {
       sel.backend = std::move(*b);

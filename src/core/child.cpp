@@ -3,9 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "confine/pidns_mounts.h"
 
 namespace pmon {
 
@@ -35,7 +39,86 @@ void wait_at_gate(int fd) noexcept {
   } while (n < 0 && errno == EINTR);
 }
 
+// The namespace init's parent check. getppid() is 0 across CLONE_NEWPID, so
+// the identity check of seed 001 becomes a pipe check: arm first, then wait
+// for the parent's "go" (written after the uid/gid maps), then make sure
+// the parent's write end is still open. A parent that died before the
+// arming closed it (POLLHUP, or EOF instead of "go"); one that dies after
+// the arming sends the SIGKILL.
+void arm_ns_init(const ChildPlan& plan) noexcept {
+  const NsChildPlan& ns = *plan.ns;
+  (void)::close(ns.sync_w);
+  if (plan.arm_gate_fd >= 0) wait_at_gate(plan.arm_gate_fd);
+  if (::prctl(PR_SET_PDEATHSIG, static_cast<unsigned long>(SIGKILL), 0UL, 0UL, 0UL) != 0)
+    fail(plan, ChildFailure::kSetup, errno);
+  char c = 0;
+  ssize_t n;
+  do {
+    n = ::read(ns.sync_r, &c, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) ::_exit(125);  // nobody is left to read the error pipe
+  pollfd p{ns.sync_r, POLLIN, 0};
+  int r;
+  do {
+    r = ::poll(&p, 1, 0);
+  } while (r < 0 && errno == EINTR);
+  if (r != 0 && (p.revents & POLLHUP)) ::_exit(125);
+}
+
 }  // namespace
+
+void run_status_relay(const RelayPlan& plan) noexcept {
+  // Every signal blocked: pmon's stop signals go to the namespace through
+  // the init; the relay only ever dies the way the command did (or by KILL).
+  sigset_t all;
+  ::sigfillset(&all);
+  (void)::sigprocmask(SIG_SETMASK, &all, nullptr);
+  if (::prctl(PR_SET_PDEATHSIG, static_cast<unsigned long>(SIGKILL), 0UL, 0UL, 0UL) != 0 ||
+      ::getppid() != plan.expected_parent)
+    ::_exit(125);
+  // Hold nothing of pmon's but the two fds we need (the parent-liveness
+  // pipe above all: a copy here would hide pmon's death from a new init).
+  int a = plan.status_r < plan.init_pidfd ? plan.status_r : plan.init_pidfd;
+  int b = plan.status_r < plan.init_pidfd ? plan.init_pidfd : plan.status_r;
+  if (a > 0) (void)::close_range(0, static_cast<unsigned>(a - 1), 0);
+  if (b > a + 1) (void)::close_range(static_cast<unsigned>(a + 1), static_cast<unsigned>(b - 1), 0);
+  (void)::close_range(static_cast<unsigned>(b + 1), ~0U, 0);
+
+  NsStatus st;
+  size_t got = 0;
+  while (got < sizeof st) {
+    ssize_t n = ::read(plan.status_r, reinterpret_cast<char*>(&st) + got, sizeof st - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  const bool have = got == sizeof st;
+  // Exit only after the init when the namespace was empty: pmon then finds
+  // the boundary empty the moment it sees us exit.
+  if (!have || st.ns_empty) {
+    pollfd p{plan.init_pidfd, POLLIN, 0};
+    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    }
+  }
+  if (have && st.code == CLD_EXITED) ::_exit(st.status & 0xff);
+  int sig = have ? st.status : SIGKILL;
+  // Drop the stop signals pmon sent meanwhile (ignoring discards pending
+  // ones), never dump a core of our own, then die by the command's signal.
+  struct sigaction ign = {};
+  ign.sa_handler = SIG_IGN;
+  for (int s = 1; s < NSIG; ++s)
+    if (s != SIGKILL && s != SIGSTOP) (void)::sigaction(s, &ign, nullptr);
+  (void)::prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  (void)::sigaction(sig, &dfl, nullptr);
+  sigset_t one;
+  ::sigemptyset(&one);
+  ::sigaddset(&one, sig);
+  (void)::kill(::getpid(), sig);
+  (void)::sigprocmask(SIG_UNBLOCK, &one, nullptr);
+  ::_exit(128 + sig);
+}
 
 void run_child(const ChildPlan& plan) noexcept {
   // The supervisor blocks signals to read them from a signalfd, and the
@@ -55,7 +138,10 @@ void run_child(const ChildPlan& plan) noexcept {
 
   // Arm first, then check the parent is still the one that cloned us: if it
   // died before the arming, no signal would ever come (seed 001).
-  if (plan.pdeathsig != 0) {
+  if (plan.ns != nullptr) {
+    arm_ns_init(plan);
+    if (int e = ns_setup_mounts(plan.ns->cgroup2_mount); e != 0) fail(plan, ChildFailure::kNsMount, e);
+  } else if (plan.pdeathsig != 0) {
     if (plan.arm_gate_fd >= 0) wait_at_gate(plan.arm_gate_fd);
     if (::prctl(PR_SET_PDEATHSIG, static_cast<unsigned long>(plan.pdeathsig), 0UL, 0UL, 0UL) != 0)
       fail(plan, ChildFailure::kSetup, errno);
@@ -78,6 +164,16 @@ void run_child(const ChildPlan& plan) noexcept {
   }
 
   if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) fail(plan, ChildFailure::kChdir, errno);
+
+  if (plan.ns != nullptr) {
+    // pmon's init, from the binary opened before the clone (the path may
+    // mean something else in here). It reports the command's exec failure
+    // on the same error pipe, so that one stays open across this exec.
+    for (int fd : plan.ns->keep_fds)
+      if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) != 0) fail(plan, ChildFailure::kNsInit, errno);
+    ::syscall(SYS_execveat, plan.ns->exe_fd, "", plan.ns->init_argv, plan.envp, AT_EMPTY_PATH);
+    fail(plan, ChildFailure::kNsInit, errno);
+  }
 
   // execvp's rules: try each PATH candidate, remember EACCES over ENOENT.
   int err = ENOENT;

@@ -18,15 +18,49 @@ struct ChildPlan {
   pid_t expected_parent = 0;  // for the pdeathsig identity check
   int arm_gate_fd = -1;       // SpawnSpec::test_arm_gate_fd
   bool new_session = true;
+  // Set for the init of a PID namespace (confine/pidns.h): the child arms
+  // PR_SET_PDEATHSIG(SIGKILL), proves its parent alive through the sync
+  // pipe (getppid() is 0 across CLONE_NEWPID), mounts its /proc, and execs
+  // pmon's init (init_argv) instead of the command.
+  const struct NsChildPlan* ns = nullptr;
+};
+
+struct NsChildPlan {
+  int sync_r = -1;             // "go" byte, then POLLHUP if the parent died
+  int sync_w = -1;             // the parent's end: closed in the child
+  int exe_fd = -1;             // pmon's binary, for execveat
+  const char* cgroup2_mount = nullptr;  // --isolate: the leaf's view here
+  int keep_fds[3] = {-1, -1, -1};       // CLOEXEC cleared: the init uses them
+  char* const* init_argv = nullptr;
+};
+
+// What the namespace init tells the status relay when the command is
+// reaped: its si_code/si_status, and whether the namespace was empty then
+// (the init exits right after, and the relay waits for that).
+struct NsStatus {
+  int code = 0;
+  int status = 0;
+  int ns_empty = 0;
+};
+
+// The status relay: pmon's direct child that stands for the command of a
+// PID namespace call (whose real parent is the init). It exits the way the
+// command did, once the init has reported it; SIGKILL when the init died
+// without a word (the namespace was killed).
+struct RelayPlan {
+  int status_r = -1;
+  int init_pidfd = -1;
+  pid_t expected_parent = 0;
 };
 
 // What the child writes on the error pipe before _exit.
 struct ChildFailure {
-  enum Stage : int { kSetup = 1, kChdir = 2, kExec = 3, kParentGone = 4 };
+  enum Stage : int { kSetup = 1, kChdir = 2, kExec = 3, kParentGone = 4, kNsMount = 5, kNsInit = 6 };
   int stage = 0;
   int err = 0;
 };
 
 [[noreturn]] void run_child(const ChildPlan& plan) noexcept;
+[[noreturn]] void run_status_relay(const RelayPlan& plan) noexcept;
 
 }  // namespace pmon

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "confine/pidns.h"
 #include "core/child.h"
 #include "core/launcher.h"
 #include "sys/proc.h"
@@ -67,16 +68,173 @@ SpawnError describe_failure(const ChildFailure& f, const SpawnSpec& spec) {
     case ChildFailure::kParentGone:
       e.message = "the parent exited before the child was armed; not started";
       break;
+    case ChildFailure::kNsMount:
+      e.message = std::string("cannot mount /proc in the call's namespaces: ") + std::strerror(f.err);
+      break;
+    case ChildFailure::kNsInit:
+      e.message = std::string("cannot start pmon's namespace init: ") + std::strerror(f.err);
+      break;
     default:
       e.message = std::string("child setup failed: ") + std::strerror(f.err);
   }
   return e;
 }
 
+SpawnError spawn_error(int e, const std::string& what) {
+  return SpawnError{125, e, what + ": " + std::strerror(e)};
+}
+
+// The uid/gid maps of a fresh user namespace, written from outside (the
+// child cannot map itself to anything). Each id maps to itself, so files
+// the call creates belong to the caller, and `id` says what it said before.
+std::error_code write_id_maps(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/";
+  auto put = [&](const char* name, const std::string& text) -> std::error_code {
+    Fd fd(::open((dir + name).c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return last_error();
+    if (retry_eintr([&] { return ::write(fd.get(), text.data(), text.size()); }) !=
+        static_cast<ssize_t>(text.size()))
+      return last_error();
+    return {};
+  };
+  // Unprivileged, the kernel wants setgroups denied before a gid_map.
+  if (::geteuid() != 0)
+    if (std::error_code ec = put("setgroups", "deny"); ec) return ec;
+  if (std::error_code ec = put("gid_map", std::to_string(::getgid()) + " " + std::to_string(::getgid()) + " 1\n"); ec)
+    return ec;
+  return put("uid_map", std::to_string(::getuid()) + " " + std::to_string(::getuid()) + " 1\n");
+}
+
+// A PID namespace call: pmon -> init (PID 1, `pmon __nsinit`) -> command,
+// plus the status relay, pmon's direct child that exits the way the command
+// did. The init is cloned on the launcher thread: its PR_SET_PDEATHSIG
+// (SIGKILL, always) follows the thread that cloned it (seed 001).
+std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoundary& nb) {
+  const NsSetup& setup = nb.setup();
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return std::unexpected(spawn_error(errno, "pipe2"));
+  Fd report_r(p[0]), report_w(p[1]);
+  if (::pipe2(p, O_CLOEXEC) != 0) return std::unexpected(spawn_error(errno, "pipe2"));
+  Fd status_r(p[0]), status_w(p[1]);
+
+  std::vector<std::string> init_args = {"pmon",
+                                        "__nsinit",
+                                        std::to_string(report_w.get()),
+                                        std::to_string(status_w.get()),
+                                        std::to_string(setup.sync_r),
+                                        std::to_string(spec.pdeathsig),
+                                        spec.new_session ? "1" : "0",
+                                        "--"};
+  init_args.insert(init_args.end(), spec.argv.begin(), spec.argv.end());
+  std::vector<char*> init_argv;
+  for (const std::string& a : init_args) init_argv.push_back(const_cast<char*>(a.c_str()));
+  init_argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (spec.env) {
+    for (const std::string& kv : *spec.env) envp.push_back(const_cast<char*>(kv.c_str()));
+    envp.push_back(nullptr);
+  }
+  const char* no_candidates[] = {nullptr};
+
+  NsChildPlan ns;
+  ns.sync_r = setup.sync_r;
+  ns.sync_w = setup.sync_w;
+  ns.exe_fd = setup.exe_fd;
+  ns.cgroup2_mount = setup.cgroup_ns ? setup.cgroup2_mount.c_str() : nullptr;
+  ns.keep_fds[0] = report_w.get();
+  ns.keep_fds[1] = status_w.get();
+  ns.keep_fds[2] = setup.sync_r;
+  ns.init_argv = init_argv.data();
+
+  ChildPlan plan;
+  plan.candidates = no_candidates;
+  plan.argv = init_argv.data();
+  plan.envp = spec.env ? envp.data() : environ;
+  plan.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
+  for (int i = 0; i < 3; ++i) plan.stdio[i] = spec.stdio[i];
+  plan.report_fd = report_w.get();
+  plan.arm_gate_fd = spec.test_arm_gate_fd;
+  plan.new_session = spec.new_session;
+  plan.ns = &ns;
+
+  sys::CloneRequest req;
+  req.cgroup_fd = nb.clone_cgroup_fd();
+  req.into_cgroup = req.cgroup_fd >= 0;
+  req.new_pid_ns = true;
+  req.new_mount_ns = true;
+  req.new_user_ns = setup.user_ns;
+  Result<sys::CloneResult> cr = fail(EAGAIN);
+  auto do_clone = [&] {
+    cr = sys::clone3_fork(req);
+    if (cr && cr->pid == 0) run_child(plan);
+  };
+  if (std::error_code ec = run_on_launcher(do_clone))
+    return std::unexpected(SpawnError{125, ec.value(), "cannot start the launcher thread: " + ec.message()});
+  if (!cr) {
+    int e = cr.error().value();
+    return std::unexpected(SpawnError{125, e, std::string("cannot create the call's namespaces (clone3: ") +
+                                                  std::strerror(e) + ")"});
+  }
+  pid_t init_pid = cr->pid;
+  Fd init_pidfd = std::move(cr->pidfd);
+  auto abandon = [&](SpawnError err) {
+    (void)sys::pidfd_send_signal(init_pidfd.get(), SIGKILL);
+    siginfo_t si;
+    (void)sys::waitid_raw(P_PIDFD, static_cast<id_t>(init_pidfd.get()), &si, WEXITED, nullptr);
+    return std::unexpected(std::move(err));
+  };
+  report_w.reset();
+  status_w.reset();
+  if (setup.user_ns)
+    if (std::error_code ec = write_id_maps(init_pid); ec)
+      return abandon(SpawnError{125, ec.value(), "cannot map the call's uid/gid into its user namespace: " + ec.message()});
+  char go = 'g';
+  if (retry_eintr([&] { return ::write(setup.sync_w, &go, 1); }) != 1)
+    return abandon(spawn_error(errno, "cannot start the namespace init"));
+
+  ChildFailure f;
+  ssize_t n = retry_eintr([&] { return ::read(report_r.get(), &f, sizeof f); });
+  if (n == static_cast<ssize_t>(sizeof f)) {
+    siginfo_t si;
+    (void)sys::waitid_raw(P_PIDFD, static_cast<id_t>(init_pidfd.get()), &si, WEXITED, nullptr);
+    return std::unexpected(describe_failure(f, spec));
+  }
+  if (n != 0) return abandon(spawn_error(n < 0 ? errno : EIO, "reading the namespace init's report"));
+  nb.adopt_init(init_pid, std::move(init_pidfd));
+
+  // The relay, cloned only now: the init's parent check is long over, so a
+  // copy of the sync pipe's write end here can hide nothing.
+  RelayPlan relay;
+  relay.status_r = status_r.get();
+  relay.init_pidfd = -1;
+  relay.expected_parent = ::getpid();
+  Fd init_pidfd_dup(::fcntl(nb.init_pidfd(), F_DUPFD_CLOEXEC, 3));
+  relay.init_pidfd = init_pidfd_dup.get();
+  Result<sys::CloneResult> rr = fail(EAGAIN);
+  auto do_relay = [&] {
+    rr = sys::clone3_fork(sys::CloneRequest{});
+    if (rr && rr->pid == 0) run_status_relay(relay);
+  };
+  std::error_code ec = init_pidfd_dup ? run_on_launcher(do_relay) : last_error();
+  if (ec || !rr) {
+    int e = ec ? ec.value() : rr.error().value();
+    (void)nb.kill_all();
+    return std::unexpected(spawn_error(e, "cannot start the status relay"));
+  }
+  Child child;
+  child.pid = rr->pid;
+  child.pidfd = std::move(rr->pidfd);
+  if (auto st = sys::read_stat(child.pid)) child.start_time = st->start_time;
+  return child;
+}
+
 }  // namespace
 
 std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& boundary) {
   if (spec.argv.empty()) return std::unexpected(SpawnError{125, EINVAL, "no command given"});
+  // A PID namespace boundary starts its own init; spawn records it there.
+  if (const auto* nb = dynamic_cast<const PidnsBoundary*>(&boundary))
+    return spawn_in_pidns(spec, const_cast<PidnsBoundary&>(*nb));
 
   // Everything the child touches is laid out here, before the clone.
   std::vector<std::string> cands = exec_candidates(spec.argv[0], spec.env ? &*spec.env : nullptr);

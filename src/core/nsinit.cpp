@@ -1,0 +1,151 @@
+#include "core/nsinit.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstring>
+
+#include "core/child.h"
+#include "core/init.h"
+#include "core/spawn.h"
+#include "sys/syscalls.h"
+
+namespace pmon {
+
+namespace {
+
+bool parse_int(const std::string& s, int& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+void write_all(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+// Signals an init must not take over: faults are about the init itself.
+bool forwardable(int sig) {
+  switch (sig) {
+    case SIGKILL: case SIGSTOP:
+    case SIGFPE: case SIGILL: case SIGSEGV: case SIGBUS: case SIGABRT:
+    case SIGTRAP: case SIGSYS:
+      return false;
+    default:
+      return true;
+  }
+}
+
+void noop_handler(int) {}
+
+// Is anybody else left in the namespace? Every process of it descends from
+// us, so "no children" (once the zombies are reaped) is "nobody".
+bool namespace_empty() {
+  siginfo_t si{};
+  return sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, nullptr) == -ECHILD;
+}
+
+}  // namespace
+
+int nsinit_main(const std::vector<std::string>& args) {
+  int report_fd = -1, status_fd = -1, sync_fd = -1, pdeathsig = 0;
+  if (args.size() < 7 || args[5] != "--" || !parse_int(args[0], report_fd) || !parse_int(args[1], status_fd) ||
+      !parse_int(args[2], sync_fd) || !parse_int(args[3], pdeathsig) || (args[4] != "0" && args[4] != "1"))
+    return 125;  // not started by spawn_in_pidns: nobody to tell
+  for (int fd : {report_fd, status_fd, sync_fd}) (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  auto setup_failed = [&](int err) {
+    ChildFailure f{ChildFailure::kNsInit, err};
+    write_all(report_fd, &f, sizeof f);
+    return 125;
+  };
+
+  // Armed before the exec already; an exec that changed credentials clears
+  // it, so arm again and look once more whether pmon is still there.
+  if (::prctl(PR_SET_PDEATHSIG, static_cast<unsigned long>(SIGKILL), 0UL, 0UL, 0UL) != 0) return setup_failed(errno);
+  {
+    pollfd p{sync_fd, POLLIN, 0};
+    if (retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0 && (p.revents & POLLHUP)) return 125;
+  }
+
+  // Every signal but the faults is blocked and read from a signalfd. As PID
+  // 1 the kernel drops signals whose action is the default, so each also
+  // gets a handler (never run while blocked); the command gets them reset.
+  sigset_t set;
+  sigemptyset(&set);
+  struct sigaction sa = {};
+  sa.sa_handler = noop_handler;
+  sa.sa_flags = SA_RESTART;
+  sigfillset(&sa.sa_mask);
+  for (int s = 1; s < SIGRTMIN; ++s) {
+    if (!forwardable(s)) continue;
+    sigaddset(&set, s);
+    (void)::sigaction(s, &sa, nullptr);
+  }
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return setup_failed(errno);
+  Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd) return setup_failed(errno);
+
+  Reaper reaper;
+  std::unique_ptr<Boundary> self = make_pid1_boundary([&reaper] { reaper.reap_all(); });
+  SpawnSpec spec;
+  spec.argv.assign(args.begin() + 6, args.end());
+  spec.pdeathsig = pdeathsig;
+  spec.new_session = args[4] == "1";
+  auto child = spawn(spec, *self);
+  if (!child) {
+    // pmon words the failure from the stage and errno, as for any spawn.
+    const SpawnError& e = child.error();
+    ChildFailure f{e.exit_code == 125 ? ChildFailure::kSetup : ChildFailure::kExec, e.err};
+    write_all(report_fd, &f, sizeof f);
+    return e.exit_code;
+  }
+  (void)::close(report_fd);  // EOF: the command runs
+  reaper.set_main(child->pid);
+
+  // From here on nothing is fatal (catatonit's rule): carry on, say nothing.
+  bool reported = false;
+  for (;;) {
+    reaper.reap_all();
+    if (reaper.main_exited() && !reported) {
+      NsStatus st;
+      st.code = reaper.main_info().si_code;
+      st.status = reaper.main_info().si_status;
+      st.ns_empty = namespace_empty() ? 1 : 0;
+      write_all(status_fd, &st, sizeof st);
+      (void)::close(status_fd);
+      reported = true;
+      if (st.ns_empty) return 0;
+    }
+    if (reported && namespace_empty()) return 0;
+
+    pollfd fds[2] = {{sigfd.get(), POLLIN, 0}, {sync_fd, POLLIN, 0}};
+    int n = ::poll(fds, 2, reaper.main_exited() || sys::pidfd_alive(child->pidfd.get()) ? -1 : 0);
+    if (n < 0) continue;
+    if (fds[1].revents & (POLLHUP | POLLERR)) {
+      // pmon is gone and the SIGKILL it should have meant did not come
+      // (cannot happen with the pdeathsig armed; a backstop): end it all.
+      (void)::kill(-1, SIGKILL);
+      return 125;
+    }
+    for (;;) {
+      signalfd_siginfo info;
+      if (::read(sigfd.get(), &info, sizeof info) != static_cast<ssize_t>(sizeof info)) break;
+      int sig = static_cast<int>(info.ssi_signo);
+      if (sig == SIGCHLD) continue;  // reaped at the top of the loop
+      (void)::kill(-1, sig);
+    }
+  }
+}
+
+}  // namespace pmon
