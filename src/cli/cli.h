@@ -12,5 +12,8 @@ namespace pmon::cli {
 int run_main(const std::vector<std::string>& args);
 int init_main(const std::vector<std::string>& args);
 int supervise_main(const std::vector<std::string>& args);
+int gc_main(const std::vector<std::string>& args);
+int ps_main(const std::vector<std::string>& args);
+int doctor_main(const std::vector<std::string>& args);
 
 }  // namespace pmon::cli

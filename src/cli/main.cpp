@@ -15,6 +15,9 @@ constexpr const char* kUsage =
     "  pmon run [options] -- CMD [ARG...]   one tool call, whole-tree cleanup\n"
     "  pmon init [options] -- CMD [ARG...]  PID 1 / subreaper shim: reap all, forward signals\n"
     "  pmon supervise [options] -- CMD...   restart CMD when it fails (seed 004)\n"
+    "  pmon doctor [--json]                 what this host offers, and which backend auto picks\n"
+    "  pmon ps [--json]                     live calls (cgroup leaves) and their process trees\n"
+    "  pmon gc [--dry-run]                  stop and remove the leaves of pmon processes that died\n"
     "  pmon --version\n"
     "\n"
     "'pmon run --help' lists the options and exit codes.\n";
@@ -37,6 +40,9 @@ int main(int argc, char** argv) {
   if (sub == "run") return pmon::cli::run_main(rest);
   if (sub == "init") return pmon::cli::init_main(rest);
   if (sub == "supervise") return pmon::cli::supervise_main(rest);
+  if (sub == "gc") return pmon::cli::gc_main(rest);
+  if (sub == "ps") return pmon::cli::ps_main(rest);
+  if (sub == "doctor") return pmon::cli::doctor_main(rest);
   if (sub == "__nsinit") return pmon::nsinit_main(rest);  // a pidns call's PID 1 (hidden)
   pmon::cli::die("unknown subcommand '" + sub + "'; see 'pmon --help'");
 }

@@ -17,6 +17,7 @@
 #include "confine/boundary.h"
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_guard.h"
+#include "confine/systemd.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
@@ -329,6 +330,19 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   if (!loc) return std::unexpected(why);
 
   std::string base_rel = loc->own;
+  // Our own cgroup is not ours to write: a systemd manager may hand us a
+  // delegated scope (one D-Bus round trip per process). If not, say why.
+  std::string systemd_note;
+  if (cgroup_root.empty() && (::access(loc->own_path.c_str(), W_OK) != 0 ||
+                              ::access((loc->own_path + "/cgroup.procs").c_str(), W_OK) != 0)) {
+    std::string scope_rel;
+    if (auto moved = confine::systemd_delegate_self(*loc, &scope_rel)) {
+      loc = std::move(*moved);
+      base_rel = scope_rel;
+    } else {
+      systemd_note = "; asked systemd for a delegated scope: " + moved.error();
+    }
+  }
   if (!cgroup_root.empty()) {
     std::string r = cgroup_root;
     while (r.size() > 1 && r.back() == '/') r.pop_back();
@@ -351,7 +365,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
     return std::unexpected(
         "cannot move processes under " + base_path + ": " + anc_procs + " is not writable (" +
         strerr(errno) + "); run pmon inside a delegated cgroup subtree or pass --cgroup-root "
-        "with one that contains pmon's own cgroup");
+        "with one that contains pmon's own cgroup" + systemd_note);
 
   auto backend = std::make_unique<CgroupBackend>(*loc, base_rel, std::move(base));
   // Make the first leaf now: it proves we may create cgroups here, and the
@@ -361,7 +375,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
     return std::unexpected("cannot create a cgroup under " + base_path + ": " +
                            leaf.error().message() +
                            "; run pmon inside a delegated cgroup subtree (systemd "
-                           "Delegate=yes, or a chowned one) or pass --cgroup-root");
+                           "Delegate=yes, or a chowned one) or pass --cgroup-root" + systemd_note);
   if (::faccessat(leaf->dir.get(), "cgroup.kill", W_OK, 0) != 0) {
     int e = errno;
     backend->remove_leaf(*leaf);

@@ -1,0 +1,63 @@
+// pmon gc [--dry-run]: stop and remove the leaves of pmon processes that are
+// gone (crashed, SIGKILLed together with their E11 guard, or an older pmon).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/cli.h"
+#include "confine/cgroup_fs.h"
+#include "core/inventory.h"
+
+namespace pmon::cli {
+
+int gc_main(const std::vector<std::string>& args) {
+  CLI::App app{"Stop and remove the cgroup leaves of pmon processes that are gone.", "pmon gc"};
+  app.footer(
+      "\nA leaf is named pmon-<owner pid>-<owner start time>-<seq>; its owner is gone when\n"
+      "no process has that pid with that start time. Leaves of live owners and cgroups\n"
+      "not named so are never touched. One line per leaf; exit 0, or 1 when a leaf\n"
+      "could not be removed (e.g. not ours to write).");
+  bool dry_run = false, verbose = false;
+  app.add_flag("-n,--dry-run", dry_run, "list what would be removed, touch nothing");
+  app.add_flag("-v,--verbose", verbose, "also list the leaves of live owners, left alone");
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    die(std::string("gc: ") + e.what() + "; see 'pmon gc --help'");
+  }
+
+  std::string why;
+  auto loc = confine::locate_cgroup2(&why);
+  if (!loc) {
+    std::printf("pmon gc: nothing to do: %s\n", why.c_str());
+    return 0;
+  }
+  int failed = 0, done = 0;
+  for (const LeafInfo& l : find_leaves(loc->mount)) {
+    if (l.owner_alive) {
+      if (verbose) std::printf("kept %s (owner %d is alive)\n", l.path.c_str(), l.name.owner_pid);
+      continue;
+    }
+    size_t n = leaf_processes(l.path).size();
+    std::string what = "owner " + std::to_string(l.name.owner_pid) + " is gone, " +
+                       std::to_string(n) + " process(es)";
+    ++done;
+    if (dry_run) {
+      std::printf("would remove %s (%s)\n", l.path.c_str(), what.c_str());
+      continue;
+    }
+    if (auto r = clean_leaf(l.path, 5000); r) {
+      std::printf("removed %s (%s killed)\n", l.path.c_str(), what.c_str());
+    } else {
+      std::printf("could not remove %s (%s): %s\n", l.path.c_str(), what.c_str(), r.error().message().c_str());
+      ++failed;
+    }
+  }
+  if (done == 0) std::printf("pmon gc: no leaf of a dead owner under %s\n", loc->mount.c_str());
+  std::fflush(stdout);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace pmon::cli

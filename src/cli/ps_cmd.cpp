@@ -1,0 +1,68 @@
+// pmon ps [--json] [--all]: the live calls on this host (the leaves whose
+// pmon owner is alive) and their process trees.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+#include "confine/cgroup_fs.h"
+#include "core/inventory.h"
+#include "sys/proc.h"
+
+namespace pmon::cli {
+
+int ps_main(const std::vector<std::string>& args) {
+  CLI::App app{"List the live pmon calls (cgroup leaves) and their process trees.", "pmon ps"};
+  bool json = false, all = false;
+  app.add_flag("--json", json, "one JSON object on stdout");
+  app.add_flag("-a,--all", all, "also empty (pooled) leaves and leaves of dead owners");
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    die(std::string("ps: ") + e.what() + "; see 'pmon ps --help'");
+  }
+
+  std::string why;
+  auto loc = confine::locate_cgroup2(&why);
+  std::vector<LeafInfo> leaves;
+  if (loc) leaves = find_leaves(loc->mount);
+
+  nlohmann::json calls = nlohmann::json::array();
+  for (const LeafInfo& l : leaves) {
+    std::vector<LeafProcess> procs = leaf_processes(l.path);
+    if (!all && (!l.owner_alive || procs.empty())) continue;
+    std::string owner_cmd = l.owner_alive ? sys::read_cmdline(l.name.owner_pid) : std::string();
+    if (json) {
+      nlohmann::json ps = nlohmann::json::array();
+      for (const LeafProcess& p : procs)
+        ps.push_back({{"pid", p.pid}, {"ppid", p.ppid}, {"state", std::string(1, p.state)},
+                      {"command", p.command}, {"depth", p.depth}});
+      calls.push_back({{"leaf", l.path},
+                       {"owner", {{"pid", l.name.owner_pid}, {"start_time", l.name.owner_start},
+                                  {"alive", l.owner_alive},
+                                  {"command", l.owner_alive ? nlohmann::json(owner_cmd) : nlohmann::json()}}},
+                       {"processes", ps}});
+      continue;
+    }
+    std::printf("%s\n  owner %d %s\n", l.path.c_str(), l.name.owner_pid,
+                l.owner_alive ? ("(" + owner_cmd.substr(0, 100) + ")").c_str()
+                              : "(gone: 'pmon gc' removes this leaf)");
+    if (procs.empty()) std::printf("  (no processes)\n");
+    else std::printf("  %7s %5s  %s\n", "PID", "STATE", "COMMAND");
+    for (const LeafProcess& p : procs)
+      std::printf("  %7d %5c  %*s%s\n", p.pid, p.state, 2 * p.depth, "", p.command.substr(0, 120).c_str());
+  }
+  if (json) {
+    nlohmann::json out = {{"version", 1}, {"cgroup2", loc ? nlohmann::json(loc->mount) : nlohmann::json()},
+                          {"calls", calls}};
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else if (!loc) {
+    std::printf("no cgroup2 here (%s): no calls to list\n", why.c_str());
+  }
+  return 0;
+}
+
+}  // namespace pmon::cli

@@ -1,0 +1,235 @@
+#include "confine/systemd.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "sys/fd.h"
+#include "sys/proc.h"
+#include "sys/syscalls.h"
+
+#ifdef PMON_HAVE_SYSTEMD
+#include <systemd/sd-bus.h>
+#endif
+
+namespace pmon::confine {
+
+ScopeRequest scope_request_for_self() {
+  ScopeRequest r;
+  r.pid = ::getpid();
+  auto st = sys::read_stat(r.pid);
+  r.unit = "pmon-" + std::to_string(r.pid) + "-" + std::to_string(st ? st->start_time : 0) + ".scope";
+  r.description = "pmon " + std::to_string(r.pid) + " (delegated cgroup for its calls)";
+  return r;
+}
+
+#ifndef PMON_HAVE_SYSTEMD
+
+int append_start_scope_args(sd_bus_message*, const ScopeRequest&) { return -ENOSYS; }
+
+std::expected<std::string, std::string> probe_systemd_manager() {
+  return std::unexpected(std::string("this pmon was built without libsystemd"));
+}
+
+std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLocation&, std::string*) {
+  return std::unexpected(std::string("this pmon was built without libsystemd"));
+}
+
+#else
+
+namespace {
+
+struct Bus {
+  sd_bus* bus = nullptr;
+  ~Bus() { sd_bus_flush_close_unref(bus); }
+};
+
+std::string errstr(int r) { return std::strerror(r < 0 ? -r : r); }
+
+// The manager for this user: root's is the system manager, anyone else's the
+// user manager — over the bus, or else straight to its private socket (no
+// dbus-daemon needed, as systemctl does).
+int open_manager_bus(Bus& b, std::string* how) {
+  bool root = ::geteuid() == 0;
+  int r = root ? sd_bus_open_system(&b.bus) : sd_bus_open_user(&b.bus);
+  if (r >= 0) {
+    *how = root ? "the system bus" : "the session bus";
+    return r;
+  }
+  std::string first = (root ? "sd_bus_open_system: " : "sd_bus_open_user: ") + errstr(r);
+  std::string priv;
+  if (root) {
+    priv = "/run/systemd/private";
+  } else if (const char* xdg = ::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && *xdg == '/') {
+    priv = std::string(xdg) + "/systemd/private";
+  }
+  if (priv.empty() || ::access(priv.c_str(), F_OK) != 0) {
+    *how = first + (priv.empty() ? "; XDG_RUNTIME_DIR is not set" : "; no " + priv);
+    return r;
+  }
+  sd_bus_flush_close_unref(b.bus);
+  b.bus = nullptr;
+  if ((r = sd_bus_new(&b.bus)) < 0) return r;
+  std::string addr = "unix:path=" + priv;
+  if ((r = sd_bus_set_address(b.bus, addr.c_str())) < 0 || (r = sd_bus_start(b.bus)) < 0) {
+    *how = first + "; " + priv + ": " + errstr(r);
+    return r;
+  }
+  *how = priv;
+  return 0;
+}
+
+struct JobWait {
+  std::string job;
+  bool done = false;
+  std::string result;
+};
+
+int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error*) {
+  auto* w = static_cast<JobWait*>(userdata);
+  uint32_t id = 0;
+  const char *path = nullptr, *unit = nullptr, *result = nullptr;
+  if (sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0) return 0;
+  if (!w->job.empty() && w->job == path) {
+    w->done = true;
+    w->result = result;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int append_start_scope_args(sd_bus_message* m, const ScopeRequest& req) {
+  int r;
+  if ((r = sd_bus_message_append(m, "ss", req.unit.c_str(), "fail")) < 0) return r;
+  if ((r = sd_bus_message_open_container(m, 'a', "(sv)")) < 0) return r;
+  if ((r = sd_bus_message_append(m, "(sv)", "Description", "s", req.description.c_str())) < 0) return r;
+  if ((r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, static_cast<uint32_t>(req.pid))) < 0) return r;
+  if ((r = sd_bus_message_append(m, "(sv)", "Delegate", "b", 1)) < 0) return r;
+  // Gone from the manager's memory as soon as it is empty, even if it failed.
+  if ((r = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed")) < 0) return r;
+  if ((r = sd_bus_message_close_container(m)) < 0) return r;
+  return sd_bus_message_append(m, "a(sa(sv))", 0);
+}
+
+std::expected<std::string, std::string> probe_systemd_manager() {
+  Bus b;
+  std::string how;
+  int r = open_manager_bus(b, &how);
+  if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
+  char* version = nullptr;
+  sd_bus_error err = SD_BUS_ERROR_NULL;
+  r = sd_bus_get_property_string(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                 "org.freedesktop.systemd1.Manager", "Version", &err, &version);
+  if (r < 0) {
+    std::string why = err.message != nullptr ? err.message : errstr(r);
+    sd_bus_error_free(&err);
+    return std::unexpected("no systemd manager answers on " + how + " (" + why + ")");
+  }
+  std::string out = std::string("systemd ") + version + " (" +
+                    (::geteuid() == 0 ? "system manager" : "user manager of uid " + std::to_string(::geteuid())) +
+                    ", via " + how + ")";
+  std::free(version);
+  return out;
+}
+
+std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLocation& loc,
+                                                                std::string* scope_rel) {
+  Bus b;
+  std::string how;
+  int r = open_manager_bus(b, &how);
+  if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
+
+  ScopeRequest req = scope_request_for_self();
+  JobWait wait;
+  sd_bus_slot* slot = nullptr;
+  r = sd_bus_match_signal(b.bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                          "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &wait);
+  if (r < 0) return std::unexpected("systemd: cannot watch for the job: " + errstr(r));
+  sd_bus_error err = SD_BUS_ERROR_NULL;
+  // The manager only emits job signals to subscribers.
+  (void)sd_bus_call_method(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                           "org.freedesktop.systemd1.Manager", "Subscribe", &err, nullptr, "");
+  sd_bus_error_free(&err);
+
+  sd_bus_message* m = nullptr;
+  sd_bus_message* reply = nullptr;
+  r = sd_bus_message_new_method_call(b.bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                     "org.freedesktop.systemd1.Manager", "StartTransientUnit");
+  if (r >= 0) r = append_start_scope_args(m, req);
+  if (r >= 0) r = sd_bus_call(b.bus, m, 10'000'000, &err, &reply);
+  sd_bus_message_unref(m);
+  if (r < 0) {
+    std::string why = err.message != nullptr ? err.message : errstr(r);
+    sd_bus_error_free(&err);
+    sd_bus_slot_unref(slot);
+    return std::unexpected("systemd refused a delegated scope (StartTransientUnit " + req.unit + ": " + why + ")");
+  }
+  const char* job = nullptr;
+  if (sd_bus_message_read(reply, "o", &job) >= 0 && job != nullptr) wait.job = job;
+  sd_bus_message_unref(reply);
+
+  // Wait for the job (JobRemoved), or for us to show up in the scope.
+  const int64_t deadline = sys::monotonic_ns() + 10'000'000'000LL;
+  std::string own;
+  for (;;) {
+    own = cgroup_of(::getpid());
+    bool moved = own.size() > req.unit.size() && own.compare(own.size() - req.unit.size(), req.unit.size(), req.unit) == 0;
+    if (wait.done && wait.result != "done") {
+      sd_bus_slot_unref(slot);
+      return std::unexpected("systemd: the job for " + req.unit + " ended '" + wait.result + "'");
+    }
+    if (moved && (wait.done || wait.job.empty())) break;
+    int64_t now = sys::monotonic_ns();
+    if (now >= deadline) {
+      sd_bus_slot_unref(slot);
+      return std::unexpected("systemd: timed out waiting for " + req.unit);
+    }
+    r = sd_bus_process(b.bus, nullptr);
+    if (r < 0) break;
+    if (r == 0) (void)sd_bus_wait(b.bus, static_cast<uint64_t>(std::min<int64_t>(deadline - now, 100'000'000) / 1000));
+  }
+  sd_bus_slot_unref(slot);
+
+  // cgroup_of() is relative to the hierarchy root; strip a subtree mount.
+  std::string rel = own;
+  std::string scope_path = loc.mount + (rel == "/" ? "" : rel);
+  if (::access((scope_path + "/cgroup.procs").c_str(), W_OK) != 0)
+    return std::unexpected("systemd made " + req.unit + " but " + scope_path + " is not writable (Delegate= ignored?)");
+  // No internal processes: we move to a leaf of our own, so the scope may
+  // enable controllers for the call leaves next to it.
+  std::string sup = scope_path + "/supervisor";
+  if (::mkdir(sup.c_str(), 0755) != 0 && errno != EEXIST)
+    return std::unexpected("cannot create " + sup + ": " + std::strerror(errno));
+  {
+    Fd f(::open((sup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+    std::string me = std::to_string(::getpid());
+    if (!f || ::write(f.get(), me.data(), me.size()) != static_cast<ssize_t>(me.size()))
+      return std::unexpected("cannot move pmon into " + sup + ": " + std::strerror(errno));
+  }
+  if (auto ctl = sys::read_file(scope_path + "/cgroup.controllers")) {
+    size_t pos = 0;
+    while (pos < ctl->size()) {
+      size_t end = ctl->find_first_of(" \n", pos);
+      if (end == std::string::npos) end = ctl->size();
+      if (end > pos) {
+        std::string c = "+" + ctl->substr(pos, end - pos);
+        Fd f(::open((scope_path + "/cgroup.subtree_control").c_str(), O_WRONLY | O_CLOEXEC));
+        if (f) (void)!::write(f.get(), c.data(), c.size());
+      }
+      pos = end + 1;
+    }
+  }
+  *scope_rel = rel;
+  CgroupLocation out = loc;
+  out.own = rel + "/supervisor";
+  out.own_path = sup;
+  return out;
+}
+
+#endif
+
+}  // namespace pmon::confine

@@ -1,0 +1,132 @@
+#include "core/inventory.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+
+#include "confine/cgroup_guard.h"
+#include "sys/fd.h"
+#include "sys/proc.h"
+
+namespace pmon {
+
+namespace {
+
+bool parse_u64(std::string_view s, uint64_t& out) {
+  if (s.empty() || s.size() > 20) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+void walk(const std::string& dir, int depth, std::vector<LeafInfo>& out) {
+  if (depth > 64) return;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> subs;
+  while (dirent* e = ::readdir(d))
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
+  ::closedir(d);
+  std::sort(subs.begin(), subs.end());
+  for (const std::string& s : subs) {
+    std::string path = dir + "/" + s;
+    if (auto n = parse_leaf_name(s)) {
+      out.push_back({path, *n, process_alive(n->owner_pid, n->owner_start)});
+      continue;  // below a leaf are the call's own cgroups
+    }
+    walk(path, depth + 1, out);
+  }
+}
+
+void collect_pids(const std::string& dir, std::vector<pid_t>& out, int depth) {
+  if (auto text = sys::read_file(dir + "/cgroup.procs")) {
+    const char* p = text->c_str();
+    char* end = nullptr;
+    for (;;) {
+      long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      out.push_back(static_cast<pid_t>(v));
+      p = end;
+    }
+  }
+  if (depth > 32) return;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> subs;
+  while (dirent* e = ::readdir(d))
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
+  ::closedir(d);
+  for (const std::string& s : subs) collect_pids(dir + "/" + s, out, depth + 1);
+}
+
+}  // namespace
+
+std::optional<LeafName> parse_leaf_name(std::string_view name) noexcept {
+  constexpr std::string_view kPrefix = "pmon-";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  std::string_view parts[3];
+  for (int i = 0; i < 3; ++i) {
+    size_t dash = name.find('-');
+    if ((i < 2) != (dash != std::string_view::npos)) return std::nullopt;
+    parts[i] = name.substr(0, dash);
+    if (i < 2) name.remove_prefix(dash + 1);
+  }
+  LeafName n;
+  uint64_t pid = 0;
+  if (!parse_u64(parts[0], pid) || !parse_u64(parts[1], n.owner_start) || !parse_u64(parts[2], n.seq))
+    return std::nullopt;
+  if (pid == 0 || pid > 4194304) return std::nullopt;  // PID_MAX_LIMIT
+  n.owner_pid = static_cast<pid_t>(pid);
+  return n;
+}
+
+bool process_alive(pid_t pid, uint64_t start_time) noexcept {
+  auto st = sys::read_stat(pid);
+  return st && st->start_time == start_time && st->state != 'Z';
+}
+
+std::vector<LeafInfo> find_leaves(const std::string& mount) {
+  std::vector<LeafInfo> out;
+  walk(mount, 0, out);
+  return out;
+}
+
+std::vector<LeafProcess> leaf_processes(const std::string& path) {
+  std::vector<pid_t> pids;
+  collect_pids(path, pids, 0);
+  std::vector<sys::ProcStat> stats;
+  for (pid_t p : pids)
+    if (auto st = sys::read_stat(p)) stats.push_back(*st);
+  std::sort(stats.begin(), stats.end(), [](const sys::ProcStat& a, const sys::ProcStat& b) { return a.pid < b.pid; });
+  auto in_leaf = [&](pid_t p) {
+    return std::any_of(stats.begin(), stats.end(), [&](const sys::ProcStat& s) { return s.pid == p; });
+  };
+  std::vector<LeafProcess> out;
+  std::function<void(const sys::ProcStat&, int)> add = [&](const sys::ProcStat& s, int depth) {
+    out.push_back({s.pid, s.ppid, s.state, sys::read_cmdline(s.pid), depth});
+    for (const sys::ProcStat& c : stats)
+      if (c.ppid == s.pid && c.pid != s.pid) add(c, depth + 1);
+  };
+  // Roots: processes whose parent is not in the leaf (the main process, and
+  // daemons reparented away).
+  for (const sys::ProcStat& s : stats)
+    if (!in_leaf(s.ppid)) add(s, 0);
+  return out;
+}
+
+Result<void> clean_leaf(const std::string& path, int timeout_ms) noexcept {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return fail(EINVAL);
+  std::string parent = path.substr(0, slash), name = path.substr(slash + 1);
+  Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return fail_errno();
+  int e = confine::kill_and_remove_cgroup(dir.get(), name.c_str(), timeout_ms);
+  if (e != 0) return fail(e);
+  return {};
+}
+
+}  // namespace pmon
