@@ -117,6 +117,7 @@ class CgroupBoundary final : public Boundary {
   }
 
   Result<void> kill_all() override {
+    killed_ = true;
     return sys::write_file_at(leaf_.dir.get(), "cgroup.kill", "1");
   }
 
@@ -167,6 +168,10 @@ class CgroupBoundary final : public Boundary {
   std::string path_;
   uint64_t cpu_base_ = 0;
   bool released_ = false;
+  // Linux 6.18 SIGKILLs every process later cloned into a leaf that once
+  // had cgroup.kill written (CLONE_INTO_CGROUP reads the kill sequence of
+  // the parent's cgroup, not the leaf's), so a killed leaf is never reused.
+  bool killed_ = false;
 };
 
 class CgroupBackend final : public Backend {
@@ -304,7 +309,7 @@ void CgroupBoundary::collect(const std::string& dir, std::vector<pid_t>& out) {
 void CgroupBoundary::release(bool verified_empty) noexcept {
   if (released_) return;
   released_ = true;
-  owner_.give_back(std::move(leaf_), verified_empty);
+  owner_.give_back(std::move(leaf_), verified_empty && !killed_);
 }
 
 // The lowest common ancestor of two relative cgroup paths.
