@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -162,6 +163,9 @@ void run_child(const ChildPlan& plan) noexcept {
     if (moved[i] < 0) continue;
     if (::dup2(moved[i], i) < 0) fail(plan, ChildFailure::kSetup, errno);
   }
+  // Marked CLOEXEC rather than closed: the error pipe must work until exec.
+  if (plan.close_other_fds && ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+    fail(plan, ChildFailure::kSetup, errno);
 
   if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) fail(plan, ChildFailure::kChdir, errno);
 

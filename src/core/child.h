@@ -18,6 +18,7 @@ struct ChildPlan {
   pid_t expected_parent = 0;  // for the pdeathsig identity check
   int arm_gate_fd = -1;       // SpawnSpec::test_arm_gate_fd
   bool new_session = true;
+  bool close_other_fds = false;  // SpawnSpec::close_other_fds
   // Set for the init of a PID namespace (confine/pidns.h): the child arms
   // PR_SET_PDEATHSIG(SIGKILL), proves its parent alive through the sync
   // pipe (getppid() is 0 across CLONE_NEWPID), mounts its /proc, and execs

@@ -40,11 +40,18 @@ constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 
 enum class Wake { main_exit, deadline, cancel, boundary, timer };
 
+}  // namespace
+
 class Runner final : public StopWaiter {
  public:
-  Runner(Backend& backend, const RunOptions& opts) : backend_(backend), opts_(opts) {}
+  Runner(Backend& backend, RunOptions opts) : backend_(backend), opts_(std::move(opts)) {}
 
   std::expected<RunResult, SpawnError> run();
+
+  // The phases of run(), also driven one by one through Call.
+  std::expected<void, SpawnError> start();
+  std::string wait_for_end();  // "" (main exited), "timeout" or "cancel"
+  RunResult finish(std::string reason);
 
   // StopWaiter: the stop keeps reaping and hears a second cancel signal.
   StopWake wait(int64_t deadline, const Watch& w) override {
@@ -61,6 +68,8 @@ class Runner final : public StopWaiter {
     if (opts_.trace) opts_.trace(line);
   }
 
+  friend class Call;
+
   Wake wait(int64_t deadline, bool watch_main, const Watch* w);
   void drain_signals(bool* cancelled);
   void note_main_exit();
@@ -69,8 +78,9 @@ class Runner final : public StopWaiter {
   void stop(const std::string& reason);
 
   Backend& backend_;
-  const RunOptions& opts_;
+  RunOptions opts_;
   int64_t t0_ = 0;
+  int64_t deadline_ = kForever;
   std::unique_ptr<Boundary> b_;
   Child child_;
   RunResult res_;
@@ -79,11 +89,20 @@ class Runner final : public StopWaiter {
   int cancel_sig_ = 0;
   bool cancelled_ = false;
   bool escalate_ = false;
+  bool cancel_fd_done_ = false;
   LeftoverTracker leftovers_;
   uint64_t reaped_cpu_usec_ = 0;
+  // Call's state.
+  bool started_ = false;
+  bool finished_ = false;
+  RunResult result_;
 };
 
 Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
+  // Fixed on entry: capture traffic must not keep postponing a rescan.
+  const int64_t rescan_at = (w != nullptr && w->rescan_ms >= 0)
+                                ? sys::monotonic_ns() + int64_t{w->rescan_ms} * 1'000'000
+                                : kForever;
   for (;;) {
     std::vector<pollfd> fds;
     int main_i = -1, sig_i = -1, cancel_i = -1;
@@ -95,27 +114,41 @@ Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
       sig_i = static_cast<int>(fds.size());
       fds.push_back({opts_.signal_fd, POLLIN, 0});
     }
-    if (opts_.cancel_fd >= 0 && !cancelled_) {
+    // After the first cancel the fd stays watched: a second one skips the
+    // grace period (the binding's second task.cancel()).
+    if (opts_.cancel_fd >= 0 && !escalate_ && !cancel_fd_done_) {
       cancel_i = static_cast<int>(fds.size());
       fds.push_back({opts_.cancel_fd, POLLIN, 0});
+    }
+    // The pipes are read whenever we wait, so a writer never blocks on a
+    // full pipe while we wait for it to exit.
+    size_t capture_from = fds.size();
+    if (opts_.capture != nullptr) {
+      std::vector<pollfd> c = opts_.capture->pollfds();
+      fds.insert(fds.end(), c.begin(), c.end());
     }
     size_t watch_from = fds.size();
     if (w != nullptr) fds.insert(fds.end(), w->fds.begin(), w->fds.end());
 
     // The deadline is recomputed on every pass: poll may return early.
     int64_t now = sys::monotonic_ns();
+    if (deadline != kForever && now >= deadline) return Wake::deadline;
+    if (now >= rescan_at) return Wake::timer;
+    int64_t until = std::min(deadline, rescan_at);
     int timeout_ms = -1;
-    if (deadline != kForever) {
-      if (now >= deadline) return Wake::deadline;
-      timeout_ms = static_cast<int>(std::min<int64_t>((deadline - now + 999'999) / 1'000'000, 1 << 30));
-    }
-    if (w != nullptr && w->rescan_ms >= 0 && (timeout_ms < 0 || w->rescan_ms < timeout_ms))
-      timeout_ms = w->rescan_ms;
+    if (until != kForever)
+      timeout_ms = static_cast<int>(std::min<int64_t>((until - now + 999'999) / 1'000'000, 1 << 30));
 
     int n = ::poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Wake::timer;  // poll cannot fail otherwise with valid fds
+    }
+    for (size_t i = capture_from; i < watch_from; ++i) {
+      if (fds[i].revents == 0) continue;
+      (void)opts_.capture->pump();
+      opts_.capture->close_finished();
+      break;
     }
     if (sig_i >= 0 && (fds[sig_i].revents & POLLIN)) {
       bool cancelled = false;
@@ -124,10 +157,17 @@ Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
     }
     if (cancel_i >= 0 && fds[cancel_i].revents != 0) {
       uint64_t v;
-      (void)::read(opts_.cancel_fd, &v, sizeof v);
-      if (cancelled_) escalate_ = true;
-      cancelled_ = true;
-      return Wake::cancel;
+      ssize_t r = ::read(opts_.cancel_fd, &v, sizeof v);
+      // A closed pipe stays readable: it cancels once, never escalates.
+      if (r == 0 || (fds[cancel_i].revents & (POLLHUP | POLLERR)) != 0) cancel_fd_done_ = true;
+      if (!cancelled_) {
+        cancelled_ = true;
+        return Wake::cancel;
+      }
+      if (r > 0) {
+        escalate_ = true;
+        return Wake::cancel;
+      }
     }
     if (main_i >= 0 && fds[main_i].revents != 0) {
       note_main_exit();
@@ -251,6 +291,11 @@ void Runner::stop(const std::string& reason) {
 }
 
 std::expected<RunResult, SpawnError> Runner::run() {
+  if (auto s = start(); !s) return std::unexpected(s.error());
+  return finish(wait_for_end());
+}
+
+std::expected<void, SpawnError> Runner::start() {
   t0_ = sys::monotonic_ns();
   res_.started_at = std::chrono::system_clock::now();
   res_.command = opts_.spawn.argv;
@@ -264,7 +309,11 @@ std::expected<RunResult, SpawnError> Runner::run() {
   b_ = std::move(*b);
   res_.cgroup = b_->cgroup_path();
 
+  if (opts_.capture != nullptr)
+    for (int i = 0; i < 3; ++i)
+      if (opts_.capture->child_fd(i) >= 0) opts_.spawn.stdio[i] = opts_.capture->child_fd(i);
   auto child = spawn(opts_.spawn, *b_);
+  if (opts_.capture != nullptr) opts_.capture->close_child_ends();
   if (!child) {
     b_->release(b_->empty().value_or(false));
     return std::unexpected(child.error());
@@ -275,22 +324,24 @@ std::expected<RunResult, SpawnError> Runner::run() {
   trace("started pid " + std::to_string(child_.pid) + " under " +
         std::string(to_string(backend_.kind())) + (res_.cgroup ? " in " + *res_.cgroup : ""));
 
-  int64_t deadline = opts_.timeout ? t0_ + opts_.timeout->count() : kForever;
-  std::string reason;
-  for (;;) {
-    Wake wake = wait(deadline, true, nullptr);
-    if (wake == Wake::main_exit) break;
-    if (wake == Wake::deadline) {
-      reason = "timeout";
-      res_.timed_out = true;
-      break;
-    }
-    if (wake == Wake::cancel) {
-      reason = "cancel";
-      break;
-    }
-  }
+  deadline_ = opts_.timeout ? t0_ + opts_.timeout->count() : kForever;
+  started_ = true;
+  return {};
+}
 
+std::string Runner::wait_for_end() {
+  for (;;) {
+    Wake wake = wait(deadline_, true, nullptr);
+    if (wake == Wake::main_exit) return "";
+    if (wake == Wake::deadline) return "timeout";
+    if (wake == Wake::cancel) return "cancel";
+  }
+}
+
+RunResult Runner::finish(std::string reason) {
+  const int64_t deadline = deadline_;
+  if (reason == "timeout") res_.timed_out = true;
+  if (reason == "cancel") cancelled_ = true;
   if (reason.empty()) {
     auto e = b_->empty();
     if (e && *e) {
@@ -346,6 +397,9 @@ std::expected<RunResult, SpawnError> Runner::run() {
                         ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
   }
   finish_reaping();
+  // Every writer is dead now (or outside a weak boundary): what is left in
+  // the pipes is read to EOF, or to what is there.
+  if (opts_.capture != nullptr) opts_.capture->drain();
 
   if (main_exited_) {
     sys::ExitStatus st = sys::exit_status_from(main_si_);
@@ -386,11 +440,72 @@ std::expected<RunResult, SpawnError> Runner::run() {
   return std::move(res_);
 }
 
-}  // namespace
-
 std::expected<RunResult, SpawnError> run_call(Backend& backend, const RunOptions& opts) {
   Runner r(backend, opts);
   return r.run();
 }
+
+Call::Call(Backend& backend, RunOptions opts)
+    : r_(std::make_unique<Runner>(backend, std::move(opts))) {}
+
+Call::~Call() {
+  // Never leave a tree behind because a handle was dropped.
+  if (r_ && r_->started_ && !finished()) (void)finish(End::cancel);
+}
+
+std::expected<void, SpawnError> Call::start() { return r_->start(); }
+
+int Call::pidfd() const noexcept { return r_->child_.pidfd.get(); }
+
+pid_t Call::pid() const noexcept { return r_->child_.pid; }
+
+bool Call::main_exited() {
+  if (!r_->main_exited_) r_->note_main_exit();
+  return r_->main_exited_;
+}
+
+bool Call::wait_main(int timeout_ms) {
+  if (main_exited()) return true;
+  const int64_t deadline =
+      timeout_ms < 0 ? kForever : sys::monotonic_ns() + int64_t{timeout_ms} * 1'000'000;
+  for (;;) {
+    Wake wake = r_->wait(deadline, true, nullptr);
+    if (wake == Wake::main_exit) return true;
+    if (wake == Wake::deadline || wake == Wake::cancel) return main_exited();
+  }
+}
+
+Call::End Call::wait_for_end() {
+  std::string reason = r_->wait_for_end();
+  return reason == "timeout" ? End::timeout : reason == "cancel" ? End::cancel : End::main_exited;
+}
+
+bool Call::finish_may_block() {
+  if (finished()) return false;
+  if (!main_exited()) return true;
+  auto e = r_->b_->empty();
+  return !(e && *e);
+}
+
+std::vector<sys::ProcStat> Call::members() {
+  if (finished() || !r_->b_) return {};
+  return r_->b_->members();
+}
+
+void Call::set_stop_plan(StopPlan plan) { r_->opts_.stop = std::move(plan); }
+
+const RunResult& Call::finish(End why) {
+  if (r_->started_ && !r_->finished_) {
+    std::string reason = why == End::timeout ? "timeout" : why == End::cancel ? "cancel" : "";
+    // A main process that already exited ended the call, whatever the
+    // caller heard first (its timer and the pidfd can fire together).
+    if (why == End::timeout && main_exited()) reason.clear();
+    r_->result_ = r_->finish(reason);
+    r_->finished_ = true;
+  }
+  return r_->result_;
+}
+
+bool Call::finished() const noexcept { return r_->finished_; }
 
 }  // namespace pmon

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "confine/boundary.h"
+#include "core/capture.h"
 #include "core/spawn.h"
 #include "core/stop.h"
 #include "core/stopper.h"
@@ -33,6 +34,9 @@ struct RunOptions {
   // This process owns every child it has (the CLI): reap orphans that were
   // reparented to it, and list live descendants that escaped the boundary.
   bool own_all_children = false;
+  // Output capture (the binding): its child ends replace spawn.stdio, and
+  // the call reads its pipes while it waits, stops and drains. Not owned.
+  Capture* capture = nullptr;
   // Progress lines for -v; library code never prints.
   std::function<void(const std::string&)> trace;
 };
@@ -66,5 +70,45 @@ struct RunResult {
 };
 
 std::expected<RunResult, SpawnError> run_call(Backend& backend, const RunOptions& opts);
+
+class Runner;
+
+// One call driven by its caller's own event loop (the binding's asyncio and
+// long-lived handles): start() spawns; the caller watches pidfd() and the
+// capture's fds; finish() stops whatever remains, verifies, drains, reaps.
+// run_call is start + a poll loop + finish. Not thread-safe: one user at a time.
+class Call {
+ public:
+  enum class End { main_exited, timeout, cancel };
+
+  Call(Backend& backend, RunOptions opts);
+  ~Call();  // a started, unfinished call is cancelled (the tree is stopped)
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  std::expected<void, SpawnError> start();
+  int pidfd() const noexcept;
+  pid_t pid() const noexcept;
+  // Non-blocking.
+  bool main_exited();
+  // Waits up to timeout_ms (-1: no limit) for the main process to exit,
+  // reading the capture meanwhile. True when it has exited.
+  bool wait_main(int timeout_ms);
+  // Blocks until the main process exits, the timeout fires or cancel_fd
+  // turns readable (run_call's loop).
+  End wait_for_end();
+  // False when finish(End::main_exited) cannot block: the main process has
+  // exited and the boundary is already empty.
+  bool finish_may_block();
+  std::vector<sys::ProcStat> members();
+  void set_stop_plan(StopPlan plan);
+  // Ends the call; blocks (at most the stop plan) only when something must
+  // be stopped or, with wait_tree, waited for. Later calls return the same.
+  const RunResult& finish(End why);
+  bool finished() const noexcept;
+
+ private:
+  std::unique_ptr<Runner> r_;
+};
 
 }  // namespace pmon

@@ -155,6 +155,7 @@ std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoun
   plan.report_fd = report_w.get();
   plan.arm_gate_fd = spec.test_arm_gate_fd;
   plan.new_session = spec.new_session;
+  plan.close_other_fds = spec.close_other_fds;
   plan.ns = &ns;
 
   sys::CloneRequest req;
@@ -266,6 +267,7 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   plan.expected_parent = ::getpid();
   plan.arm_gate_fd = spec.test_arm_gate_fd;
   plan.new_session = spec.new_session;
+  plan.close_other_fds = spec.close_other_fds;
 
   sys::CloneRequest req;
   req.cgroup_fd = boundary.clone_cgroup_fd();

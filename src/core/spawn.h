@@ -31,6 +31,9 @@ struct SpawnSpec {
   // the parent die inside that window. -1 (always, outside tests): no stop.
   int test_arm_gate_fd = -1;
   bool new_session = true;
+  // subprocess's close_fds: no fd above 2 that the caller left inheritable
+  // reaches the command (the binding; the CLI passes them on, as timeout(1)).
+  bool close_other_fds = false;
 };
 
 struct Child {
