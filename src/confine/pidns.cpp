@@ -52,8 +52,9 @@ PidnsBoundary::PidnsBoundary(NsSetup setup, Fd sync_r, Fd sync_w, std::unique_pt
 
 PidnsBoundary::~PidnsBoundary() { release(false); }
 
-void PidnsBoundary::adopt_init(pid_t pid, Fd pidfd) noexcept {
+void PidnsBoundary::adopt_init(pid_t pid, Fd pidfd, pid_t command_pid) noexcept {
   init_pid_ = pid;
+  command_pid_ = command_pid;
   init_pidfd_ = std::move(pidfd);
   // The init has passed its parent check: nobody needs the read end here.
   sync_r_.reset();
@@ -73,7 +74,7 @@ std::vector<sys::ProcStat> PidnsBoundary::members() {
   if (init_pid_ <= 0 || init_exited()) return out;
   std::vector<sys::ProcStat> table = sys::scan_processes();
   for (sys::ProcStat& p : sys::descendants_of(table, init_pid_))
-    if (p.state != 'Z' && p.state != 'X') out.push_back(std::move(p));
+    if (p.state != 'Z' && p.state != 'X' && p.pid != command_pid_) out.push_back(std::move(p));
   return out;
 }
 

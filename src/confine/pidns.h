@@ -46,7 +46,9 @@ class PidnsBoundary final : public Boundary {
 
   const NsSetup& setup() const noexcept { return setup_; }
   // Set once by spawn: the init, PID 1 of the namespace (host pid).
-  void adopt_init(pid_t pid, Fd pidfd) noexcept;
+  // command_pid: the command's host pid, left out of members() as the main
+  // process is everywhere else.
+  void adopt_init(pid_t pid, Fd pidfd, pid_t command_pid) noexcept;
   pid_t init_pid() const noexcept { return init_pid_; }
   int init_pidfd() const noexcept { return init_pidfd_.get(); }
 
@@ -72,6 +74,7 @@ class PidnsBoundary final : public Boundary {
   Fd sync_r_, sync_w_;
   std::unique_ptr<Boundary> inner_;  // the cgroup leaf under --isolate
   pid_t init_pid_ = 0;
+  pid_t command_pid_ = 0;
   Fd init_pidfd_;
   bool init_reaped_ = false;
   std::optional<uint64_t> init_cpu_usec_;

@@ -111,6 +111,15 @@ int nsinit_main(const std::vector<std::string>& args) {
     return e.exit_code;
   }
   (void)::close(report_fd);  // EOF: the command runs
+  // pmon looks up the command's host pid among our children: reap nothing
+  // before it says so. EOF instead: pmon died (the SIGKILL is on its way).
+  {
+    char ack = 0;
+    if (retry_eintr([&] { return ::read(sync_fd, &ack, 1); }) != 1) {
+      (void)::kill(-1, SIGKILL);
+      return 125;
+    }
+  }
   reaper.set_main(child->pid);
 
   // From here on nothing is fatal (catatonit's rule): carry on, say nothing.

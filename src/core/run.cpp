@@ -320,7 +320,7 @@ std::expected<void, SpawnError> Runner::start() {
   }
   child_ = std::move(*child);
   b_->set_main(child_.pid, child_.start_time);
-  res_.pid = child_.pid;
+  res_.pid = child_.report_pid != 0 ? child_.report_pid : child_.pid;
   trace("started pid " + std::to_string(child_.pid) + " under " +
         std::string(to_string(backend_.kind())) + (res_.cgroup ? " in " + *res_.cgroup : ""));
 

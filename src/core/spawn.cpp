@@ -1,5 +1,6 @@
 #include "core/spawn.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include "confine/pidns.h"
 #include "core/child.h"
 #include "core/launcher.h"
+#include "sys/clone_spawn.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -103,6 +105,28 @@ std::error_code write_id_maps(pid_t pid) {
   if (std::error_code ec = put("gid_map", std::to_string(::getgid()) + " " + std::to_string(::getgid()) + " 1\n"); ec)
     return ec;
   return put("uid_map", std::to_string(::getuid()) + " " + std::to_string(::getuid()) + " 1\n");
+}
+
+// The host pid of the init's one child (the command), from the children
+// files of all its threads (a child cloned by its launcher thread is
+// listed under that thread). 0 if there is none.
+pid_t command_host_pid(pid_t init_pid) {
+  const std::string tasks = "/proc/" + std::to_string(init_pid) + "/task";
+  Fd dir(::open(tasks.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return 0;
+  DIR* d = ::fdopendir(dir.release());
+  if (d == nullptr) return 0;
+  pid_t found = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    auto text = sys::read_file(tasks + "/" + e->d_name + "/children");
+    if (text && !text->empty()) {
+      found = static_cast<pid_t>(std::atoi(text->c_str()));
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
 }
 
 // A PID namespace call: pmon -> init (PID 1, `pmon __nsinit`) -> command,
@@ -201,7 +225,13 @@ std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoun
     return std::unexpected(describe_failure(f, spec));
   }
   if (n != 0) return abandon(spawn_error(n < 0 ? errno : EIO, "reading the namespace init's report"));
-  nb.adopt_init(init_pid, std::move(init_pidfd));
+  // The init waits for our "ack" before it reaps anything, so the command
+  // is still its child (maybe a zombie) and listed there by host pid.
+  pid_t command_pid = command_host_pid(init_pid);
+  char ack = 'a';
+  if (retry_eintr([&] { return ::write(setup.sync_w, &ack, 1); }) != 1)
+    return abandon(spawn_error(errno, "cannot start the namespace init"));
+  nb.adopt_init(init_pid, std::move(init_pidfd), command_pid);
 
   // The relay, cloned only now: the init's parent check is long over, so a
   // copy of the sync pipe's write end here can hide nothing.
@@ -224,6 +254,7 @@ std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoun
   }
   Child child;
   child.pid = rr->pid;
+  child.report_pid = command_pid;
   child.pidfd = std::move(rr->pidfd);
   if (auto st = sys::read_stat(child.pid)) child.start_time = st->start_time;
   return child;
@@ -274,6 +305,13 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   req.into_cgroup = req.cgroup_fd >= 0;
   Result<sys::CloneResult> cr = fail(EAGAIN);
   auto do_clone = [&] {
+    if (spec.pdeathsig == 0) {
+      // The hot path: a vfork-style child that shares our memory until exec.
+      cr = sys::clone3_spawn(req, [](void* p) { run_child(*static_cast<const ChildPlan*>(p)); }, &plan);
+      return;
+    }
+    // With a parent-death signal (and its test gate) the launcher thread
+    // must not be suspended while the child waits to arm: a full fork.
     cr = sys::clone3_fork(req);
     if (cr && cr->pid == 0) run_child(plan);
   };

@@ -38,6 +38,9 @@ struct SpawnSpec {
 
 struct Child {
   pid_t pid = 0;
+  // The pid a report names, when it is not `pid`: under pidns `pid` is the
+  // status relay and this the command's host pid. 0: same as pid.
+  pid_t report_pid = 0;
   uint64_t start_time = 0;
   Fd pidfd;
 };

@@ -7,10 +7,12 @@
 # A call that starts a setsid daemon and a plain child, records both (pid and
 # start time, one per line) in $t/tree, then waits forever.
 TREE='
-  rec() { echo "$1 $(cut -d" " -f22 /proc/$1/stat)" >> '"$t"'/tree.tmp; }
-  setsid sh -c "exec sleep 1001" & rec $!
-  sleep 1002 & rec $!
-  rec $$
+  R='"'"'read -r hp _ < "${PMON_TEST_HOSTPROC:-/proc}/self/stat"; echo "$hp $(cut -d" " -f22 /proc/$$/stat)" >> '"$t"'/tree.tmp'"'"'
+  setsid sh -c "$R; exec sleep 1001" &
+  while [ ! -s '"$t"'/tree.tmp ]; do sleep 0.01; done
+  sh -c "$R; exec sleep 1002" &
+  while [ "$(wc -l < '"$t"'/tree.tmp)" -lt 2 ]; do sleep 0.01; done
+  eval "$R"
   mv '"$t"'/tree.tmp '"$t"'/tree
   while :; do sleep 0.05; done'
 
@@ -62,7 +64,8 @@ for b in $(backends); do
   rm -f "$t/tree"
   "$PMON" run -q --confine "$b" --grace 60s --report "$t/r.json" -- sh -c '
     trap "" TERM
-    echo "$$ $(cut -d" " -f22 /proc/$$/stat)" > '"$t"'/tree.tmp; mv '"$t"'/tree.tmp '"$t"'/tree
+    '"$HOSTPID_SH"'
+    echo "$hp $(cut -d" " -f22 /proc/$$/stat)" > '"$t"'/tree.tmp; mv '"$t"'/tree.tmp '"$t"'/tree
     while :; do sleep 0.05; done' &
   pp=$!
   for _ in $(seq 1000); do [ -f "$t/tree" ] && break; sleep 0.01; done

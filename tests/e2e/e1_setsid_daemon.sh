@@ -7,7 +7,7 @@ for b in $(backends); do
   rm -f "$t/daemon"
   # The daemon writes "pid start_time" of itself before it sleeps.
   "$PMON" run -q --confine "$b" --report "$t/r.json" -- sh -c '
-    setsid sh -c "echo \$\$ \$(cut -d\" \" -f22 /proc/\$\$/stat) > '"$t"'/daemon.tmp;
+    setsid sh -c "'"$HOSTPID_SH"'; echo \$hp \$(cut -d\" \" -f22 /proc/\$\$/stat) > '"$t"'/daemon.tmp;
                   mv '"$t"'/daemon.tmp '"$t"'/daemon; exec sleep 1000" &
     while [ ! -f '"$t"'/daemon ]; do sleep 0.01; done' || fail "$b: pmon exit $?"
   read -r pid st < "$t/daemon"

@@ -65,7 +65,7 @@ need(s["signal_sent_ms"] is None and s["kill_sent_ms"] is None, "nothing was sig
 need(s["empty_confirmed_ms"] is not None, "emptiness confirmed")'
 
   # pid is the main process: it writes its own pid.
-  "$PMON" run -q --confine "$b" --report "$t/r.json" -- sh -c 'echo $$ > '"$t/mainpid" || fail "$b: pid run"
+  "$PMON" run -q --confine "$b" --report "$t/r.json" -- sh -c "$HOSTPID_SH"'; echo $hp > '"$t/mainpid" || fail "$b: pid run"
   check "$t/r.json" "$b" "need(r['pid'] == $(cat "$t/mainpid"), 'pid is not the main process')"
 
   # signaled.

@@ -76,10 +76,23 @@ std::string stat_field(pid_t pid, int field) {
   return std::string(p, std::strcspn(p, " "));
 }
 
+// The pid the test can check from outside. Under pmon's pidns backend our
+// getpid() is a namespace pid; the test then bind-mounts the host's /proc at
+// $PMON_TEST_HOSTPROC, whose "self" names us by host pid.
+pid_t host_pid() {
+  const char* hp = std::getenv("PMON_TEST_HOSTPROC");
+  if (hp == nullptr || *hp == '\0') return getpid();
+  char link[64];
+  ssize_t n = readlink((std::string(hp) + "/self").c_str(), link, sizeof link - 1);
+  if (n <= 0) die("readlink PMON_TEST_HOSTPROC/self");
+  link[n] = '\0';
+  return static_cast<pid_t>(std::atoi(link));
+}
+
 // One write() per line with O_APPEND, so concurrent writers never interleave.
 void record(const std::string& name) {
   pid_t self = getpid();
-  std::string line = std::to_string(self) + " " + stat_field(self, 22) + " " + name + "\n";
+  std::string line = std::to_string(host_pid()) + " " + stat_field(self, 22) + " " + name + "\n";
   int fd = open(g_out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) die("open OUT");
   if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) die("write OUT");
