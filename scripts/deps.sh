@@ -3,7 +3,8 @@
 # ones; needs root or sudo for that). Safe to run again.
 set -euo pipefail
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-      libbenchmark-dev tini strace hyperfine python3 jq util-linux passwd procps
+      libbenchmark-dev tini strace hyperfine python3 jq
+      pybind11-dev python3-dev python3-pytest python3-venv util-linux passwd procps
       pkg-config libsystemd-dev)
 missing=()
 for p in "${pkgs[@]}"; do

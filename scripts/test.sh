@@ -6,7 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 dir=build; flags=()
-if [ "${PMON_SANITIZE:-0}" = 1 ]; then dir=build-asan; flags=(-DPMON_SANITIZE=ON); fi
+if [ "${PMON_SANITIZE:-0}" = 1 ]; then dir=build-asan; flags=(-DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF); fi
 cmake -S . -B "$dir" "${flags[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 ctest --test-dir "$dir" --output-on-failure -j"$(nproc)"
+# The Python package (built above with the rest): its pytest suite, with
+# Debian's python3, after the CTests so its 200-call cases run alone.
+if [ -d "$dir/python/pmon" ]; then
+  PYTHONPATH="$PWD/$dir/python" PMON_HELPERS="$PWD/$dir/tests/helpers" \
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests
+fi
