@@ -29,6 +29,11 @@ int ns_setup_mounts(const char* cgroup2_mount) noexcept {
     // (copy_namespaces runs before CLONE_INTO_CGROUP moves the child):
     // unshare again, now that we are in the leaf, so the leaf is the root.
     if (::unshare(CLONE_NEWCGROUP) != 0) return errno;
+    // The view shares the host's cgroup2 superblock, and the kernel refuses
+    // a superblock on top of itself at the same spot (EBUSY): put an empty
+    // tmpfs in between.
+    if (::mount("tmpfs", cgroup2_mount, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755") != 0)
+      return errno;
     if (::mount("cgroup2", cgroup2_mount, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
       return errno;
   }
@@ -179,8 +184,13 @@ namespace {
 
 // Clones a throwaway child with the namespaces a call will get and lets it
 // do the mounts the init will do; the one-line reason when it cannot.
-std::optional<std::string> probe(bool user_ns, const std::string& cgroup2_mount) {
+// Under --isolate the probe runs in a leaf of its own (cgroup_fd), as the
+// call will: a cgroup namespace rooted where pmon is shows the host's
+// cgroup2 superblock, which is already mounted there (EBUSY).
+std::optional<std::string> probe(bool user_ns, const std::string& cgroup2_mount, int cgroup_fd) {
   sys::CloneRequest req;
+  req.into_cgroup = cgroup_fd >= 0;
+  req.cgroup_fd = cgroup_fd;
   req.new_pid_ns = true;
   req.new_mount_ns = true;
   req.new_user_ns = user_ns;
@@ -262,10 +272,19 @@ std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const Pi
     base.user_ns = ::geteuid() != 0;
   }
 
-  auto why = probe(base.user_ns, base.cgroup2_mount);
+  std::unique_ptr<Boundary> leaf;
+  if (cgroup) {
+    auto b = cgroup->open_boundary();
+    if (!b) return std::unexpected("--isolate: cannot make a cgroup leaf: " + b.error().message());
+    leaf = std::move(*b);
+  }
+  const int leaf_fd = leaf ? leaf->clone_cgroup_fd() : -1;
+  auto why = probe(base.user_ns, base.cgroup2_mount, leaf_fd);
+  if (leaf) leaf->release(leaf->empty().value_or(false));
+  leaf.reset();
   if (why && !base.user_ns) {
     // Root without CAP_SYS_ADMIN (a container): a user namespace may work.
-    if (!probe(true, base.cgroup2_mount)) {
+    if (!probe(true, base.cgroup2_mount, -1)) {
       base.user_ns = true;
       why.reset();
     }
