@@ -15,7 +15,7 @@ HOSTILE=$HELPERS/hostile_escape
 
 # 1. cgroup migration. The host watches the hostile's cgroup while it runs.
 rm -f "$t/cg"
-"$PMON" run -q --isolate --timeout 3s --report "$t/r1.json" -- env HOSTILE_CGROUP2="$CG" sh -c '
+"$PMON" run -q --isolate --timeout 3s --report "$t/r1.json" -- env HOSTILE_CGROUP2="$CG" HOSTILE_HOST_MNTNS="$(readlink /proc/self/ns/mnt)" sh -c '
   '"$HOSTPID_SH"'; echo "$hp $(cut -d" " -f22 /proc/$$/stat)" > '"$t"'/hpid
   exec "$0" cgroup '"$t"'/cg' "$HOSTILE" &
 pp=$!; record_pid "$pp"

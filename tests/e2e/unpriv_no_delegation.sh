@@ -1,6 +1,6 @@
 # An unprivileged user with NO delegated cgroup (its process in the root
 # cgroup, or in a cgroup root made and kept): --confine auto falls back to
-# subreaper and says so, in exactly one stderr line and in the report's
+# pidns (a user namespace) where the kernel allows it, else subreaper, and says so, in exactly one stderr line and in the report's
 # confinement_passed_over; the subreaper drain loop still stops an E1 daemon;
 # --confine cgroup fails closed with 125 and one line saying what to do.
 . "$(dirname "$0")/common.inc"
@@ -14,15 +14,19 @@ make_cgroup "$R"  # root-owned, not delegated
 
 for where in "$CG" "$R"; do
   name=${where#"$CG"}; name=${name:-/}
+  # auto's next choice after cgroup: pidns in a user namespace where the
+  # kernel lets this user make one, subreaper otherwise (DESIGN §2).
+  fb=subreaper
+  as_user_in "$where" "$PMON" run -q --confine pidns -- true 2>/dev/null && fb=pidns
 
   # A quiet command: the only thing on stderr is why cgroup was passed over.
   rc=0
   as_user_in "$where" "$PMON" run --report "$u/r.json" -- true 2> "$u/err" || rc=$?
   [ "$rc" = 0 ] || fail "$name: auto: pmon exit $rc: $(cat "$u/err")"
-  [ "$(field "$u/r.json" confinement)" = subreaper ] ||
-    fail "$name: auto picked $(field "$u/r.json" confinement), not subreaper"
+  [ "$(field "$u/r.json" confinement)" = $fb ] ||
+    fail "$name: auto picked $(field "$u/r.json" confinement), not $fb"
   [ "$(wc -l < "$u/err")" = 1 ] || fail "$name: want exactly one line on stderr, got: $(cat "$u/err")"
-  grep -q '^pmon: cgroup: .*Permission denied.*; falling back to subreaper$' "$u/err" ||
+  grep -q '^pmon: cgroup: .*Permission denied.*; falling back to '"$fb"'$' "$u/err" ||
     fail "$name: the stderr line does not say why cgroup was passed over: $(cat "$u/err")"
   over=$(array_items "$u/r.json" confinement_passed_over)
   [ "$(echo "$over" | grep -c .)" = 1 ] || fail "$name: report passed_over: $over"
@@ -30,7 +34,7 @@ for where in "$CG" "$R"; do
     "cgroup: "*"Permission denied"*) ;;
     *) fail "$name: report passed_over does not say why cgroup was passed over: $over" ;;
   esac
-  [ "$(field "$u/r.json" cgroup)" = null ] || fail "$name: subreaper report names a cgroup"
+  [ "$(field "$u/r.json" cgroup)" = null ] || fail "$name: $fb report names a cgroup"
 
   # E1 under the fallback: the drain loop finds the reparented daemon.
   rc=0
@@ -39,8 +43,8 @@ for where in "$CG" "$R"; do
   record_daemon "$u/daemon"
   rm -f "$u/daemon"
   [ "$rc" = 0 ] || fail "$name: E1: pmon exit $rc"
-  [ "$(field "$u/r1.json" confinement)" = subreaper ] || fail "$name: E1: not subreaper"
-  ! alive "$dpid" "$dst" || fail "$name: E1: daemon $dpid survived the subreaper drain"
+  [ "$(field "$u/r1.json" confinement)" = $fb ] || fail "$name: E1: not $fb"
+  ! alive "$dpid" "$dst" || fail "$name: E1: daemon $dpid survived under $fb"
   [ "$(field "$u/r1.json" cleanup_verified)" = true ] || fail "$name: E1: cleanup not verified"
   grep -q "\"pid\": $dpid," "$u/r1.json" || fail "$name: E1: the daemon is not in the leftovers"
 
@@ -54,6 +58,6 @@ for where in "$CG" "$R"; do
     fail "$name: --confine cgroup: the line lacks the reason or the remedy: $(cat "$u/err")"
   left=$(find "$where" -maxdepth 1 -type d -name "pmon-[0-9]*" -user "$TEST_UID")
   [ -z "$left" ] || fail "$name: a cgroup owned by $TEST_USER appeared: $left"
-  echo "ok: $name: auto -> subreaper (said once), E1 stopped; --confine cgroup -> 125"
+  echo "ok: $name: auto -> $fb (said once), E1 stopped; --confine cgroup -> 125"
 done
 pass
