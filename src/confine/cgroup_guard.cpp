@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "sys/clone_spawn.h"
 #include "sys/syscalls.h"
 
 namespace pmon::confine {
@@ -189,6 +190,25 @@ void clean_up(const GuardPlan& p) noexcept {
   ::_exit(0);
 }
 
+struct Launch {
+  const GuardPlan* plan = nullptr;
+  int pid_w = -1;
+};
+
+// The intermediate: a vfork-style child (our memory, its own small stack,
+// we are suspended until it exits). It forks the guard with a full,
+// fork-style clone3, so the guard runs on a private copy of memory and
+// stack, never on the shared ones, then reports the guard's pid and exits,
+// which orphans the guard. Syscalls only: it runs on our memory.
+void launch_guard(void* arg) {
+  const Launch& l = *static_cast<const Launch*>(arg);
+  auto guard = sys::clone3_fork({});
+  if (guard && guard->pid == 0) guard_main(*l.plan);
+  pid_t gp = guard ? guard->pid : 0;
+  (void)!::write(l.pid_w, &gp, sizeof gp);
+  ::_exit(guard ? 0 : 1);
+}
+
 }  // namespace
 
 int kill_and_remove_cgroup(int parent_fd, const char* name, int timeout_ms) noexcept {
@@ -244,14 +264,11 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   (void)::prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0UL, 0UL, 0UL);
   if (was_subreaper) (void)::prctl(PR_SET_CHILD_SUBREAPER, 0UL, 0UL, 0UL, 0UL);
 
-  auto mid = sys::clone3_fork({});
-  if (mid && mid->pid == 0) {
-    auto guard = sys::clone3_fork({});
-    if (guard && guard->pid == 0) guard_main(plan);
-    pid_t gp = guard ? guard->pid : 0;
-    (void)!::write(pid_w.get(), &gp, sizeof gp);
-    ::_exit(guard ? 0 : 1);
-  }
+  // Only the guard is a full copy of us: the intermediate shares our memory
+  // (clone3_spawn), so one address space is copied, not two, and none is
+  // torn down when the intermediate exits.
+  Launch launch{&plan, pid_w.get()};
+  auto mid = sys::clone3_spawn({}, launch_guard, &launch);
   int err = mid ? 0 : mid.error().value();
   if (mid) {
     siginfo_t si{};

@@ -1,5 +1,6 @@
 #include "confine/systemd.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,10 +11,6 @@
 #include "sys/fd.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
-
-#ifdef PMON_HAVE_SYSTEMD
-#include <systemd/sd-bus.h>
-#endif
 
 namespace pmon::confine {
 
@@ -40,11 +37,42 @@ std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLoc
 
 #else
 
+std::expected<SdBus, std::string> load_sd_bus(const char* soname) {
+  void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* why = ::dlerror();
+    return std::unexpected(std::string(soname) + " not found: " + (why != nullptr ? why : "dlopen failed"));
+  }
+  SdBus t;
+  const char* missing = nullptr;
+#define PMON_SD_BUS_RESOLVE(name)                                        \
+  t.name = reinterpret_cast<decltype(t.name)>(::dlsym(lib, #name));      \
+  if (t.name == nullptr && missing == nullptr) missing = #name;
+  PMON_SD_BUS_FUNCTIONS(PMON_SD_BUS_RESOLVE)
+#undef PMON_SD_BUS_RESOLVE
+  if (missing != nullptr) {
+    (void)::dlclose(lib);
+    return std::unexpected(std::string(soname) + " has no " + missing + " (too old a libsystemd)");
+  }
+  return t;  // the library stays loaded for the life of the process
+}
+
+const SdBus* sd_bus_api(std::string* why) {
+  static const std::expected<SdBus, std::string> loaded = load_sd_bus("libsystemd.so.0");
+  if (!loaded) {
+    if (why != nullptr) *why = loaded.error();
+    return nullptr;
+  }
+  return &*loaded;
+}
+
 namespace {
 
 struct Bus {
+  const SdBus& sd;
   sd_bus* bus = nullptr;
-  ~Bus() { sd_bus_flush_close_unref(bus); }
+  explicit Bus(const SdBus& api) : sd(api) {}
+  ~Bus() { sd.sd_bus_flush_close_unref(bus); }
 };
 
 std::string errstr(int r) { return std::strerror(r < 0 ? -r : r); }
@@ -53,8 +81,9 @@ std::string errstr(int r) { return std::strerror(r < 0 ? -r : r); }
 // user manager — over the bus, or else straight to its private socket (no
 // dbus-daemon needed, as systemctl does).
 int open_manager_bus(Bus& b, std::string* how) {
+  const SdBus& sd = b.sd;
   bool root = ::geteuid() == 0;
-  int r = root ? sd_bus_open_system(&b.bus) : sd_bus_open_user(&b.bus);
+  int r = root ? sd.sd_bus_open_system(&b.bus) : sd.sd_bus_open_user(&b.bus);
   if (r >= 0) {
     *how = root ? "the system bus" : "the session bus";
     return r;
@@ -70,11 +99,11 @@ int open_manager_bus(Bus& b, std::string* how) {
     *how = first + (priv.empty() ? "; XDG_RUNTIME_DIR is not set" : "; no " + priv);
     return r;
   }
-  sd_bus_flush_close_unref(b.bus);
+  sd.sd_bus_flush_close_unref(b.bus);
   b.bus = nullptr;
-  if ((r = sd_bus_new(&b.bus)) < 0) return r;
+  if ((r = sd.sd_bus_new(&b.bus)) < 0) return r;
   std::string addr = "unix:path=" + priv;
-  if ((r = sd_bus_set_address(b.bus, addr.c_str())) < 0 || (r = sd_bus_start(b.bus)) < 0) {
+  if ((r = sd.sd_bus_set_address(b.bus, addr.c_str())) < 0 || (r = sd.sd_bus_start(b.bus)) < 0) {
     *how = first + "; " + priv + ": " + errstr(r);
     return r;
   }
@@ -83,6 +112,7 @@ int open_manager_bus(Bus& b, std::string* how) {
 }
 
 struct JobWait {
+  const SdBus* sd = nullptr;
   std::string job;
   bool done = false;
   std::string result;
@@ -92,7 +122,7 @@ int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error*) {
   auto* w = static_cast<JobWait*>(userdata);
   uint32_t id = 0;
   const char *path = nullptr, *unit = nullptr, *result = nullptr;
-  if (sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0) return 0;
+  if (w->sd->sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0) return 0;
   if (!w->job.empty() && w->job == path) {
     w->done = true;
     w->result = result;
@@ -103,30 +133,37 @@ int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error*) {
 }  // namespace
 
 int append_start_scope_args(sd_bus_message* m, const ScopeRequest& req) {
+  const SdBus* api = sd_bus_api(nullptr);
+  if (api == nullptr) return -ENOSYS;
+  const SdBus& sd = *api;
   int r;
-  if ((r = sd_bus_message_append(m, "ss", req.unit.c_str(), "fail")) < 0) return r;
-  if ((r = sd_bus_message_open_container(m, 'a', "(sv)")) < 0) return r;
-  if ((r = sd_bus_message_append(m, "(sv)", "Description", "s", req.description.c_str())) < 0) return r;
-  if ((r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, static_cast<uint32_t>(req.pid))) < 0) return r;
-  if ((r = sd_bus_message_append(m, "(sv)", "Delegate", "b", 1)) < 0) return r;
+  if ((r = sd.sd_bus_message_append(m, "ss", req.unit.c_str(), "fail")) < 0) return r;
+  if ((r = sd.sd_bus_message_open_container(m, 'a', "(sv)")) < 0) return r;
+  if ((r = sd.sd_bus_message_append(m, "(sv)", "Description", "s", req.description.c_str())) < 0) return r;
+  if ((r = sd.sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, static_cast<uint32_t>(req.pid))) < 0) return r;
+  if ((r = sd.sd_bus_message_append(m, "(sv)", "Delegate", "b", 1)) < 0) return r;
   // Gone from the manager's memory as soon as it is empty, even if it failed.
-  if ((r = sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed")) < 0) return r;
-  if ((r = sd_bus_message_close_container(m)) < 0) return r;
-  return sd_bus_message_append(m, "a(sa(sv))", 0);
+  if ((r = sd.sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed")) < 0) return r;
+  if ((r = sd.sd_bus_message_close_container(m)) < 0) return r;
+  return sd.sd_bus_message_append(m, "a(sa(sv))", 0);
 }
 
 std::expected<std::string, std::string> probe_systemd_manager() {
-  Bus b;
+  std::string missing;
+  const SdBus* api = sd_bus_api(&missing);
+  if (api == nullptr) return std::unexpected("no systemd manager reachable (" + missing + ")");
+  const SdBus& sd = *api;
+  Bus b(sd);
   std::string how;
   int r = open_manager_bus(b, &how);
   if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
   char* version = nullptr;
   sd_bus_error err = SD_BUS_ERROR_NULL;
-  r = sd_bus_get_property_string(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+  r = sd.sd_bus_get_property_string(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                  "org.freedesktop.systemd1.Manager", "Version", &err, &version);
   if (r < 0) {
     std::string why = err.message != nullptr ? err.message : errstr(r);
-    sd_bus_error_free(&err);
+    sd.sd_bus_error_free(&err);
     return std::unexpected("no systemd manager answers on " + how + " (" + why + ")");
   }
   std::string out = std::string("systemd ") + version + " (" +
@@ -138,39 +175,44 @@ std::expected<std::string, std::string> probe_systemd_manager() {
 
 std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLocation& loc,
                                                                 std::string* scope_rel) {
-  Bus b;
+  std::string missing;
+  const SdBus* api = sd_bus_api(&missing);
+  if (api == nullptr) return std::unexpected("no systemd manager reachable (" + missing + ")");
+  const SdBus& sd = *api;
+  Bus b(sd);
   std::string how;
   int r = open_manager_bus(b, &how);
   if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
 
   ScopeRequest req = scope_request_for_self();
   JobWait wait;
+  wait.sd = &sd;
   sd_bus_slot* slot = nullptr;
-  r = sd_bus_match_signal(b.bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+  r = sd.sd_bus_match_signal(b.bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                           "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &wait);
   if (r < 0) return std::unexpected("systemd: cannot watch for the job: " + errstr(r));
   sd_bus_error err = SD_BUS_ERROR_NULL;
   // The manager only emits job signals to subscribers.
-  (void)sd_bus_call_method(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+  (void)sd.sd_bus_call_method(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                            "org.freedesktop.systemd1.Manager", "Subscribe", &err, nullptr, "");
-  sd_bus_error_free(&err);
+  sd.sd_bus_error_free(&err);
 
   sd_bus_message* m = nullptr;
   sd_bus_message* reply = nullptr;
-  r = sd_bus_message_new_method_call(b.bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+  r = sd.sd_bus_message_new_method_call(b.bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                                      "org.freedesktop.systemd1.Manager", "StartTransientUnit");
   if (r >= 0) r = append_start_scope_args(m, req);
-  if (r >= 0) r = sd_bus_call(b.bus, m, 10'000'000, &err, &reply);
-  sd_bus_message_unref(m);
+  if (r >= 0) r = sd.sd_bus_call(b.bus, m, 10'000'000, &err, &reply);
+  sd.sd_bus_message_unref(m);
   if (r < 0) {
     std::string why = err.message != nullptr ? err.message : errstr(r);
-    sd_bus_error_free(&err);
-    sd_bus_slot_unref(slot);
+    sd.sd_bus_error_free(&err);
+    sd.sd_bus_slot_unref(slot);
     return std::unexpected("systemd refused a delegated scope (StartTransientUnit " + req.unit + ": " + why + ")");
   }
   const char* job = nullptr;
-  if (sd_bus_message_read(reply, "o", &job) >= 0 && job != nullptr) wait.job = job;
-  sd_bus_message_unref(reply);
+  if (sd.sd_bus_message_read(reply, "o", &job) >= 0 && job != nullptr) wait.job = job;
+  sd.sd_bus_message_unref(reply);
 
   // Wait for the job (JobRemoved), or for us to show up in the scope.
   const int64_t deadline = sys::monotonic_ns() + 10'000'000'000LL;
@@ -179,20 +221,20 @@ std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLoc
     own = cgroup_of(::getpid());
     bool moved = own.size() > req.unit.size() && own.compare(own.size() - req.unit.size(), req.unit.size(), req.unit) == 0;
     if (wait.done && wait.result != "done") {
-      sd_bus_slot_unref(slot);
+      sd.sd_bus_slot_unref(slot);
       return std::unexpected("systemd: the job for " + req.unit + " ended '" + wait.result + "'");
     }
     if (moved && (wait.done || wait.job.empty())) break;
     int64_t now = sys::monotonic_ns();
     if (now >= deadline) {
-      sd_bus_slot_unref(slot);
+      sd.sd_bus_slot_unref(slot);
       return std::unexpected("systemd: timed out waiting for " + req.unit);
     }
-    r = sd_bus_process(b.bus, nullptr);
+    r = sd.sd_bus_process(b.bus, nullptr);
     if (r < 0) break;
-    if (r == 0) (void)sd_bus_wait(b.bus, static_cast<uint64_t>(std::min<int64_t>(deadline - now, 100'000'000) / 1000));
+    if (r == 0) (void)sd.sd_bus_wait(b.bus, static_cast<uint64_t>(std::min<int64_t>(deadline - now, 100'000'000) / 1000));
   }
-  sd_bus_slot_unref(slot);
+  sd.sd_bus_slot_unref(slot);
 
   // cgroup_of() is relative to the hierarchy root; strip a subtree mount.
   std::string rel = own;
@@ -216,7 +258,9 @@ std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLoc
       size_t end = ctl->find_first_of(" \n", pos);
       if (end == std::string::npos) end = ctl->size();
       if (end > pos) {
-        std::string c = "+" + ctl->substr(pos, end - pos);
+        // Built by append: GCC 12 -O2 warns (-Wrestrict, falsely) on "+" + substr.
+        std::string c = "+";
+        c.append(*ctl, pos, end - pos);
         Fd f(::open((scope_path + "/cgroup.subtree_control").c_str(), O_WRONLY | O_CLOEXEC));
         if (f) (void)!::write(f.get(), c.data(), c.size());
       }

@@ -1,6 +1,10 @@
 // Asking a systemd manager for a delegated cgroup (a transient scope with
 // Delegate=yes) when pmon's own cgroup is not writable: one D-Bus round trip
 // per pmon process, never per call.
+//
+// libsystemd is not linked: it and what it pulls in (gcrypt, lzma, zstd,
+// lz4, cap) would be mapped by the loader on every start of pmon, and sd-bus
+// is needed only on this rare path. It is dlopen'ed here, on first use.
 #pragma once
 
 #include <sys/types.h>
@@ -10,9 +14,42 @@
 
 #include "confine/cgroup_fs.h"
 
+#ifdef PMON_HAVE_SYSTEMD
+#include <systemd/sd-bus.h>
+#else
 typedef struct sd_bus_message sd_bus_message;
+#endif
 
 namespace pmon::confine {
+
+#ifdef PMON_HAVE_SYSTEMD
+// The sd-bus functions pmon (and its unit test) calls, resolved by dlsym.
+// The members have the functions' own types, variadic ones included.
+#define PMON_SD_BUS_FUNCTIONS(X)                                                                 \
+  X(sd_bus_open_system) X(sd_bus_open_user) X(sd_bus_new) X(sd_bus_set_address) X(sd_bus_set_fd) \
+  X(sd_bus_start) X(sd_bus_process) X(sd_bus_wait) X(sd_bus_close_unref)                         \
+  X(sd_bus_flush_close_unref) X(sd_bus_match_signal) X(sd_bus_slot_unref) X(sd_bus_call)         \
+  X(sd_bus_call_method) X(sd_bus_get_property_string) X(sd_bus_error_free)                       \
+  X(sd_bus_message_new_method_call) X(sd_bus_message_unref) X(sd_bus_message_append)             \
+  X(sd_bus_message_open_container) X(sd_bus_message_close_container) X(sd_bus_message_read)      \
+  X(sd_bus_message_seal) X(sd_bus_message_rewind) X(sd_bus_message_get_signature)                \
+  X(sd_bus_message_enter_container) X(sd_bus_message_exit_container) X(sd_bus_message_skip)
+
+struct SdBus {
+#define PMON_SD_BUS_MEMBER(name) decltype(&::name) name = nullptr;
+  PMON_SD_BUS_FUNCTIONS(PMON_SD_BUS_MEMBER)
+#undef PMON_SD_BUS_MEMBER
+};
+
+// Opens `soname` (RTLD_NOW|RTLD_LOCAL, never closed) and resolves the table;
+// else why not, one line ("libsystemd.so.0 not found: ..."). Exposed so a
+// test can name a library that is not there.
+std::expected<SdBus, std::string> load_sd_bus(const char* soname);
+
+// The table from libsystemd.so.0, loaded once per process on first use
+// (thread-safe); nullptr and *why when it cannot be loaded.
+const SdBus* sd_bus_api(std::string* why);
+#endif
 
 struct ScopeRequest {
   std::string unit;         // pmon-<pid>-<start time>.scope
@@ -26,7 +63,8 @@ ScopeRequest scope_request_for_self();
 // Appends the arguments of org.freedesktop.systemd1.Manager.StartTransientUnit
 // (name, mode "fail", properties PIDs=[pid] Delegate=true Description
 // CollectMode, no aux units) to m. Returns 0 or -errno. Exposed for a unit
-// test of the message; needs libsystemd (-ENOSYS without it).
+// test of the message; needs libsystemd (-ENOSYS without it or when it
+// cannot be loaded).
 int append_start_scope_args(sd_bus_message* m, const ScopeRequest& req);
 
 // "systemd 252 (user manager of uid 1000, via the session bus)" when a manager

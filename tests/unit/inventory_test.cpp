@@ -1,5 +1,6 @@
 // Leaf names (pmon-<owner pid>-<owner start time>-<seq>), owner liveness by
-// pid + start time, and the StartTransientUnit message pmon sends systemd.
+// pid + start time, and the StartTransientUnit message pmon sends systemd
+// (through the sd-bus table pmon dlopens).
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -7,10 +8,6 @@
 #include "confine/systemd.h"
 #include "core/inventory.h"
 #include "sys/proc.h"
-
-#ifdef PMON_HAVE_SYSTEMD
-#include <systemd/sd-bus.h>
-#endif
 
 namespace pmon {
 namespace {
@@ -41,58 +38,70 @@ TEST(Owner, AliveOnlyWithTheSameStartTime) {
 #ifdef PMON_HAVE_SYSTEMD
 TEST(Systemd, StartTransientUnitMessage) {
   // A bus on one end of a socketpair: open enough to build messages, no
-  // daemon needed, nothing is sent.
+  // daemon needed, nothing is sent. Through the dlopen'ed table pmon uses.
+  std::string why;
+  const confine::SdBus* api = confine::sd_bus_api(&why);
+  ASSERT_NE(api, nullptr) << why;
+  const confine::SdBus& sd = *api;
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   sd_bus* bus = nullptr;
-  ASSERT_GE(sd_bus_new(&bus), 0);
-  ASSERT_GE(sd_bus_set_fd(bus, sv[0], sv[0]), 0);
-  ASSERT_GE(sd_bus_start(bus), 0);
+  ASSERT_GE(sd.sd_bus_new(&bus), 0);
+  ASSERT_GE(sd.sd_bus_set_fd(bus, sv[0], sv[0]), 0);
+  ASSERT_GE(sd.sd_bus_start(bus), 0);
   sd_bus_message* m = nullptr;
-  ASSERT_GE(sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "StartTransientUnit"),
+  ASSERT_GE(sd.sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                              "org.freedesktop.systemd1.Manager", "StartTransientUnit"),
             0);
   confine::ScopeRequest req{"pmon-42-7.scope", 42, "pmon 42"};
   ASSERT_GE(confine::append_start_scope_args(m, req), 0);
-  ASSERT_GE(sd_bus_message_seal(m, 1, 0), 0);
-  ASSERT_GE(sd_bus_message_rewind(m, 1), 0);
-  EXPECT_STREQ(sd_bus_message_get_signature(m, 1), "ssa(sv)a(sa(sv))");
+  ASSERT_GE(sd.sd_bus_message_seal(m, 1, 0), 0);
+  ASSERT_GE(sd.sd_bus_message_rewind(m, 1), 0);
+  EXPECT_STREQ(sd.sd_bus_message_get_signature(m, 1), "ssa(sv)a(sa(sv))");
 
   const char *name = nullptr, *mode = nullptr;
-  ASSERT_GE(sd_bus_message_read(m, "ss", &name, &mode), 0);
+  ASSERT_GE(sd.sd_bus_message_read(m, "ss", &name, &mode), 0);
   EXPECT_STREQ(name, "pmon-42-7.scope");
   EXPECT_STREQ(mode, "fail");
-  ASSERT_GT(sd_bus_message_enter_container(m, 'a', "(sv)"), 0);
+  ASSERT_GT(sd.sd_bus_message_enter_container(m, 'a', "(sv)"), 0);
   bool saw_pids = false, saw_delegate = false;
-  while (sd_bus_message_enter_container(m, 'r', "sv") > 0) {
+  while (sd.sd_bus_message_enter_container(m, 'r', "sv") > 0) {
     const char* key = nullptr;
-    ASSERT_GE(sd_bus_message_read(m, "s", &key), 0);
+    ASSERT_GE(sd.sd_bus_message_read(m, "s", &key), 0);
     std::string k = key;
     if (k == "PIDs") {
-      ASSERT_GT(sd_bus_message_enter_container(m, 'v', "au"), 0);
-      ASSERT_GT(sd_bus_message_enter_container(m, 'a', "u"), 0);
+      ASSERT_GT(sd.sd_bus_message_enter_container(m, 'v', "au"), 0);
+      ASSERT_GT(sd.sd_bus_message_enter_container(m, 'a', "u"), 0);
       uint32_t pid = 0;
-      ASSERT_GT(sd_bus_message_read(m, "u", &pid), 0);
+      ASSERT_GT(sd.sd_bus_message_read(m, "u", &pid), 0);
       EXPECT_EQ(pid, 42u);
-      EXPECT_EQ(sd_bus_message_read(m, "u", &pid), 0);  // exactly one
-      ASSERT_GE(sd_bus_message_exit_container(m), 0);
-      ASSERT_GE(sd_bus_message_exit_container(m), 0);
+      EXPECT_EQ(sd.sd_bus_message_read(m, "u", &pid), 0);  // exactly one
+      ASSERT_GE(sd.sd_bus_message_exit_container(m), 0);
+      ASSERT_GE(sd.sd_bus_message_exit_container(m), 0);
       saw_pids = true;
     } else if (k == "Delegate") {
       int b = 0;
-      ASSERT_GT(sd_bus_message_read(m, "v", "b", &b), 0);
+      ASSERT_GT(sd.sd_bus_message_read(m, "v", "b", &b), 0);
       EXPECT_TRUE(b);
       saw_delegate = true;
     } else {
-      ASSERT_GE(sd_bus_message_skip(m, "v"), 0);
+      ASSERT_GE(sd.sd_bus_message_skip(m, "v"), 0);
     }
-    ASSERT_GE(sd_bus_message_exit_container(m), 0);
+    ASSERT_GE(sd.sd_bus_message_exit_container(m), 0);
   }
   EXPECT_TRUE(saw_pids);
   EXPECT_TRUE(saw_delegate);
-  sd_bus_message_unref(m);
-  sd_bus_close_unref(bus);  // closes sv[0]
+  sd.sd_bus_message_unref(m);
+  sd.sd_bus_close_unref(bus);  // closes sv[0]
   ::close(sv[1]);
+}
+
+// Without libsystemd.so.0 pmon still runs; the reason ends up in the line
+// that says why systemd could not be asked.
+TEST(Systemd, MissingLibraryIsExplained) {
+  auto t = confine::load_sd_bus("libpmon-no-such-library.so.0");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().rfind("libpmon-no-such-library.so.0 not found: ", 0), 0u) << t.error();
 }
 #endif
 
