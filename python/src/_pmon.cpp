@@ -41,16 +41,37 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine,
   std::lock_guard lock(bs.mu);
   auto it = bs.by_request.find(confine);
   if (it == bs.by_request.end()) {
-    ConfineRequest req;
-    if (confine != "auto") {
+    // subreaper makes the whole host process a subreaper, and the orphans
+    // of its calls would be its zombies for good (a library must not reap
+    // children it does not own): not offered here, and auto goes from pidns
+    // straight to pgroup.
+    if (confine == "subreaper")
+      return std::unexpected(std::string("subreaper: not available in the library (it would make the ") +
+                             "host process a subreaper whose orphans nobody reaps); use auto, cgroup, pidns or pgroup");
+    std::vector<ConfineKind> order;
+    if (confine == "auto") {
+      order = {ConfineKind::cgroup, ConfineKind::pidns, ConfineKind::pgroup};
+    } else {
       auto k = parse_confine_kind(confine);
       if (!k) return std::unexpected("unknown confinement '" + confine +
-                                     "' (use auto, cgroup, pidns, subreaper or pgroup)");
-      req.kind = *k;
+                                     "' (use auto, cgroup, pidns or pgroup)");
+      order = {*k};
     }
-    auto sel = select_backend(req);
-    if (!sel) return std::unexpected(sel.error());
-    it = bs.by_request.emplace(confine, std::move(*sel)).first;
+    std::optional<Selection> chosen;
+    std::vector<std::string> why;
+    for (ConfineKind k : order) {
+      ConfineRequest req;
+      req.kind = k;
+      auto sel = select_backend(req);
+      if (sel) {
+        sel->passed_over = why;
+        chosen = std::move(*sel);
+        break;
+      }
+      why.push_back(sel.error());
+    }
+    if (!chosen) return std::unexpected(why.empty() ? std::string("no backend") : why.back());
+    it = bs.by_request.emplace(confine, std::move(*chosen)).first;
   }
   *passed_over = it->second.passed_over;
   return it->second.backend.get();
