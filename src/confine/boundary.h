@@ -80,6 +80,10 @@ class Backend {
   // One line for -v and the report ("cgroup2 at /sys/fs/cgroup, leaves under
   // /user.slice/...").
   virtual std::string describe() const = 0;
+  // A process of pmon's own that lives beside the calls (the cgroup
+  // backend's E11 guard), so scans of our descendants can leave it out; 0
+  // when there is none.
+  virtual pid_t helper_pid() const noexcept { return 0; }
 };
 
 struct ConfineRequest {

@@ -189,6 +189,8 @@ class CgroupBackend final : public Backend {
 
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
 
+  pid_t helper_pid() const noexcept override { return guard_ ? guard_->pid() : 0; }
+
   std::string describe() const override {
     return "cgroup: cgroup2 at " + loc_.mount + ", leaves under " + base_path() +
            (guard_ ? ", E11 guard pid " + std::to_string(guard_->pid())

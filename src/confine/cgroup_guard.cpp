@@ -190,25 +190,6 @@ void clean_up(const GuardPlan& p) noexcept {
   ::_exit(0);
 }
 
-struct Launch {
-  const GuardPlan* plan = nullptr;
-  int pid_w = -1;
-};
-
-// The intermediate: a vfork-style child (our memory, its own small stack,
-// we are suspended until it exits). It forks the guard with a full,
-// fork-style clone3, so the guard runs on a private copy of memory and
-// stack, never on the shared ones, then reports the guard's pid and exits,
-// which orphans the guard. Syscalls only: it runs on our memory.
-void launch_guard(void* arg) {
-  const Launch& l = *static_cast<const Launch*>(arg);
-  auto guard = sys::clone3_fork({});
-  if (guard && guard->pid == 0) guard_main(*l.plan);
-  pid_t gp = guard ? guard->pid : 0;
-  (void)!::write(l.pid_w, &gp, sizeof gp);
-  ::_exit(guard ? 0 : 1);
-}
-
 }  // namespace
 
 int kill_and_remove_cgroup(int parent_fd, const char* name, int timeout_ms) noexcept {
@@ -251,41 +232,32 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) return fail_errno();
   Fd quit_r(pipefd[0]), quit_w(pipefd[1]);
-  // The guard learns its own pid only after the second clone: it sends it here.
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) return fail_errno();
-  Fd pid_r(pipefd[0]), pid_w(pipefd[1]);
   plan.self_pidfd = self->get();
   plan.quit_r = quit_r.get();
 
-  // Double fork, so the guard is nobody's child here. If we are a subreaper
-  // the orphaned guard would come back to us: stop being one until the
-  // intermediate is reaped (then the guard belongs to our subreaper or init).
-  int was_subreaper = 0;
-  (void)::prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0UL, 0UL, 0UL);
-  if (was_subreaper) (void)::prctl(PR_SET_CHILD_SUBREAPER, 0UL, 0UL, 0UL, 0UL);
-
-  // Only the guard is a full copy of us: the intermediate shares our memory
-  // (clone3_spawn), so one address space is copied, not two, and none is
-  // torn down when the intermediate exits.
-  Launch launch{&plan, pid_w.get()};
-  auto mid = sys::clone3_spawn({}, launch_guard, &launch);
-  int err = mid ? 0 : mid.error().value();
-  if (mid) {
-    siginfo_t si{};
-    (void)sys::waitid_raw(P_PIDFD, static_cast<id_t>(mid->pidfd.get()), &si, WEXITED, nullptr);
-    if (si.si_code != CLD_EXITED || si.si_status != 0) err = EAGAIN;
-  }
-  if (was_subreaper) (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
-  if (err != 0) return fail(err);
-
-  pid_w.reset();
-  pid_t gp = 0;
-  (void)retry_eintr([&] { return ::read(pid_r.get(), &gp, sizeof gp); });
-  return std::unique_ptr<CgroupGuard>(new CgroupGuard(std::move(quit_w), gp, ::getpid()));
+  // The guard is our child, but a "clone child" (exit signal 0): waitid and
+  // waitpid without __WALL do not see it, so no reaping loop over the
+  // call's children collects it or waits for it, and we reap it ourselves
+  // on a normal end. If we die it is reparented like any orphan (the kernel
+  // resets its exit signal to SIGCHLD), and whoever adopts it reaps it.
+  sys::CloneRequest req;
+  req.exit_signal = 0;
+  auto guard = sys::clone3_fork(req);
+  if (!guard) return std::unexpected(guard.error());
+  if (guard->pid == 0) guard_main(plan);
+  return std::unique_ptr<CgroupGuard>(
+      new CgroupGuard(std::move(quit_w), std::move(guard->pidfd), guard->pid, ::getpid()));
 }
 
 CgroupGuard::~CgroupGuard() {
-  if (quit_ && ::getpid() == owner_) (void)!::write(quit_.get(), "q", 1);
+  if (!quit_ || ::getpid() != owner_) return;  // a forked copy of us
+  (void)!::write(quit_.get(), "q", 1);
+  // Reap it, so nothing of ours is left unreaped; it exits at once.
+  pollfd p{pidfd_.get(), POLLIN, 0};
+  if (retry_eintr([&] { return ::poll(&p, 1, 2000); }) == 1) {
+    siginfo_t si{};
+    (void)sys::waitid_raw(P_PIDFD, static_cast<id_t>(pidfd_.get()), &si, WEXITED | WNOHANG | __WALL, nullptr);
+  }
 }
 
 }  // namespace pmon::confine

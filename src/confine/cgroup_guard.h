@@ -22,8 +22,9 @@ namespace pmon::confine {
 class CgroupGuard {
  public:
   // Forks the guard for the leaves named `prefix`* in the directory base_fd.
-  // The guard is not this process's descendant (so a caller that reaps or
-  // lists its children never meets it), sits in this process's cgroup (never
+  // The guard is a "clone child" of this process (exit signal 0), so a
+  // caller that reaps its children without __WALL never meets it; it sits
+  // in this process's cgroup (never
   // in a leaf it kills), in a session of its own, with no fd of ours but the
   // three it needs. It notices our death by a pidfd of this process (POLLIN
   // when the whole thread group has exited) or by the hang-up of a pipe only
@@ -31,7 +32,7 @@ class CgroupGuard {
   static Result<std::unique_ptr<CgroupGuard>> start(int base_fd, const std::string& prefix) noexcept;
 
   // Tells the guard to exit without touching anything (the supervisor
-  // removes its own leaves on a normal exit).
+  // removes its own leaves on a normal exit) and reaps it.
   ~CgroupGuard();
 
   CgroupGuard(const CgroupGuard&) = delete;
@@ -40,8 +41,10 @@ class CgroupGuard {
   pid_t pid() const noexcept { return pid_; }
 
  private:
-  CgroupGuard(Fd quit, pid_t pid, pid_t owner) : quit_(std::move(quit)), pid_(pid), owner_(owner) {}
+  CgroupGuard(Fd quit, Fd pidfd, pid_t pid, pid_t owner)
+      : quit_(std::move(quit)), pidfd_(std::move(pidfd)), pid_(pid), owner_(owner) {}
   Fd quit_;
+  Fd pidfd_;
   pid_t pid_ = 0;
   pid_t owner_ = 0;  // a forked copy of us must not send the guard away
 };

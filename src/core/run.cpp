@@ -85,6 +85,7 @@ class Runner final : public StopWaiter {
   Child child_;
   RunResult res_;
   bool main_exited_ = false;
+  bool main_reaped_ = false;
   siginfo_t main_si_{};
   int cancel_sig_ = 0;
   bool cancelled_ = false;
@@ -204,13 +205,23 @@ void Runner::drain_signals(bool* cancelled) {
 void Runner::note_main_exit() {
   if (main_exited_) return;
   siginfo_t si{};
-  // WNOWAIT: keep the zombie. It pins the pid (and the process group id) so
-  // nothing we signal later can be a stranger that inherited the number.
+  // pgroup signals by group id, so there the zombie is kept (WNOWAIT): it
+  // pins the pid and the group id until the stop is over, and nothing
+  // signalled later can be a stranger that inherited the number. Every
+  // other backend addresses processes by pidfd or cgroup only, so the main
+  // process is reaped at once and later reaping needs no /proc scan.
+  const bool pin = b_->kind() == ConfineKind::pgroup;
+  struct rusage ru {};
   int r = sys::waitid_raw(P_PIDFD, static_cast<id_t>(child_.pidfd.get()), &si,
-                          WEXITED | WNOHANG | WNOWAIT, nullptr);
+                          WEXITED | WNOHANG | (pin ? WNOWAIT : 0), pin ? nullptr : &ru);
   if (r == 0 && si.si_pid != 0) {
     main_si_ = si;
     main_exited_ = true;
+    if (!pin) {
+      main_reaped_ = true;
+      reaped_cpu_usec_ += ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec +
+                          ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
+    }
   }
 }
 
@@ -250,19 +261,19 @@ void Runner::reap_orphans() {
 // reap them. A live child that stays is an escapee (reported), never waited.
 void Runner::finish_reaping() {
   if (!opts_.own_all_children) return;
-  const pid_t self = ::getpid();
   const int64_t deadline = sys::monotonic_ns() + 100'000'000;
+  // A process that left the boundary a moment ago may not have handed its
+  // own zombies to us yet: let the known ones finish exiting first.
+  leftovers_.wait_exited(deadline);
   for (;;) {
     reap_orphans();
-    bool zombie = false, live = false;
-    for (const sys::ProcStat& p : sys::scan_processes()) {
-      if (p.ppid != self || p.pid == child_.pid) continue;
-      (p.state == 'Z' ? zombie : live) = true;
-    }
-    // A zombie leader whose threads still run cannot be reaped yet: bounded.
-    if (zombie && sys::monotonic_ns() < deadline) continue;
-    if (!live || !res_.cleanup_verified || !b_->contains_escapes() ||
-        sys::monotonic_ns() >= deadline)
+    // No child at all (ECHILD) is the common case and needs no /proc scan:
+    // every descendant of ours would be below some child of ours.
+    siginfo_t si{};
+    int r = sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, nullptr);
+    if (r != 0) return;
+    if (si.si_pid != 0 && sys::monotonic_ns() < deadline) continue;  // a new zombie
+    if (!res_.cleanup_verified || !b_->contains_escapes() || sys::monotonic_ns() >= deadline)
       return;
     pollfd p{opts_.signal_fd, POLLIN, 0};
     (void)::poll(&p, opts_.signal_fd >= 0 ? 1 : 0, 5);
@@ -387,7 +398,8 @@ RunResult Runner::finish(std::string reason) {
   }
   struct rusage ru {};
   siginfo_t si{};
-  if (sys::waitid_raw(P_PIDFD, static_cast<id_t>(child_.pidfd.get()), &si, WEXITED | WNOHANG, &ru) == 0 &&
+  if (!main_reaped_ &&
+      sys::waitid_raw(P_PIDFD, static_cast<id_t>(child_.pidfd.get()), &si, WEXITED | WNOHANG, &ru) == 0 &&
       si.si_pid != 0) {
     if (!main_exited_) {
       main_si_ = si;
@@ -424,10 +436,12 @@ RunResult Runner::finish(std::string reason) {
 
   // A weak boundary, or a call that moved itself out of its cgroup: what is
   // still alive below us is reported, never silently dropped.
-  if (opts_.own_all_children) {
+  siginfo_t any{};
+  if (opts_.own_all_children &&
+      sys::waitid_raw(P_ALL, 0, &any, WEXITED | WNOHANG | WNOWAIT, nullptr) == 0) {
     std::vector<sys::ProcStat> table = sys::scan_processes();
     for (const sys::ProcStat& p : sys::descendants_of(table, ::getpid())) {
-      if (p.state == 'Z' || p.pid == child_.pid) continue;
+      if (p.state == 'Z' || p.pid == child_.pid || p.pid == backend_.helper_pid()) continue;
       res_.escaped.push_back({p.pid, p.start_time, sys::read_cmdline(p.pid), "none"});
     }
   }

@@ -51,6 +51,18 @@ void LeftoverTracker::label_rest(const std::string& action) {
     if (t.info.action.empty()) t.info.action = action;
 }
 
+void LeftoverTracker::wait_exited(int64_t deadline) const {
+  std::vector<pollfd> fds;
+  for (const Tracked& t : tracked_) fds.push_back({t.pidfd.get(), POLLIN, 0});
+  while (!fds.empty()) {
+    int64_t now = sys::monotonic_ns();
+    if (now >= deadline) return;
+    int n = ::poll(fds.data(), fds.size(), static_cast<int>((deadline - now) / 1'000'000 + 1));
+    if (n < 0 && errno != EINTR) return;
+    std::erase_if(fds, [](const pollfd& p) { return p.revents != 0; });
+  }
+}
+
 std::vector<Leftover> LeftoverTracker::take() {
   std::vector<Leftover> out;
   for (Tracked& t : tracked_) out.push_back(std::move(t.info));

@@ -61,6 +61,10 @@ class LeftoverTracker {
   void label_dead(const std::string& action);
   // Gives `action` to every tracked process without one.
   void label_rest(const std::string& action);
+  // Waits until every tracked process has finished exiting (its pidfd is
+  // readable: the kernel has reparented its children by then), or until
+  // the deadline. A boundary reads empty a moment before that.
+  void wait_exited(int64_t deadline) const;
   bool empty() const noexcept { return tracked_.empty(); }
   size_t size() const noexcept { return tracked_.size(); }
   std::vector<Leftover> take();

@@ -353,7 +353,7 @@ void Supervisor::final_reap() {
     reap();
     bool zombie = false, live = false;
     for (const sys::ProcStat& p : sys::scan_processes()) {
-      if (p.ppid != self) continue;
+      if (p.ppid != self || p.pid == backend_.helper_pid()) continue;
       (p.state == 'Z' ? zombie : live) = true;
     }
     if ((!zombie && !live) || sys::monotonic_ns() >= bound) break;
@@ -365,7 +365,7 @@ void Supervisor::final_reap() {
   }
   std::vector<sys::ProcStat> table = sys::scan_processes();
   for (const sys::ProcStat& p : sys::descendants_of(table, self))
-    if (p.state != 'Z' && p.state != 'X') res_.escaped.push_back(p);
+    if (p.state != 'Z' && p.state != 'X' && p.pid != backend_.helper_pid()) res_.escaped.push_back(p);
 }
 
 SuperviseResult Supervisor::finish(SuperviseEnd end) {

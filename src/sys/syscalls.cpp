@@ -15,7 +15,7 @@ Result<CloneResult> clone3_fork(const CloneRequest& req) noexcept {
   std::memset(&args, 0, sizeof args);
   args.flags = CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
+  args.exit_signal = static_cast<uint64_t>(req.exit_signal);
   if (req.into_cgroup) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(req.cgroup_fd);

@@ -21,6 +21,10 @@ struct CloneRequest {
   bool new_user_ns = false;  // CLONE_NEWUSER
   bool new_mount_ns = false; // CLONE_NEWNS
   bool new_cgroup_ns = false;// CLONE_NEWCGROUP
+  // What the parent gets when the child ends. 0 makes a "clone child" that
+  // waitpid/waitid only see with __WALL or __WCLONE — a helper of pmon's own
+  // that no reaping loop over the call's children may collect.
+  int exit_signal = SIGCHLD;
 };
 
 struct CloneResult {
