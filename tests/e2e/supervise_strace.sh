@@ -43,6 +43,9 @@ strace -f -qq -e trace=$trace_set -o "$t/chld.trace" \
 child=$(sed -nE 's/^pmon: engine=sigchld child=([0-9]+)$/\1/p' "$t/chld.err")
 grep -qE "wait4\(-1, \[\{WIFEXITED\(s\) && WEXITSTATUS\(s\) == 1\}\], WNOHANG, NULL\) = $child" "$t/chld.trace" ||
   fail "sigchld engine: child $child not reaped by wait4(-1, WNOHANG)"
-! grep -q "waitid(P_PIDFD" "$t/chld.trace" || fail "sigchld engine used waitid(P_PIDFD)"
+# (pmon reaps its own E11 guard, a __WALL clone child, through its pidfd at
+# the end: that is not the engine collecting a child of the call.)
+! grep "waitid(P_PIDFD" "$t/chld.trace" | grep -v "__WALL" | grep -q . ||
+  fail "sigchld engine used waitid(P_PIDFD)"
 echo "ok: sigchld exit path"
 pass
