@@ -39,6 +39,20 @@ __all__ = [
 atexit.register(_pmon.shutdown)
 
 
+def _find_pmon_executable():
+    # The pidns backend's init is the pmon executable (a Python process is
+    # not one): PMON_BINARY, the copy installed beside the package, or PATH.
+    for cand in (os.environ.get("PMON_BINARY"),
+                 os.path.join(os.path.dirname(__file__), "libexec", "pmon")):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    import shutil
+    return shutil.which("pmon") or ""
+
+
+_pmon.set_init_exe(_find_pmon_executable())
+
+
 class ConfinementError(OSError):
     """The requested confinement is not available on this host."""
 
@@ -138,7 +152,7 @@ class _Prepared:
         if isolate:
             if confine not in ("auto", "pidns"):
                 raise ValueError("isolate=True needs confine='pidns' (or 'auto')")
-            confine = "pidns"
+            confine = "isolate"  # pidns + cgroup namespace + the cgroup leaf
         spec.confine = confine
         spec.wait_tree = wait_tree
         if output_limit is not None:

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "confine/boundary.h"
+#include "confine/pidns.h"
 #include "core/capture.h"
 #include "core/report.h"
 #include "core/run.h"
@@ -28,6 +29,10 @@ struct Backends {
   std::mutex mu;
   std::map<std::string, Selection> by_request;
 };
+
+// The pmon executable a pidns call's init is exec'd from: in a Python
+// process /proc/self/exe is python, never pmon (set from pmon/__init__.py).
+std::string g_init_exe;
 
 Backends& backends() {
   static Backends* b = new Backends;  // outlives every thread; see shutdown()
@@ -53,16 +58,34 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine,
       order = {ConfineKind::cgroup, ConfineKind::pidns, ConfineKind::pgroup};
     } else {
       auto k = parse_confine_kind(confine);
+      if (!k && confine == "isolate") k = ConfineKind::pidns;
       if (!k) return std::unexpected("unknown confinement '" + confine +
                                      "' (use auto, cgroup, pidns or pgroup)");
       order = {*k};
     }
     std::optional<Selection> chosen;
     std::vector<std::string> why;
+    const bool isolate = confine == "isolate";
+    if (isolate) order = {ConfineKind::pidns};
     for (ConfineKind k : order) {
-      ConfineRequest req;
-      req.kind = k;
-      auto sel = select_backend(req);
+      std::expected<Selection, std::string> sel = std::unexpected(std::string());
+      if (k == ConfineKind::pidns) {
+        if (g_init_exe.empty()) {
+          why.push_back("pidns: the pmon executable for the namespace's init was not found "
+                        "(install the package with python/install.sh, or set PMON_BINARY)");
+          continue;
+        }
+        PidnsOptions po;
+        po.isolate = isolate;
+        po.init_exe = g_init_exe;
+        auto b = open_pidns_backend(po);
+        if (b) sel = Selection{std::move(*b), {}};
+        else sel = std::unexpected("pidns: " + b.error());
+      } else {
+        ConfineRequest req;
+        req.kind = k;
+        sel = select_backend(req);
+      }
       if (sel) {
         sel->passed_over = why;
         chosen = std::move(*sel);
@@ -393,6 +416,7 @@ PYBIND11_MODULE(_pmon, m) {
   });
 
   m.def("shutdown", &shutdown);
+  m.def("set_init_exe", [](std::string path) { g_init_exe = std::move(path); });
   m.attr("END_MAIN_EXITED") = static_cast<int>(Call::End::main_exited);
   m.attr("END_TIMEOUT") = static_cast<int>(Call::End::timeout);
   m.attr("END_CANCEL") = static_cast<int>(Call::End::cancel);
