@@ -8,8 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <cstring>
 
+#include "confine/scan.h"
 #include "sys/clone_spawn.h"
 #include "sys/syscalls.h"
 
@@ -245,13 +248,24 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   auto guard = sys::clone3_fork(req);
   if (!guard) return std::unexpected(guard.error());
   if (guard->pid == 0) guard_main(plan);
+  register_helper(guard->pid);
   return std::unique_ptr<CgroupGuard>(
       new CgroupGuard(std::move(quit_w), std::move(guard->pidfd), guard->pid, ::getpid()));
 }
 
 CgroupGuard::~CgroupGuard() {
   if (!quit_ || ::getpid() != owner_) return;  // a forked copy of us
-  (void)!::write(quit_.get(), "q", 1);
+  unregister_helper(pid_);
+  // A guard that is already gone (killed) must not cost us a SIGPIPE.
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  (void)::pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  if (::write(quit_.get(), "q", 1) < 0 && errno == EPIPE && !sigismember(&old, SIGPIPE)) {
+    timespec zero{0, 0};
+    (void)::sigtimedwait(&pipe_only, nullptr, &zero);
+  }
+  (void)::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   // Reap it, so nothing of ours is left unreaped; it exits at once.
   pollfd p{pidfd_.get(), POLLIN, 0};
   if (retry_eintr([&] { return ::poll(&p, 1, 2000); }) == 1) {

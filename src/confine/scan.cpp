@@ -1,6 +1,7 @@
 #include "confine/scan.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "sys/syscalls.h"
 
@@ -44,6 +45,26 @@ Watch PidfdWatch::refresh(const std::vector<sys::ProcStat>& members) {
   // would sleep until the deadline. Look again at once.
   if (members.empty()) w.rescan_ms = 0;
   return w;
+}
+
+namespace {
+std::mutex g_helpers_mu;
+std::vector<pid_t> g_helpers;
+}  // namespace
+
+void register_helper(pid_t pid) {
+  std::lock_guard lock(g_helpers_mu);
+  g_helpers.push_back(pid);
+}
+
+void unregister_helper(pid_t pid) {
+  std::lock_guard lock(g_helpers_mu);
+  std::erase(g_helpers, pid);
+}
+
+bool is_helper(pid_t pid) {
+  std::lock_guard lock(g_helpers_mu);
+  return std::find(g_helpers.begin(), g_helpers.end(), pid) != g_helpers.end();
 }
 
 std::vector<sys::ProcStat> live_only(std::vector<sys::ProcStat> procs) {

@@ -22,6 +22,12 @@ class PidfdWatch {
   std::vector<Fd> fds_;
 };
 
+// pmon's own helper processes (the cgroup backend's E11 guard): children of
+// ours that are no call's, so no scan of our descendants may count them.
+void register_helper(pid_t pid);
+void unregister_helper(pid_t pid);
+bool is_helper(pid_t pid);
+
 // Drops zombies: they are dead, only not yet reaped.
 std::vector<sys::ProcStat> live_only(std::vector<sys::ProcStat> procs);
 

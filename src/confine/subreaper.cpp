@@ -69,7 +69,7 @@ class SubreaperBoundary final : public Boundary {
           break;
         }
         const sys::ProcStat& p = table[j];
-        if (p.pid == self || others.contains(p.pid)) break;
+        if (p.pid == self || others.contains(p.pid) || confine::is_helper(p.pid)) break;
         chain.push_back(j);
         if (p.ppid == self) {
           v = kMine;
