@@ -1,13 +1,29 @@
 // The command line: parsing and printing only; the work is in libpmon.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace pmon::cli {
 
 // Exit code 125 and one line on stderr: how every pmon error ends.
 [[noreturn]] void die(const std::string& line);
+
+// Parses a subcommand's options; false after --help was printed. Bad input
+// ends with die(), naming the subcommand.
+bool parse_options(CLI::App& app, const std::vector<std::string>& args, const std::string& sub);
+
+// Parses the options of a subcommand that ends in "[--] CMD [ARG...]" (the
+// app is a prefix_command()). Returns the command, or nothing after --help
+// was printed; bad input ends with die(): an unknown option, no command.
+std::optional<std::vector<std::string>> parse_command_line(CLI::App& app,
+                                                           const std::vector<std::string>& args,
+                                                           const std::string& sub);
 
 int run_main(const std::vector<std::string>& args);
 int init_main(const std::vector<std::string>& args);

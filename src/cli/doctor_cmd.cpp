@@ -75,14 +75,7 @@ int doctor_main(const std::vector<std::string>& args) {
              "cgroup, pidns or subreaper; 1 otherwise.");
   bool json = false;
   app.add_flag("--json", json, "one JSON object on stdout");
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    die(std::string("doctor: ") + e.what() + "; see 'pmon doctor --help'");
-  }
+  if (!parse_options(app, args, "doctor")) return 0;
 
   std::vector<Check> checks;
   std::string why;

@@ -19,14 +19,7 @@ int gc_main(const std::vector<std::string>& args) {
   bool dry_run = false, verbose = false;
   app.add_flag("-n,--dry-run", dry_run, "list what would be removed, touch nothing");
   app.add_flag("-v,--verbose", verbose, "also list the leaves of live owners, left alone");
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    die(std::string("gc: ") + e.what() + "; see 'pmon gc --help'");
-  }
+  if (!parse_options(app, args, "gc")) return 0;
 
   std::string why;
   auto loc = confine::locate_cgroup2(&why);

@@ -70,19 +70,9 @@ int init_main(const std::vector<std::string>& args) {
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    die("init: " + what + "; see 'pmon init --help'");
-  }
-  std::vector<std::string> command = app.remaining();
-  if (!command.empty() && command.front() == "--") command.erase(command.begin());
-  if (command.empty()) die("init: no command given; usage: pmon init [options] -- CMD [ARG...]");
+  auto parsed = parse_command_line(app, args, "init");
+  if (!parsed) return 0;
+  std::vector<std::string> command = std::move(*parsed);
 
   InitOptions opts;
   opts.spawn.argv = command;

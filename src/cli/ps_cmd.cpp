@@ -16,14 +16,7 @@ int ps_main(const std::vector<std::string>& args) {
   bool json = false, all = false;
   app.add_flag("--json", json, "one JSON object on stdout");
   app.add_flag("-a,--all", all, "also empty (pooled) leaves and leaves of dead owners");
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    die(std::string("ps: ") + e.what() + "; see 'pmon ps --help'");
-  }
+  if (!parse_options(app, args, "ps")) return 0;
 
   std::string why;
   auto loc = confine::locate_cgroup2(&why);

@@ -90,23 +90,9 @@ int run_main(const std::vector<std::string>& args) {
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    die("run: " + what + "; see 'pmon run --help'");
-  }
-  std::vector<std::string> command = app.remaining();
-  // prefix_command() stops at the first unknown word: before "--" an unknown
-  // option would otherwise be run as the command (and exit 127).
-  if (!command.empty() && command.front() != "--" && command.front().size() > 1 && command.front()[0] == '-')
-    die("run: unknown option '" + command.front() + "'; see 'pmon run --help'");
-  if (!command.empty() && command.front() == "--") command.erase(command.begin());
-  if (command.empty()) die("run: no command given; usage: pmon run [options] -- CMD [ARG...]");
+  auto parsed = parse_command_line(app, args, "run");
+  if (!parsed) return 0;
+  std::vector<std::string> command = std::move(*parsed);
 
   RunOptions opts;
   opts.spawn.argv = command;

@@ -82,23 +82,9 @@ int supervise_main(const std::vector<std::string>& args) {
                  "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)");
   app.add_flag("-v,--verbose", verbose, "say more of what pmon does, on stderr");
 
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    die("supervise: " + what + "; see 'pmon supervise --help'");
-  }
-  std::vector<std::string> command = app.remaining();
-  // prefix_command() stops at the first unknown word: before "--" an unknown
-  // option would otherwise be run as the command.
-  if (!command.empty() && command.front() != "--" && command.front().size() > 1 && command.front()[0] == '-')
-    die("supervise: unknown option '" + command.front() + "'; see 'pmon supervise --help'");
-  if (!command.empty() && command.front() == "--") command.erase(command.begin());
-  if (command.empty()) die("supervise: no command given; usage: pmon supervise [options] -- CMD [ARG...]");
+  auto parsed = parse_command_line(app, args, "supervise");
+  if (!parsed) return 0;
+  std::vector<std::string> command = std::move(*parsed);
 
   SuperviseOptions opts;
   opts.spawn.argv = command;
