@@ -35,20 +35,6 @@ Exit status:
   126    the command was found but could not be executed
   127    the command was not found)";
 
-void noop_handler(int) {}
-
-// Signals a shim must not take over: faults are about pmon itself.
-bool forwardable(int sig) {
-  switch (sig) {
-    case SIGKILL: case SIGSTOP:
-    case SIGFPE: case SIGILL: case SIGSEGV: case SIGBUS: case SIGABRT:
-    case SIGTRAP: case SIGSYS:
-      return false;
-    default:
-      return true;
-  }
-}
-
 }  // namespace
 
 int init_main(const std::vector<std::string>& args) {
@@ -109,17 +95,7 @@ int init_main(const std::vector<std::string>& args) {
   // also gets a handler; it never runs while the signal is blocked, and the
   // command gets every disposition reset before exec.
   sigset_t set;
-  sigemptyset(&set);
-  struct sigaction sa = {};
-  sa.sa_handler = noop_handler;
-  sa.sa_flags = SA_RESTART;
-  sigfillset(&sa.sa_mask);
-  for (int s = 1; s < SIGRTMIN; ++s) {
-    if (!forwardable(s)) continue;
-    sigaddset(&set, s);
-    (void)::sigaction(s, &sa, nullptr);
-  }
-  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) die(std::string("sigprocmask: ") + std::strerror(errno));
+  if (!block_init_signals(&set)) die(std::string("sigprocmask: ") + std::strerror(errno));
   Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
   opts.signal_fd = sigfd.get();

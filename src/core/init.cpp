@@ -316,4 +316,29 @@ std::expected<InitResult, SpawnError> run_init(Boundary& boundary, Reaper& reape
   return in.run();
 }
 
+namespace {
+void noop_handler(int) {}
+}  // namespace
+
+bool block_init_signals(sigset_t* set) noexcept {
+  sigemptyset(set);
+  struct sigaction sa = {};
+  sa.sa_handler = noop_handler;
+  sa.sa_flags = SA_RESTART;
+  sigfillset(&sa.sa_mask);
+  for (int s = 1; s < SIGRTMIN; ++s) {
+    switch (s) {
+      case SIGKILL: case SIGSTOP:  // cannot be caught
+      case SIGFPE: case SIGILL: case SIGSEGV: case SIGBUS: case SIGABRT:
+      case SIGTRAP: case SIGSYS:   // faults are about the init itself
+        continue;
+      default:
+        break;
+    }
+    sigaddset(set, s);
+    (void)::sigaction(s, &sa, nullptr);
+  }
+  return ::sigprocmask(SIG_BLOCK, set, nullptr) == 0;
+}
+
 }  // namespace pmon

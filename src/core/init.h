@@ -6,6 +6,7 @@
 // orphans that outlive the command, and daemons that left the process group.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -89,5 +90,13 @@ class Reaper {
 // Errors are returned only from before the command started.
 std::expected<InitResult, SpawnError> run_init(Boundary& boundary, Reaper& reaper,
                                                const InitOptions& opts);
+
+// What an init does with signals before it starts the command: blocks every
+// signal but the faults (and SIGKILL/SIGSTOP) to read them from a signalfd,
+// and — since the kernel drops a default-action signal sent to PID 1 — gives
+// each a handler that never runs while blocked (the command gets every
+// disposition reset before exec). Fills *set with what it blocked; false
+// (errno set) when sigprocmask fails.
+bool block_init_signals(sigset_t* set) noexcept;
 
 }  // namespace pmon

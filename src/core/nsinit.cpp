@@ -35,19 +35,6 @@ void write_all(int fd, const void* data, size_t size) {
   }
 }
 
-// Signals an init must not take over: faults are about the init itself.
-bool forwardable(int sig) {
-  switch (sig) {
-    case SIGKILL: case SIGSTOP:
-    case SIGFPE: case SIGILL: case SIGSEGV: case SIGBUS: case SIGABRT:
-    case SIGTRAP: case SIGSYS:
-      return false;
-    default:
-      return true;
-  }
-}
-
-void noop_handler(int) {}
 
 // Is anybody else left in the namespace? Every process of it descends from
 // us, so "no children" (once the zombies are reaped) is "nobody".
@@ -82,17 +69,7 @@ int nsinit_main(const std::vector<std::string>& args) {
   // 1 the kernel drops signals whose action is the default, so each also
   // gets a handler (never run while blocked); the command gets them reset.
   sigset_t set;
-  sigemptyset(&set);
-  struct sigaction sa = {};
-  sa.sa_handler = noop_handler;
-  sa.sa_flags = SA_RESTART;
-  sigfillset(&sa.sa_mask);
-  for (int s = 1; s < SIGRTMIN; ++s) {
-    if (!forwardable(s)) continue;
-    sigaddset(&set, s);
-    (void)::sigaction(s, &sa, nullptr);
-  }
-  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return setup_failed(errno);
+  if (!block_init_signals(&set)) return setup_failed(errno);
   Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd) return setup_failed(errno);
 
