@@ -157,10 +157,9 @@ class CgroupBoundary final : public Boundary {
   // Members of the leaf and of any cgroup the call created below it.
   std::vector<pid_t> pids() {
     std::vector<pid_t> out;
-    collect(path_, out);
+    confine::cgroup_tree_pids(path_, out);
     return out;
   }
-  static void collect(const std::string& dir, std::vector<pid_t>& out);
 
   CgroupBackend& owner_;
   Leaf leaf_;
@@ -285,28 +284,6 @@ class CgroupBackend final : public Backend {
   std::unique_ptr<confine::CgroupGuard> guard_;
   std::string guard_error_;
 };
-
-void CgroupBoundary::collect(const std::string& dir, std::vector<pid_t>& out) {
-  if (auto text = sys::read_file(dir + "/cgroup.procs")) {
-    const char* p = text->c_str();
-    char* end = nullptr;
-    for (;;) {
-      long v = std::strtol(p, &end, 10);
-      if (end == p) break;
-      out.push_back(static_cast<pid_t>(v));
-      p = end;
-    }
-  }
-  // Sub-cgroups the call made for itself (possible where it may write).
-  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!d) return;
-  DIR* ds = ::fdopendir(d.release());
-  if (!ds) return;
-  while (dirent* e = ::readdir(ds)) {
-    if (e->d_type == DT_DIR && e->d_name[0] != '.') collect(dir + "/" + e->d_name, out);
-  }
-  ::closedir(ds);
-}
 
 void CgroupBoundary::release(bool verified_empty) noexcept {
   if (released_) return;

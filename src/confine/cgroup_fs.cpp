@@ -1,6 +1,9 @@
 #include "confine/cgroup_fs.h"
 
+#include <dirent.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
@@ -94,6 +97,27 @@ std::string cgroup_of(int pid) {
   std::snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
   auto text = sys::read_file(path);
   return text ? own_from_proc_cgroup(*text) : std::string();
+}
+
+void cgroup_tree_pids(const std::string& dir, std::vector<int>& out, int depth) {
+  if (auto text = sys::read_file(dir + "/cgroup.procs")) {
+    const char* p = text->c_str();
+    char* end = nullptr;
+    for (;;) {
+      long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      out.push_back(static_cast<int>(v));
+      p = end;
+    }
+  }
+  if (depth >= 32) return;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> subs;
+  while (dirent* e = ::readdir(d))
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
+  ::closedir(d);
+  for (const std::string& s : subs) cgroup_tree_pids(dir + "/" + s, out, depth + 1);
 }
 
 }  // namespace pmon::confine

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pmon::confine {
 
@@ -15,6 +16,10 @@ struct CgroupLocation {
 // Parses /proc/self/mountinfo for the first cgroup2 mount and
 // /proc/self/cgroup for the "0::" line. The error is a one-line reason.
 std::optional<CgroupLocation> locate_cgroup2(std::string* why);
+
+// Appends the pids in cgroup.procs of `dir` and of every cgroup below it (a
+// call may make sub-cgroups where it can write), at most 32 levels deep.
+void cgroup_tree_pids(const std::string& dir, std::vector<int>& out, int depth = 0);
 
 // The cgroup of another process, relative to the same mount ("" if gone or
 // not on cgroup2).

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <functional>
 
+#include "confine/cgroup_fs.h"
 #include "confine/cgroup_guard.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
@@ -41,26 +42,6 @@ void walk(const std::string& dir, int depth, std::vector<LeafInfo>& out) {
   }
 }
 
-void collect_pids(const std::string& dir, std::vector<pid_t>& out, int depth) {
-  if (auto text = sys::read_file(dir + "/cgroup.procs")) {
-    const char* p = text->c_str();
-    char* end = nullptr;
-    for (;;) {
-      long v = std::strtol(p, &end, 10);
-      if (end == p) break;
-      out.push_back(static_cast<pid_t>(v));
-      p = end;
-    }
-  }
-  if (depth > 32) return;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
-  std::vector<std::string> subs;
-  while (dirent* e = ::readdir(d))
-    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
-  ::closedir(d);
-  for (const std::string& s : subs) collect_pids(dir + "/" + s, out, depth + 1);
-}
 
 }  // namespace
 
@@ -97,7 +78,7 @@ std::vector<LeafInfo> find_leaves(const std::string& mount) {
 
 std::vector<LeafProcess> leaf_processes(const std::string& path) {
   std::vector<pid_t> pids;
-  collect_pids(path, pids, 0);
+  confine::cgroup_tree_pids(path, pids);
   std::vector<sys::ProcStat> stats;
   for (pid_t p : pids)
     if (auto st = sys::read_stat(p)) stats.push_back(*st);
