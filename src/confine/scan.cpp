@@ -17,7 +17,7 @@ constexpr int kRescanMs = 5;
 int signal_listed(const std::vector<sys::ProcStat>& procs, int sig) noexcept {
   int sent = 0;
   for (const sys::ProcStat& p : procs) {
-    auto fd = sys::open_identified(p.pid, p.start_time);
+    auto fd = sys::open_identified(p.pid, p.start_time, p.ppid);
     if (!fd) continue;
     if (sys::pidfd_send_signal(fd->get(), sig) == 0) ++sent;
   }

@@ -145,13 +145,14 @@ std::vector<ProcStat> descendants_of(const std::vector<ProcStat>& table,
   return out;
 }
 
-Result<Fd> open_identified(pid_t pid, uint64_t start_time) noexcept {
+Result<Fd> open_identified(pid_t pid, uint64_t start_time, pid_t ppid) noexcept {
   auto fd = pidfd_open(pid);
   if (!fd) return std::unexpected(fd.error());
   auto st = read_stat(pid);
   // Alive after the read means the stat we read was this pidfd's process.
   if (!st || st->start_time != start_time || !pidfd_alive(fd->get()))
     return fail(ESRCH);
+  if (ppid > 0 && st->ppid != ppid && st->ppid != ::getpid()) return fail(ESRCH);
   return fd;
 }
 

@@ -43,7 +43,11 @@ std::vector<ProcStat> descendants_of(const std::vector<ProcStat>& table,
 // A pidfd for exactly the process (pid, start_time), or ESRCH if that process
 // is gone — even if the number now belongs to someone else. The check runs
 // after pidfd_open, so a pid recycled in between is caught.
-Result<Fd> open_identified(pid_t pid, uint64_t start_time) noexcept;
+// With `ppid` (> 0), the process's parent must also still be `ppid` or
+// this process (a subreaper adopts orphans): start times have a clock
+// tick's resolution, and a pid recycled within the same tick by a process
+// outside our tree has another parent.
+Result<Fd> open_identified(pid_t pid, uint64_t start_time, pid_t ppid = 0) noexcept;
 
 // Is the process behind `pidfd` still alive (not yet exited)?
 bool pidfd_alive(int pidfd) noexcept;
