@@ -111,13 +111,17 @@ void cgroup_tree_pids(const std::string& dir, std::vector<int>& out, int depth) 
     }
   }
   if (depth >= 32) return;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
+  for (const std::string& s : child_cgroups(dir)) cgroup_tree_pids(dir + "/" + s, out, depth + 1);
+}
+
+std::vector<std::string> child_cgroups(const std::string& dir) {
   std::vector<std::string> subs;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return subs;
   while (dirent* e = ::readdir(d))
     if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
   ::closedir(d);
-  for (const std::string& s : subs) cgroup_tree_pids(dir + "/" + s, out, depth + 1);
+  return subs;
 }
 
 }  // namespace pmon::confine

@@ -17,6 +17,9 @@ struct CgroupLocation {
 // /proc/self/cgroup for the "0::" line. The error is a one-line reason.
 std::optional<CgroupLocation> locate_cgroup2(std::string* why);
 
+// The names of the cgroups directly below `dir` (empty when unreadable).
+std::vector<std::string> child_cgroups(const std::string& dir);
+
 // Appends the pids in cgroup.procs of `dir` and of every cgroup below it (a
 // call may make sub-cgroups where it can write), at most 32 levels deep.
 void cgroup_tree_pids(const std::string& dir, std::vector<int>& out, int depth = 0);

@@ -25,12 +25,7 @@ bool parse_u64(std::string_view s, uint64_t& out) {
 
 void walk(const std::string& dir, int depth, std::vector<LeafInfo>& out) {
   if (depth > 64) return;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;
-  std::vector<std::string> subs;
-  while (dirent* e = ::readdir(d))
-    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
-  ::closedir(d);
+  std::vector<std::string> subs = confine::child_cgroups(dir);
   std::sort(subs.begin(), subs.end());
   for (const std::string& s : subs) {
     std::string path = dir + "/" + s;
