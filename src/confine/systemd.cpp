@@ -191,12 +191,10 @@ std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLoc
   r = sd.sd_bus_match_signal(b.bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                           "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &wait);
   if (r < 0) return std::unexpected("systemd: cannot watch for the job: " + errstr(r));
+  // No Subscribe: the manager sends a job's signals to the client that
+  // queued it (and everything to a private-socket client); subscribing would
+  // only add every other unit's signals.
   sd_bus_error err = SD_BUS_ERROR_NULL;
-  // The manager only emits job signals to subscribers.
-  (void)sd.sd_bus_call_method(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                           "org.freedesktop.systemd1.Manager", "Subscribe", &err, nullptr, "");
-  sd.sd_bus_error_free(&err);
-
   sd_bus_message* m = nullptr;
   sd_bus_message* reply = nullptr;
   r = sd.sd_bus_message_new_method_call(b.bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
@@ -222,7 +220,10 @@ std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLoc
     bool moved = own.size() > req.unit.size() && own.compare(own.size() - req.unit.size(), req.unit.size(), req.unit) == 0;
     if (wait.done && wait.result != "done") {
       sd.sd_bus_slot_unref(slot);
-      return std::unexpected("systemd: the job for " + req.unit + " ended '" + wait.result + "'");
+      // Most often the manager could not move us into the scope (a user
+      // manager needs the system manager for a process outside its tree).
+      return std::unexpected("systemd could not start " + req.unit + " (job result '" + wait.result +
+                             "'; the manager's log says why, e.g. it could not move pmon into it)");
     }
     if (moved && (wait.done || wait.job.empty())) break;
     int64_t now = sys::monotonic_ns();
