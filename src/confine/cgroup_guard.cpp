@@ -9,19 +9,27 @@
 #include <unistd.h>
 
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <cstring>
 
 #include "confine/scan.h"
 #include "sys/clone_spawn.h"
+#include "sys/raw_syscall.h"
 #include "sys/syscalls.h"
 
 namespace pmon::confine {
 
 namespace {
 
-// Everything below runs in the guard after a raw clone3 of a possibly
-// multi-threaded process: syscalls only, no allocation, no locks.
+// Everything below runs in the guard, a child that shares our memory but not
+// our thread (clone_spawn.h), or a forked copy of a possibly multi-threaded
+// process: raw syscalls only (no errno, which is thread-local), no
+// allocation, no locks, no library call that is not a plain function of
+// its arguments. This file is built without the stack protector, whose
+// canary is thread-local too.
+
+using sys::raw_syscall;
 
 struct Dirent64 {
   uint64_t ino;
@@ -34,15 +42,20 @@ struct Dirent64 {
 constexpr unsigned char kDirType = 4;      // DT_DIR
 constexpr unsigned char kUnknownType = 0;  // DT_UNKNOWN
 
+long r_openat(int dirfd, const char* path, int flags) noexcept {
+  return raw_syscall(SYS_openat, dirfd, reinterpret_cast<long>(path), flags | O_CLOEXEC, 0);
+}
+void r_close(long fd) noexcept { (void)raw_syscall(SYS_close, fd); }
+
 // Calls fn(name) for every subdirectory entry of dirfd (not . and ..).
 // Returns false when the directory cannot be listed.
 template <class F>
 bool for_each_subdir(int dirfd, F&& fn) noexcept {
-  if (::lseek(dirfd, 0, SEEK_SET) < 0) return false;
+  if (raw_syscall(SYS_lseek, dirfd, 0, SEEK_SET) < 0) return false;
   alignas(8) char buf[2048];
   for (;;) {
-    long n = ::syscall(SYS_getdents64, dirfd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
+    long n = raw_syscall(SYS_getdents64, dirfd, reinterpret_cast<long>(buf), sizeof buf);
+    if (n == -EINTR) continue;
     if (n <= 0) return n == 0;
     for (long off = 0; off < n;) {
       auto* d = reinterpret_cast<Dirent64*>(buf + off);
@@ -56,21 +69,34 @@ bool for_each_subdir(int dirfd, F&& fn) noexcept {
 
 void sleep_ms(long ms) noexcept {
   timespec ts{ms / 1000, (ms % 1000) * 1'000'000};
-  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  while (raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, reinterpret_cast<long>(&ts),
+                     reinterpret_cast<long>(&ts)) == -EINTR) {
   }
 }
 
-int64_t now_ms() noexcept { return sys::monotonic_ns() / 1'000'000; }
+int64_t now_ms() noexcept {
+  timespec ts{};
+  (void)raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts));
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+bool starts_with(const char* s, const char* prefix, size_t n) noexcept {
+  for (size_t i = 0; i < n; ++i)
+    if (s[i] != prefix[i]) return false;
+  return true;
+}
 
 // "populated 0" in cgroup.events: 1 yes, 0 no, -1 unreadable.
 int events_say_empty(int events_fd) noexcept {
   char buf[256];
-  ssize_t n = ::pread(events_fd, buf, sizeof buf - 1, 0);
+  long n = raw_syscall(SYS_pread64, events_fd, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
   if (n < 0) return -1;
   buf[n] = '\0';
-  const char* p = std::strstr(buf, "populated ");
-  if (p == nullptr) return -1;
-  return p[10] == '0' ? 1 : 0;
+  constexpr char kKey[] = "populated ";
+  constexpr size_t kLen = sizeof kKey - 1;
+  for (long i = 0; i + static_cast<long>(kLen) < n; ++i)
+    if ((i == 0 || buf[i - 1] == '\n') && starts_with(buf + i, kKey, kLen)) return buf[i + kLen] == '0' ? 1 : 0;
+  return -1;
 }
 
 // Removes cgroup `name` and every cgroup below it, deepest first (rmdir
@@ -78,35 +104,35 @@ int events_say_empty(int events_fd) noexcept {
 // can answer EBUSY for a moment.
 int remove_tree(int parent_fd, const char* name, int depth) noexcept {
   if (depth < 32) {
-    int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    long fd = r_openat(parent_fd, name, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {
       // Removing entries while listing may skip some: list until none is left.
       for (int pass = 0; pass < 8; ++pass) {
         bool any = false;
-        (void)for_each_subdir(fd, [&](const char* sub) {
+        (void)for_each_subdir(static_cast<int>(fd), [&](const char* sub) {
           any = true;
-          (void)remove_tree(fd, sub, depth + 1);
+          (void)remove_tree(static_cast<int>(fd), sub, depth + 1);
         });
         if (!any) break;
       }
-      ::close(fd);
+      r_close(fd);
     }
   }
   for (int i = 0; i < 100; ++i) {
-    if (::unlinkat(parent_fd, name, AT_REMOVEDIR) == 0) return 0;
-    if (errno != EBUSY && errno != EINTR) return errno == ENOENT ? 0 : errno;
+    long r = raw_syscall(SYS_unlinkat, parent_fd, reinterpret_cast<long>(name), AT_REMOVEDIR);
+    if (r == 0 || r == -ENOENT) return 0;
+    if (r != -EBUSY && r != -EINTR) return static_cast<int>(-r);
     sleep_ms(1);
   }
   return EBUSY;
 }
 
 int write_kill(int dirfd) noexcept {
-  int fd = ::openat(dirfd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  ssize_t n = ::write(fd, "1", 1);
-  int e = n == 1 ? 0 : errno;
-  ::close(fd);
-  return e;
+  long fd = r_openat(dirfd, "cgroup.kill", O_WRONLY);
+  if (fd < 0) return static_cast<int>(-fd);
+  long n = raw_syscall(SYS_write, fd, reinterpret_cast<long>("1"), 1);
+  r_close(fd);
+  return n == 1 ? 0 : n < 0 ? static_cast<int>(-n) : EIO;
 }
 
 struct GuardPlan {
@@ -118,7 +144,7 @@ struct GuardPlan {
 };
 
 bool owned(const GuardPlan& p, const char* name) noexcept {
-  if (std::strncmp(name, p.prefix, p.prefix_len) != 0) return false;
+  if (!starts_with(name, p.prefix, p.prefix_len)) return false;
   const char* s = name + p.prefix_len;
   if (*s == '\0') return false;
   for (; *s != '\0'; ++s)
@@ -134,10 +160,10 @@ void clean_up(const GuardPlan& p) noexcept {
     (void)for_each_subdir(p.base_fd, [&](const char* name) {
       if (!owned(p, name)) return;
       any = true;
-      int fd = ::openat(p.base_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      long fd = r_openat(p.base_fd, name, O_RDONLY | O_DIRECTORY);
       if (fd < 0) return;
-      (void)write_kill(fd);
-      ::close(fd);
+      (void)write_kill(static_cast<int>(fd));
+      r_close(fd);
     });
     if (!any) return;
     (void)for_each_subdir(p.base_fd, [&](const char* name) {
@@ -146,16 +172,20 @@ void clean_up(const GuardPlan& p) noexcept {
   }
 }
 
-[[noreturn]] void guard_main(const GuardPlan& p) noexcept {
+[[noreturn]] void guard_exit() noexcept {
+  for (;;) (void)raw_syscall(SYS_exit_group, 0);
+}
+
+[[noreturn]] void guard_main(void* arg) noexcept {
+  const GuardPlan& p = *static_cast<const GuardPlan*>(arg);
   // Only SIGKILL ends the guard: a signal to the supervisor's process group
   // or a stray TERM must not take the E11 promise away.
-  sigset_t all;
-  sigfillset(&all);
-  (void)::sigprocmask(SIG_SETMASK, &all, nullptr);
-  (void)::setsid();
-  (void)::prctl(PR_SET_NAME, reinterpret_cast<unsigned long>("pmon-guard"), 0UL, 0UL, 0UL);
-  (void)::prctl(PR_SET_PDEATHSIG, 0UL, 0UL, 0UL, 0UL);
-  (void)::chdir("/");
+  const unsigned long all = ~0UL;
+  (void)raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&all), 0, sizeof all);
+  (void)raw_syscall(SYS_setsid);
+  (void)raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>("pmon-guard"));
+  (void)raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, 0);
+  (void)raw_syscall(SYS_chdir, reinterpret_cast<long>("/"));
 
   // No fd of the supervisor's but the three we need: a pipe or a socket a
   // caller waits on for EOF must not stay open in us.
@@ -165,45 +195,50 @@ void clean_up(const GuardPlan& p) noexcept {
       if (keep[j] < keep[i]) std::swap(keep[i], keep[j]);
   unsigned lo = 0;
   for (int k : keep) {
-    if (static_cast<unsigned>(k) > lo) (void)::syscall(SYS_close_range, lo, static_cast<unsigned>(k) - 1, 0);
+    if (static_cast<unsigned>(k) > lo) (void)raw_syscall(SYS_close_range, lo, static_cast<unsigned>(k) - 1, 0);
     lo = static_cast<unsigned>(k) + 1;
   }
-  (void)::syscall(SYS_close_range, lo, ~0U, 0);
-  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  (void)raw_syscall(SYS_close_range, lo, ~0U, 0);
+  long null = r_openat(AT_FDCWD, "/dev/null", O_RDWR);
   if (null >= 0)
     for (int fd = 0; fd < 3; ++fd)
-      if (fd != keep[0] && fd != keep[1] && fd != keep[2]) (void)::dup2(null, fd);
+      if (fd != null && fd != keep[0] && fd != keep[1] && fd != keep[2])
+        (void)raw_syscall(SYS_dup3, null, fd, 0);
 
   pollfd fds[2] = {{p.self_pidfd, POLLIN, 0}, {p.quit_r, POLLIN, 0}};
   for (;;) {
-    int n = ::poll(fds, 2, -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
+    long n = raw_syscall(SYS_ppoll, reinterpret_cast<long>(fds), 2, 0, 0, 0);
+    if (n == -EINTR) continue;
+    if (n < 0) break;
     if (fds[1].revents & POLLIN) {
       char c;
-      if (::read(p.quit_r, &c, 1) == 1) ::_exit(0);  // told to go: a normal end
-      break;                                          // EOF: the supervisor is gone
+      if (raw_syscall(SYS_read, p.quit_r, reinterpret_cast<long>(&c), 1) == 1) guard_exit();  // told to go
+      break;  // EOF: the supervisor is gone
     }
     if (fds[1].revents & (POLLHUP | POLLERR)) break;
     if (fds[0].revents != 0) break;
   }
   clean_up(p);
-  ::_exit(0);
+  guard_exit();
 }
+
+// The guard's stack and, at its low end, its plan: ours until the guard is
+// reaped (it lives on in the guard if we die). remove_tree recurses up to 32
+// cgroups deep with a 2 KiB listing buffer each; pages never touched cost
+// nothing.
+constexpr size_t kGuardStack = 256 * 1024;
 
 }  // namespace
 
 int kill_and_remove_cgroup(int parent_fd, const char* name, int timeout_ms) noexcept {
-  int dir = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return errno == ENOENT ? 0 : errno;
-  int events = ::openat(dir, "cgroup.events", O_RDONLY | O_CLOEXEC);
-  int err = write_kill(dir);
+  long dir = r_openat(parent_fd, name, O_RDONLY | O_DIRECTORY);
+  if (dir < 0) return dir == -ENOENT ? 0 : static_cast<int>(-dir);
+  long events = r_openat(static_cast<int>(dir), "cgroup.events", O_RDONLY);
+  int err = write_kill(static_cast<int>(dir));
   if (events >= 0 && err == 0) {
     int64_t deadline = now_ms() + timeout_ms;
     for (;;) {
-      int e = events_say_empty(events);
+      int e = events_say_empty(static_cast<int>(events));
       if (e == 1) break;
       int64_t left = deadline - now_ms();
       if (e < 0 || left <= 0) {
@@ -211,46 +246,68 @@ int kill_and_remove_cgroup(int parent_fd, const char* name, int timeout_ms) noex
         break;
       }
       // POLLPRI fires on every change of cgroup.events.
-      pollfd pf{events, POLLPRI, 0};
-      (void)::poll(&pf, 1, static_cast<int>(left < 100 ? left : 100));
+      pollfd pf{static_cast<int>(events), POLLPRI, 0};
+      int64_t wait = left < 100 ? left : 100;
+      timespec ts{0, static_cast<long>(wait) * 1'000'000};
+      (void)raw_syscall(SYS_ppoll, reinterpret_cast<long>(&pf), 1, reinterpret_cast<long>(&ts), 0, 0);
     }
   } else if (events < 0 && err == 0) {
-    err = errno;
+    err = static_cast<int>(-events);
   }
-  if (events >= 0) ::close(events);
-  ::close(dir);
+  if (events >= 0) r_close(events);
+  r_close(dir);
   if (err != 0) return err;
   return remove_tree(parent_fd, name, 0);
 }
 
 Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::string& prefix) noexcept {
-  GuardPlan plan;
-  if (prefix.size() >= sizeof plan.prefix) return fail(ENAMETOOLONG);
-  std::memcpy(plan.prefix, prefix.data(), prefix.size());
-  plan.prefix_len = prefix.size();
-  plan.base_fd = base_fd;
+  // A page that faults below the stack: an overflow ends the guard, never
+  // writes into memory it shares with us.
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* map = ::mmap(nullptr, page + kGuardStack, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) return fail_errno();
+  StackMapping mapping(map, page + kGuardStack);
+  if (::mprotect(map, page, PROT_NONE) != 0) return fail_errno();
+  void* stack = static_cast<char*>(map) + page;
+  auto* plan = new (stack) GuardPlan;
+  if (prefix.size() >= sizeof plan->prefix) return fail(ENAMETOOLONG);
+  std::memcpy(plan->prefix, prefix.data(), prefix.size());
+  plan->prefix_len = prefix.size();
+  plan->base_fd = base_fd;
 
   auto self = sys::pidfd_open(::getpid());
   if (!self) return std::unexpected(self.error());
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) return fail_errno();
   Fd quit_r(pipefd[0]), quit_w(pipefd[1]);
-  plan.self_pidfd = self->get();
-  plan.quit_r = quit_r.get();
+  plan->self_pidfd = self->get();
+  plan->quit_r = quit_r.get();
 
   // The guard is our child, but a "clone child" (exit signal 0): waitid and
   // waitpid without __WALL do not see it, so no reaping loop over the
   // call's children collects it or waits for it, and we reap it ourselves
   // on a normal end. If we die it is reparented like any orphan (the kernel
   // resets its exit signal to SIGCHLD), and whoever adopts it reaps it.
+  //
+  // It shares our memory (no page tables copied: a fork of pmon would cost
+  // a quarter of a millisecond per start), and keeps it alive when we die.
+  // Where that is not available, a fork.
   sys::CloneRequest req;
   req.exit_signal = 0;
-  auto guard = sys::clone3_fork(req);
+  auto guard = sys::clone3_shared(req, guard_main, plan, stack, kGuardStack);
+  if (!guard && guard.error().value() == ENOSYS) {
+    guard = sys::clone3_fork(req);
+    if (guard && guard->pid == 0) guard_main(plan);
+  }
   if (!guard) return std::unexpected(guard.error());
-  if (guard->pid == 0) guard_main(plan);
   register_helper(guard->pid);
-  return std::unique_ptr<CgroupGuard>(
-      new CgroupGuard(std::move(quit_w), std::move(guard->pidfd), guard->pid, ::getpid()));
+  return std::unique_ptr<CgroupGuard>(new CgroupGuard(std::move(quit_w), std::move(guard->pidfd),
+                                                      guard->pid, ::getpid(), std::move(mapping)));
+}
+
+CgroupGuard::StackMapping::~StackMapping() {
+  if (p_ != nullptr) (void)::munmap(p_, n_);
 }
 
 CgroupGuard::~CgroupGuard() {
@@ -268,10 +325,14 @@ CgroupGuard::~CgroupGuard() {
   (void)::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   // Reap it, so nothing of ours is left unreaped; it exits at once.
   pollfd p{pidfd_.get(), POLLIN, 0};
-  if (retry_eintr([&] { return ::poll(&p, 1, 2000); }) == 1) {
-    siginfo_t si{};
-    (void)sys::waitid_raw(P_PIDFD, static_cast<id_t>(pidfd_.get()), &si, WEXITED | WNOHANG | __WALL, nullptr);
-  }
+  siginfo_t si{};
+  if (retry_eintr([&] { return ::poll(&p, 1, 2000); }) == 1 &&
+      sys::waitid_raw(P_PIDFD, static_cast<id_t>(pidfd_.get()), &si, WEXITED | WNOHANG | __WALL, nullptr) == 0 &&
+      si.si_pid != 0)
+    return;  // its stack goes with stack_
+  // Not gone (it should be: it exits on the word): it may still be on its
+  // stack, which must then stay mapped.
+  stack_.release();
 }
 
 }  // namespace pmon::confine

@@ -151,4 +151,39 @@ Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*), voi
 #endif
 }
 
+Result<CloneResult> clone3_shared(const CloneRequest& req, void (*fn)(void*), void* arg,
+                                  void* stack, size_t size) noexcept {
+#ifdef PMON_HAVE_VFORK_TRAMPOLINE
+  if (req.new_pid_ns || req.new_user_ns || req.new_mount_ns || req.new_cgroup_ns)
+    return fail(EINVAL);
+  int pidfd = -1;
+  struct clone_args args;
+  std::memset(&args, 0, sizeof args);
+  args.flags = CLONE_PIDFD | CLONE_VM;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = static_cast<uint64_t>(req.exit_signal);
+  args.stack = reinterpret_cast<uint64_t>(stack);
+  args.stack_size = size;
+  if (req.into_cgroup) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(req.cgroup_fd);
+  }
+  // No handler of ours may ever run on the child's stack: it starts, and
+  // stays, with everything blocked.
+  sigset_t all, old;
+  ::sigfillset(&all);
+  (void)::pthread_sigmask(SIG_SETMASK, &all, &old);
+  long r = pmon_clone3_trampoline(&args, sizeof args, fn, arg);
+  (void)::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (r < 0) return fail(static_cast<int>(-r));
+  CloneResult out;
+  out.pid = static_cast<pid_t>(r);
+  out.pidfd = Fd(pidfd);
+  return out;
+#else
+  (void)req, (void)fn, (void)arg, (void)stack, (void)size;
+  return fail(ENOSYS);
+#endif
+}
+
 }  // namespace pmon::sys

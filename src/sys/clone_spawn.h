@@ -15,4 +15,15 @@ namespace pmon::sys {
 Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*),
                                  void* arg) noexcept;
 
+// A child that shares our memory but runs beside us (CLONE_VM without
+// CLONE_VFORK) on `stack` (size bytes, the caller's, kept mapped until the
+// child is reaped): no page tables are copied, so it costs a fraction of a
+// fork. fn(arg) must _exit. The child runs on our thread's TLS, so fn may
+// use neither errno nor anything else thread-local (sys/raw_syscall.h), nor
+// allocate, lock or read the stack guard (mark it no_stack_protector). All
+// signals are blocked in the child on entry. ENOSYS where this is not
+// available (sanitizer builds, other architectures): fork instead.
+Result<CloneResult> clone3_shared(const CloneRequest& req, void (*fn)(void*), void* arg,
+                                  void* stack, size_t size) noexcept;
+
 }  // namespace pmon::sys
