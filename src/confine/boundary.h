@@ -41,7 +41,7 @@ class Boundary {
   virtual int clone_cgroup_fd() const noexcept { return -1; }
 
   // Called once the main process exists (right after clone).
-  virtual void set_main(pid_t pid, uint64_t start_time) noexcept = 0;
+  virtual void set_main(pid_t pid) noexcept = 0;
 
   // Live (non-zombie) processes in the boundary right now.
   virtual std::vector<sys::ProcStat> members() = 0;

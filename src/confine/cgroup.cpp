@@ -29,7 +29,17 @@ struct Leaf {
   std::string name;
   Fd dir;
   Fd events;
+  bool memory = false;    // accounts memory (memory.peak): never reused
+  uint64_t cpu_seen = 0;  // cpu.stat usage_usec when last released
 };
+
+// Child cgroups of a cgroup directory without listing it: kernfs counts
+// them in the link count (2 + subdirectories). -1 when unknown.
+long child_cgroup_count(int dirfd) noexcept {
+  struct stat st;
+  if (::fstat(dirfd, &st) != 0 || st.st_nlink < 2) return -1;
+  return static_cast<long>(st.st_nlink) - 2;
+}
 
 std::optional<uint64_t> read_keyed(int dirfd, const char* file,
                                    std::string_view key) {
@@ -51,14 +61,14 @@ std::optional<uint64_t> read_keyed(int dirfd, const char* file,
 
 std::string strerr(int e) { return std::strerror(e); }
 
-bool is_blank(const Result<std::string>& text) {
-  return text && text->find_first_not_of(" \n") == std::string::npos;
-}
-
 // Removes cgroup name under parent and every cgroup the call made below it,
 // deepest first: rmdir refuses a cgroup that has children.
 void remove_cgroup_tree(int parent, const char* name) noexcept {
   int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0 && child_cgroup_count(fd) == 0) {
+    ::close(fd);
+    fd = -1;
+  }
   if (fd >= 0) {
     if (DIR* d = ::fdopendir(fd)) {
       std::vector<std::string> subs;
@@ -84,14 +94,12 @@ class CgroupBoundary final : public Boundary {
   CgroupBoundary(CgroupBackend& owner, Leaf leaf, std::string rel,
                  std::string path)
       : owner_(owner), leaf_(std::move(leaf)), rel_(std::move(rel)),
-        path_(std::move(path)) {
-    cpu_base_ = read_keyed(leaf_.dir.get(), "cpu.stat", "usage_usec").value_or(0);
-  }
+        path_(std::move(path)), cpu_base_(leaf_.cpu_seen) {}
   ~CgroupBoundary() override { release(false); }
 
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
   int clone_cgroup_fd() const noexcept override { return leaf_.dir.get(); }
-  void set_main(pid_t, uint64_t) noexcept override {}
+  void set_main(pid_t) noexcept override {}
 
   std::vector<sys::ProcStat> members() override {
     std::vector<sys::ProcStat> out;
@@ -139,13 +147,18 @@ class CgroupBoundary final : public Boundary {
 
   std::optional<std::string> cgroup_path() const override { return path_; }
 
+  // usage_usec only grows, and nothing runs in a pooled leaf: what the call
+  // used is the growth since the leaf was last given back.
   std::optional<uint64_t> cpu_usec() override {
     auto now = read_keyed(leaf_.dir.get(), "cpu.stat", "usage_usec");
     if (!now) return std::nullopt;
+    cpu_read_ = true;
+    leaf_.cpu_seen = *now;
     return *now - std::min(*now, cpu_base_);
   }
 
   std::optional<uint64_t> memory_peak_bytes() override {
+    if (!leaf_.memory) return std::nullopt;
     auto text = sys::read_file_at(leaf_.dir.get(), "memory.peak");
     if (!text) return std::nullopt;
     return std::strtoull(text->c_str(), nullptr, 10);
@@ -166,6 +179,7 @@ class CgroupBoundary final : public Boundary {
   std::string rel_;
   std::string path_;
   uint64_t cpu_base_ = 0;
+  bool cpu_read_ = false;  // leaf_.cpu_seen is current
   bool released_ = false;
   // Linux 6.18 SIGKILLs every process later cloned into a leaf that once
   // had cgroup.kill written (CLONE_INTO_CGROUP reads the kill sequence of
@@ -242,18 +256,18 @@ class CgroupBackend final : public Backend {
       remove_leaf(l);
       return fail(e);
     }
+    l.memory = ::faccessat(l.dir.get(), "memory.peak", F_OK, 0) == 0;
     return l;
   }
 
   void give_back(Leaf leaf, bool verified_empty) noexcept {
     // memory.peak cannot be reset on older kernels, so a leaf that accounts
-    // memory is not reused; an unverified leaf is never reused.
-    // A leaf the call made cgroups in, or enabled controllers in (after
-    // moving itself below), cannot be entered again (no internal processes).
-    bool reusable = verified_empty &&
-                    ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) != 0 &&
-                    read_keyed(leaf.dir.get(), "cgroup.stat", "nr_descendants") == 0u &&
-                    is_blank(sys::read_file_at(leaf.dir.get(), "cgroup.subtree_control"));
+    // memory is not reused; an unverified leaf is never reused, nor one the
+    // call made cgroups in. One the call enabled controllers in (it moved
+    // itself below, enabled them, and removed its cgroups again) refuses
+    // processes: spawn_in() notices that (EBUSY) and drops it.
+    if (!leaf.memory) leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
+    bool reusable = verified_empty && !leaf.memory && child_cgroup_count(leaf.dir.get()) == 0;
     if (reusable) {
       std::lock_guard lock(mu_);
       if (pool_.size() < kMaxPooled) {
@@ -262,6 +276,12 @@ class CgroupBackend final : public Backend {
       }
     }
     remove_leaf(leaf);
+  }
+
+  // A leaf just made, that no call has used yet.
+  void pool_fresh(Leaf leaf) {
+    std::lock_guard lock(mu_);
+    pool_.push_back(std::move(leaf));
   }
 
   void remove_leaf(Leaf& l) noexcept {
@@ -288,7 +308,9 @@ class CgroupBackend final : public Backend {
 void CgroupBoundary::release(bool verified_empty) noexcept {
   if (released_) return;
   released_ = true;
-  owner_.give_back(std::move(leaf_), verified_empty && !killed_);
+  bool reuse = verified_empty && !killed_;
+  if (reuse && !cpu_read_) (void)cpu_usec();  // the next call's starting point
+  owner_.give_back(std::move(leaf_), reuse);
 }
 
 // The lowest common ancestor of two relative cgroup paths.
@@ -375,7 +397,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
                            ": it is a threaded subtree (cgroup.type); pass --cgroup-root "
                            "with a domain cgroup");
   }
-  backend->give_back(std::move(*leaf), true);
+  backend->pool_fresh(std::move(*leaf));
   backend->start_guard();
   return backend;
 }

@@ -13,7 +13,7 @@ class PgroupBoundary final : public Boundary {
  public:
   ConfineKind kind() const noexcept override { return ConfineKind::pgroup; }
 
-  void set_main(pid_t pid, uint64_t) noexcept override { pgid_ = pid; }
+  void set_main(pid_t pid) noexcept override { pgid_ = pid; }
 
   std::vector<sys::ProcStat> members() override {
     std::vector<sys::ProcStat> out;

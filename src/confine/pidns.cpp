@@ -68,8 +68,8 @@ void PidnsBoundary::adopt_init(pid_t pid, Fd pidfd, pid_t command_pid) noexcept 
 
 int PidnsBoundary::clone_cgroup_fd() const noexcept { return inner_ ? inner_->clone_cgroup_fd() : -1; }
 
-void PidnsBoundary::set_main(pid_t pid, uint64_t start_time) noexcept {
-  if (inner_) inner_->set_main(pid, start_time);
+void PidnsBoundary::set_main(pid_t pid) noexcept {
+  if (inner_) inner_->set_main(pid);
 }
 
 // Every process of the namespace descends from its init (orphans reparent

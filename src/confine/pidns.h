@@ -54,7 +54,7 @@ class PidnsBoundary final : public Boundary {
 
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
   int clone_cgroup_fd() const noexcept override;
-  void set_main(pid_t pid, uint64_t start_time) noexcept override;
+  void set_main(pid_t pid) noexcept override;
   std::vector<sys::ProcStat> members() override;
   Result<int> signal_all(int sig) override;
   Result<void> kill_all() override;

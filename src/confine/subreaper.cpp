@@ -30,7 +30,7 @@ class SubreaperBoundary final : public Boundary {
 
   ConfineKind kind() const noexcept override { return ConfineKind::subreaper; }
 
-  void set_main(pid_t pid, uint64_t) noexcept override {
+  void set_main(pid_t pid) noexcept override {
     main_ = pid;
     std::lock_guard lock(g_mains_mu);
     g_mains.insert(pid);

@@ -57,7 +57,7 @@ class Pid1Boundary final : public Boundary {
       : reap_(std::move(reap)), proc_ok_(proc_matches_pid_ns()) {}
 
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
-  void set_main(pid_t, uint64_t) noexcept override {}
+  void set_main(pid_t) noexcept override {}
 
   // For the record only (the stop does not need it); empty when /proc is
   // another namespace's.
@@ -254,7 +254,7 @@ std::expected<InitResult, SpawnError> Initer::run() {
   auto child = spawn(opts_.spawn, b_);
   if (!child) return std::unexpected(child.error());
   child_ = std::move(*child);
-  b_.set_main(child_.pid, child_.start_time);
+  b_.set_main(child_.pid);
   reaper_.set_main(child_.pid);
   InitResult res;
   res.pid = child_.pid;

@@ -105,6 +105,7 @@ Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
                                 ? sys::monotonic_ns() + int64_t{w->rescan_ms} * 1'000'000
                                 : kForever;
   for (;;) {
+    if (watch_main && main_exited_) return Wake::main_exit;
     std::vector<pollfd> fds;
     int main_i = -1, sig_i = -1, cancel_i = -1;
     if (watch_main && !main_exited_) {
@@ -170,7 +171,9 @@ Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
         return Wake::cancel;
       }
     }
-    if (main_i >= 0 && fds[main_i].revents != 0) {
+    // Reaping the orphans on SIGCHLD may have collected the main process
+    // before its pidfd said so.
+    if (main_i >= 0 && (fds[main_i].revents != 0 || main_exited_)) {
       note_main_exit();
       return Wake::main_exit;
     }
@@ -241,7 +244,14 @@ void Runner::reap_orphans() {
                             ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
       continue;
     }
-    // The kernel offered the main zombie first; find the others by name.
+    // The kernel offered the main zombie first. Where it is not pinned it is
+    // collected now (its pidfd and this SIGCHLD usually wake us together), so
+    // the next waitid offers the others; a pinned one hides them, so they are
+    // found by name.
+    if (b_->kind() != ConfineKind::pgroup) {
+      note_main_exit();
+      if (main_reaped_) continue;
+    }
     bool any = false;
     for (const sys::ProcStat& p : sys::scan_processes()) {
       if (p.ppid != self || p.pid == child_.pid || p.state != 'Z') continue;
@@ -318,19 +328,19 @@ std::expected<void, SpawnError> Runner::start() {
                                       "cannot open a " + std::string(to_string(backend_.kind())) +
                                           " boundary: " + b.error().message()});
   b_ = std::move(*b);
-  res_.cgroup = b_->cgroup_path();
 
   if (opts_.capture != nullptr)
     for (int i = 0; i < 3; ++i)
       if (opts_.capture->child_fd(i) >= 0) opts_.spawn.stdio[i] = opts_.capture->child_fd(i);
-  auto child = spawn(opts_.spawn, *b_);
+  auto child = spawn_in(opts_.spawn, backend_, b_);
   if (opts_.capture != nullptr) opts_.capture->close_child_ends();
   if (!child) {
     b_->release(b_->empty().value_or(false));
     return std::unexpected(child.error());
   }
   child_ = std::move(*child);
-  b_->set_main(child_.pid, child_.start_time);
+  res_.cgroup = b_->cgroup_path();  // spawn_in may have changed the leaf
+  b_->set_main(child_.pid);
   res_.pid = child_.report_pid != 0 ? child_.report_pid : child_.pid;
   trace("started pid " + std::to_string(child_.pid) + " under " +
         std::string(to_string(backend_.kind())) + (res_.cgroup ? " in " + *res_.cgroup : ""));

@@ -256,11 +256,23 @@ std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoun
   child.pid = rr->pid;
   child.report_pid = command_pid;
   child.pidfd = std::move(rr->pidfd);
-  if (auto st = sys::read_stat(child.pid)) child.start_time = st->start_time;
   return child;
 }
 
 }  // namespace
+
+std::expected<Child, SpawnError> spawn_in(const SpawnSpec& spec, Backend& backend,
+                                          std::unique_ptr<Boundary>& boundary) {
+  for (int attempt = 0;; ++attempt) {
+    auto child = spawn(spec, *boundary);
+    if (child || child.error().err != EBUSY || boundary->kind() != ConfineKind::cgroup || attempt >= 32)
+      return child;
+    boundary->release(false);
+    auto fresh = backend.open_boundary();
+    if (!fresh) return child;
+    boundary = std::move(*fresh);
+  }
+}
 
 std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& boundary) {
   if (spec.argv.empty()) return std::unexpected(SpawnError{125, EINVAL, "no command given"});
@@ -333,8 +345,6 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   Child child;
   child.pid = cr->pid;
   child.pidfd = std::move(cr->pidfd);
-  // The child is ours and unreaped, so its pid cannot be recycled yet.
-  if (auto st = sys::read_stat(child.pid)) child.start_time = st->start_time;
 
   ChildFailure f;
   ssize_t n = retry_eintr([&] { return ::read(report_r.get(), &f, sizeof f); });

@@ -41,7 +41,6 @@ struct Child {
   // The pid a report names, when it is not `pid`: under pidns `pid` is the
   // status relay and this the command's host pid. 0: same as pid.
   pid_t report_pid = 0;
-  uint64_t start_time = 0;
   Fd pidfd;
 };
 
@@ -54,5 +53,13 @@ struct SpawnError {
 // Starts argv[0] (searched in PATH like execvp) inside `boundary`.
 // Exec failures are reported from the child over a CLOEXEC pipe.
 std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& boundary);
+
+// spawn() into *boundary, a boundary just opened from backend. A pooled
+// cgroup leaf that a previous call turned into an inner node (controllers
+// enabled in its cgroup.subtree_control) refuses new processes with EBUSY:
+// it is dropped and the next one (at last a fresh one) is used, so the pool
+// need not read every leaf it takes back. *boundary is replaced then.
+std::expected<Child, SpawnError> spawn_in(const SpawnSpec& spec, Backend& backend,
+                                          std::unique_ptr<Boundary>& boundary);
 
 }  // namespace pmon

@@ -405,7 +405,7 @@ SuperviseResult Supervisor::run() {
       return finish(SuperviseEnd::spawn_failed);
     }
     b_ = std::move(*b);
-    auto child = spawn(opts_.spawn, *b_);
+    auto child = spawn_in(opts_.spawn, backend_, b_);
     if (!child) {
       b_->release(b_->empty().value_or(false));
       res_.spawn_error = child.error();
@@ -414,7 +414,7 @@ SuperviseResult Supervisor::run() {
     child_ = std::move(*child);
     main_reaped_ = false;
     main_status_.reset();
-    b_->set_main(child_.pid, child_.start_time);
+    b_->set_main(child_.pid);
     ++res_.spawns;
     SuperviseEvent started;
     started.kind = SuperviseEvent::Kind::started;
