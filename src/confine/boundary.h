@@ -46,6 +46,14 @@ class Boundary {
   // Live (non-zombie) processes in the boundary right now.
   virtual std::vector<sys::ProcStat> members() = 0;
 
+  // The members' pids as the kernel lists them, read without touching
+  // /proc (a cgroup's cgroup.procs), sorted; nullopt where the boundary has
+  // no such list. A pid read here may be recycled before it is used: a
+  // caller opens pidfds first and keeps those whose pid a second listing
+  // still shows (a live process's pid is its own, so a listed pid whose
+  // pidfd is alive is a member's).
+  virtual std::optional<std::vector<pid_t>> listed_pids() { return std::nullopt; }
+
   // Sends sig to every live member, each addressed by a verified pidfd.
   // Returns how many processes were signalled.
   virtual Result<int> signal_all(int sig) = 0;

@@ -108,19 +108,27 @@ class CgroupBoundary final : public Boundary {
     return out;
   }
 
-  // There is no cgroup.signal: TERM goes to each member through a pidfd,
-  // checked to still be in this leaf after it was opened (a pid read from
-  // cgroup.procs may be recycled before we act on it).
+  std::optional<std::vector<pid_t>> listed_pids() override {
+    std::vector<pid_t> v = pids();
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+
+  // There is no cgroup.signal: sig goes to each member through a pidfd. A
+  // pid read from cgroup.procs may be recycled before its pidfd is opened,
+  // so the pidfds are opened first and only those whose pid the leaf still
+  // lists afterwards are used (see listed_pids): two reads of cgroup.procs
+  // instead of a /proc read per process.
   Result<int> signal_all(int sig) override {
+    std::vector<std::pair<pid_t, Fd>> fds;
+    for (pid_t pid : pids())
+      if (auto fd = sys::pidfd_open(pid)) fds.emplace_back(pid, std::move(*fd));
+    if (fds.empty()) return 0;
+    std::vector<pid_t> still = *listed_pids();
     int sent = 0;
-    for (pid_t pid : pids()) {
-      auto fd = sys::pidfd_open(pid);
-      if (!fd) continue;
-      std::string cg = confine::cgroup_of(pid);
-      bool inside = cg == rel_ || cg.rfind(rel_ + "/", 0) == 0;
-      if (!inside || !sys::pidfd_alive(fd->get())) continue;
-      if (sys::pidfd_send_signal(fd->get(), sig) == 0) ++sent;
-    }
+    for (auto& [pid, fd] : fds)
+      if (std::binary_search(still.begin(), still.end(), pid) && sys::pidfd_send_signal(fd.get(), sig) == 0)
+        ++sent;
     return sent;
   }
 

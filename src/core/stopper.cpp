@@ -27,6 +27,32 @@ StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
 }
 
 void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
+  if (auto listed = b.listed_pids()) {
+    // One /proc read per process for what the report says of it, the
+    // pidfd opened before it; membership confirmed by a second listing.
+    for (pid_t pid : *listed) {
+      if (pid == exclude_pid) continue;
+      if (tracked_.size() >= kMaxTracked) break;
+      auto fd = sys::pidfd_open(pid);
+      if (!fd) continue;
+      auto st = sys::read_stat(pid);
+      if (!st || st->state == 'Z') continue;
+      Tracked t;
+      t.info.pid = pid;
+      t.info.start_time = st->start_time;
+      t.info.cmdline = sys::read_cmdline(pid);
+      // Alive after the reads: they were this pidfd's process.
+      if (!sys::pidfd_alive(fd->get())) continue;
+      t.pidfd = std::move(*fd);
+      tracked_.push_back(std::move(t));
+    }
+    auto again = b.listed_pids();
+    std::erase_if(tracked_, [&](const Tracked& t) {
+      return again && !std::binary_search(again->begin(), again->end(), t.info.pid) &&
+             sys::pidfd_alive(t.pidfd.get());
+    });
+    return;
+  }
   for (const sys::ProcStat& p : b.members()) {
     if (p.pid == exclude_pid) continue;
     if (tracked_.size() >= kMaxTracked) break;
