@@ -29,6 +29,7 @@ struct Leaf {
   std::string name;
   Fd dir;
   Fd events;
+  Fd cpu_stat;            // opened on first use, read with pread
   bool memory = false;    // accounts memory (memory.peak): never reused
   uint64_t cpu_seen = 0;  // cpu.stat usage_usec when last released
 };
@@ -41,11 +42,7 @@ long child_cgroup_count(int dirfd) noexcept {
   return static_cast<long>(st.st_nlink) - 2;
 }
 
-std::optional<uint64_t> read_keyed(int dirfd, const char* file,
-                                   std::string_view key) {
-  auto text = sys::read_file_at(dirfd, file);
-  if (!text) return std::nullopt;
-  std::string_view s(*text);
+std::optional<uint64_t> keyed_value(std::string_view s, std::string_view key) {
   size_t pos = 0;
   while (pos < s.size()) {
     size_t nl = s.find('\n', pos);
@@ -57,6 +54,17 @@ std::optional<uint64_t> read_keyed(int dirfd, const char* file,
     pos = nl + 1;
   }
   return std::nullopt;
+}
+
+// A cgroup file through an fd kept open: pread at 0 has the kernel write it
+// afresh (no open and close per read).
+std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::string_view key) {
+  if (!fd) fd = Fd(::openat(dirfd, file, O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  char buf[1024];
+  ssize_t n = retry_eintr([&] { return ::pread(fd.get(), buf, sizeof buf, 0); });
+  if (n <= 0) return std::nullopt;
+  return keyed_value(std::string_view(buf, static_cast<size_t>(n)), key);
 }
 
 std::string strerr(int e) { return std::strerror(e); }
@@ -158,7 +166,7 @@ class CgroupBoundary final : public Boundary {
   // usage_usec only grows, and nothing runs in a pooled leaf: what the call
   // used is the growth since the leaf was last given back.
   std::optional<uint64_t> cpu_usec() override {
-    auto now = read_keyed(leaf_.dir.get(), "cpu.stat", "usage_usec");
+    auto now = read_keyed(leaf_.dir.get(), leaf_.cpu_stat, "cpu.stat", "usage_usec");
     if (!now) return std::nullopt;
     cpu_read_ = true;
     leaf_.cpu_seen = *now;
@@ -294,6 +302,7 @@ class CgroupBackend final : public Backend {
 
   void remove_leaf(Leaf& l) noexcept {
     l.events.reset();
+    l.cpu_stat.reset();
     l.dir.reset();
     remove_cgroup_tree(base_.get(), l.name.c_str());
   }

@@ -18,10 +18,17 @@ namespace {
 
 [[noreturn]] void fail(const ChildPlan& plan, int stage, int err) noexcept {
   ChildFailure f{stage, err};
-  ssize_t n;
-  do {
-    n = ::write(plan.report_fd, &f, sizeof f);
-  } while (n < 0 && errno == EINTR);
+  if (plan.shared_failure != nullptr) {
+    // The parent is suspended until we _exit (vfork), then reads it.
+    volatile ChildFailure* out = plan.shared_failure;
+    out->err = err;
+    out->stage = stage;
+  } else {
+    ssize_t n;
+    do {
+      n = ::write(plan.report_fd, &f, sizeof f);
+    } while (n < 0 && errno == EINTR);
+  }
   int code = 125;
   if (stage == ChildFailure::kExec) code = (err == ENOENT || err == ENOTDIR) ? 127 : 126;
   ::_exit(code);

@@ -13,7 +13,8 @@ struct ChildPlan {
   char* const* envp = nullptr;
   const char* cwd = nullptr;  // may be null
   int stdio[3] = {-1, -1, -1};
-  int report_fd = -1;         // write end of the CLOEXEC error pipe
+  int report_fd = -1;         // write end of the CLOEXEC error pipe, or:
+  struct ChildFailure* shared_failure = nullptr;  // where a child that shares our memory says it
   int pdeathsig = 0;
   pid_t expected_parent = 0;  // for the pdeathsig identity check
   int arm_gate_fd = -1;       // SpawnSpec::test_arm_gate_fd
@@ -54,7 +55,8 @@ struct RelayPlan {
   pid_t expected_parent = 0;
 };
 
-// What the child writes on the error pipe before _exit.
+// What the child writes on the error pipe (or into shared_failure) before
+// _exit.
 struct ChildFailure {
   enum Stage : int { kSetup = 1, kChdir = 2, kExec = 3, kParentGone = 4, kNsMount = 5, kNsInit = 6 };
   int stage = 0;

@@ -294,10 +294,23 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
     envp.push_back(nullptr);
   }
 
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0)
-    return std::unexpected(SpawnError{125, errno, std::string("pipe2: ") + std::strerror(errno)});
-  Fd report_r(pipefd[0]), report_w(pipefd[1]);
+  sys::CloneRequest req;
+  req.cgroup_fd = boundary.clone_cgroup_fd();
+  req.into_cgroup = req.cgroup_fd >= 0;
+
+  // A child that shares our memory (the hot path, no parent-death signal)
+  // reports a failure in memory: we run again only once it has exec'd or
+  // _exit'ed. Any other child reports on a CLOEXEC pipe.
+  const bool shared = spec.pdeathsig == 0 && sys::clone3_spawn_shares_memory(req);
+  ChildFailure shared_failure;
+  Fd report_r, report_w;
+  if (!shared) {
+    int pipefd[2];
+    if (::pipe2(pipefd, O_CLOEXEC) != 0)
+      return std::unexpected(SpawnError{125, errno, std::string("pipe2: ") + std::strerror(errno)});
+    report_r = Fd(pipefd[0]);
+    report_w = Fd(pipefd[1]);
+  }
 
   ChildPlan plan;
   plan.candidates = cand_ptrs.data();
@@ -306,15 +319,13 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   plan.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
   for (int i = 0; i < 3; ++i) plan.stdio[i] = spec.stdio[i];
   plan.report_fd = report_w.get();
+  plan.shared_failure = shared ? &shared_failure : nullptr;
   plan.pdeathsig = spec.pdeathsig;
   plan.expected_parent = ::getpid();
   plan.arm_gate_fd = spec.test_arm_gate_fd;
   plan.new_session = spec.new_session;
   plan.close_other_fds = spec.close_other_fds;
 
-  sys::CloneRequest req;
-  req.cgroup_fd = boundary.clone_cgroup_fd();
-  req.into_cgroup = req.cgroup_fd >= 0;
   Result<sys::CloneResult> cr = fail(EAGAIN);
   auto do_clone = [&] {
     if (spec.pdeathsig == 0) {
@@ -347,8 +358,16 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   child.pidfd = std::move(cr->pidfd);
 
   ChildFailure f;
-  ssize_t n = retry_eintr([&] { return ::read(report_r.get(), &f, sizeof f); });
-  if (n == static_cast<ssize_t>(sizeof f)) {
+  bool failed;
+  if (shared) {
+    f.stage = static_cast<volatile ChildFailure&>(shared_failure).stage;
+    f.err = static_cast<volatile ChildFailure&>(shared_failure).err;
+    failed = f.stage != 0;
+  } else {
+    ssize_t n = retry_eintr([&] { return ::read(report_r.get(), &f, sizeof f); });
+    failed = n == static_cast<ssize_t>(sizeof f);
+  }
+  if (failed) {
     // The child has _exit()ed or is about to; collect it before returning.
     siginfo_t si;
     (void)sys::waitid_raw(P_PIDFD, static_cast<id_t>(child.pidfd.get()), &si, WEXITED, nullptr);

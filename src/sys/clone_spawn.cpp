@@ -115,11 +115,20 @@ Result<CloneResult> fork_and_run(const CloneRequest& req, void (*fn)(void*), voi
 
 }  // namespace
 
-Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*), void* arg) noexcept {
+bool clone3_spawn_shares_memory(const CloneRequest& req) noexcept {
 #ifdef PMON_HAVE_VFORK_TRAMPOLINE
   const bool namespaces = req.new_pid_ns || req.new_user_ns || req.new_mount_ns || req.new_cgroup_ns;
-  void* stack = namespaces ? nullptr : child_stack();
-  if (stack == nullptr) return fork_and_run(req, fn, arg);
+  return !namespaces && child_stack() != nullptr;  // the stack, once mapped, stays
+#else
+  (void)req;
+  return false;
+#endif
+}
+
+Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*), void* arg) noexcept {
+#ifdef PMON_HAVE_VFORK_TRAMPOLINE
+  if (!clone3_spawn_shares_memory(req)) return fork_and_run(req, fn, arg);
+  void* stack = child_stack();
 
   int pidfd = -1;
   struct clone_args args;

@@ -15,6 +15,11 @@ namespace pmon::sys {
 Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*),
                                  void* arg) noexcept;
 
+// Whether clone3_spawn(req, ...) on this thread will share our memory with
+// the child (and suspend us until it execs or exits), rather than fork: then
+// the child may report to the parent through memory instead of a pipe.
+bool clone3_spawn_shares_memory(const CloneRequest& req) noexcept;
+
 // A child that shares our memory but runs beside us (CLONE_VM without
 // CLONE_VFORK) on `stack` (size bytes, the caller's, kept mapped until the
 // child is reaped): no page tables are copied, so it costs a fraction of a
