@@ -50,6 +50,8 @@ std::expected<SdBus, std::string> load_sd_bus(const char* soname) {
   if (t.name == nullptr && missing == nullptr) missing = #name;
   PMON_SD_BUS_FUNCTIONS(PMON_SD_BUS_RESOLVE)
 #undef PMON_SD_BUS_RESOLVE
+  t.free = reinterpret_cast<void (*)(void*)>(::dlsym(lib, "free"));
+  if (t.free == nullptr && missing == nullptr) missing = "free";
   if (missing != nullptr) {
     (void)::dlclose(lib);
     return std::unexpected(std::string(soname) + " has no " + missing + " (too old a libsystemd)");
@@ -169,7 +171,7 @@ std::expected<std::string, std::string> probe_systemd_manager() {
   std::string out = std::string("systemd ") + version + " (" +
                     (::geteuid() == 0 ? "system manager" : "user manager of uid " + std::to_string(::geteuid())) +
                     ", via " + how + ")";
-  std::free(version);
+  sd.free(version);
   return out;
 }
 

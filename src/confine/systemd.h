@@ -39,6 +39,9 @@ struct SdBus {
 #define PMON_SD_BUS_MEMBER(name) decltype(&::name) name = nullptr;
   PMON_SD_BUS_FUNCTIONS(PMON_SD_BUS_MEMBER)
 #undef PMON_SD_BUS_MEMBER
+  // The free() of the C library libsystemd allocates with: a statically
+  // linked pmon (PMON_STATIC) has a C library, and a heap, of its own.
+  void (*free)(void*) = nullptr;
 };
 
 // Opens `soname` (RTLD_NOW|RTLD_LOCAL, never closed) and resolves the table;
