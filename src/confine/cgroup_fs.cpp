@@ -4,7 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "sys/proc.h"
@@ -36,11 +36,13 @@ std::string unescape_octal(const std::string& s) {
   return out;
 }
 
-std::string own_from_proc_cgroup(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("0::", 0) == 0) return line.substr(3);
+std::string own_from_proc_cgroup(std::string_view text) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    if (line.starts_with("0::")) return std::string(line.substr(3));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  }
   return {};
 }
 
@@ -52,23 +54,29 @@ std::optional<CgroupLocation> locate_cgroup2(std::string* why) {
     *why = "cannot read /proc/self/mountinfo: " + mi.error().message();
     return std::nullopt;
   }
-  std::istringstream in(*mi);
-  std::string line;
+  // "id parent major:minor root mountpoint options [optional...] - fstype ..."
+  // (read on every start of pmon: split in place, no streams)
   std::string mount, root;
-  while (std::getline(in, line)) {
+  std::string_view rest(*mi);
+  while (!rest.empty() && mount.empty()) {
+    size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
     size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype;
-    tail >> fstype;
-    if (fstype != "cgroup2") continue;
-    std::istringstream head(line.substr(0, dash));
-    std::vector<std::string> f;
-    for (std::string w; head >> w;) f.push_back(w);
-    if (f.size() < 5) continue;
-    root = unescape_octal(f[3]);
-    mount = unescape_octal(f[4]);
-    break;
+    if (dash == std::string_view::npos) continue;
+    std::string_view tail = line.substr(dash + 3);
+    if (tail.substr(0, tail.find(' ')) != "cgroup2") continue;
+    std::string_view f[5];
+    std::string_view head = line.substr(0, dash);
+    int n = 0;
+    while (n < 5 && !head.empty()) {
+      size_t sp = head.find(' ');
+      if (sp != 0) f[n++] = head.substr(0, sp);
+      head.remove_prefix(sp == std::string_view::npos ? head.size() : sp + 1);
+    }
+    if (n < 5) continue;
+    root = unescape_octal(std::string(f[3]));
+    mount = unescape_octal(std::string(f[4]));
   }
   if (mount.empty()) {
     *why = "no cgroup2 file system is mounted (see /proc/self/mountinfo)";
