@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -33,6 +34,14 @@ struct Leaf {
   bool memory = false;    // accounts memory (memory.peak): never reused
   uint64_t cpu_seen = 0;  // cpu.stat usage_usec when last released
 };
+
+// Leaf numbers are unique in the process, not per backend: the Python
+// package holds one backend per confine= value, and two cgroup backends of
+// one process share the name prefix pmon-<pid>-<start time>-.
+uint64_t next_leaf_number() noexcept {
+  static std::atomic<uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 // Child cgroups of a cgroup directory without listing it: kernfs counts
 // them in the link count (2 + subdirectories). -1 when unknown.
@@ -262,7 +271,7 @@ class CgroupBackend final : public Backend {
     Leaf l;
     {
       std::lock_guard lock(mu_);
-      l.name = prefix_ + std::to_string(seq_++);
+      l.name = prefix_ + std::to_string(next_leaf_number());
     }
     if (::mkdirat(base_.get(), l.name.c_str(), 0755) != 0) return fail_errno();
     l.dir = Fd(::openat(base_.get(), l.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -315,7 +324,6 @@ class CgroupBackend final : public Backend {
   std::string prefix_;
   std::mutex mu_;
   std::vector<Leaf> pool_;
-  uint64_t seq_ = 0;
   // Destroyed after ~CgroupBackend has removed the leaves: it tells the
   // guard to go without touching anything.
   std::unique_ptr<confine::CgroupGuard> guard_;
