@@ -152,7 +152,10 @@ using Started = std::variant<std::monostate, Failure>;
 
 class PyCall {
  public:
-  explicit PyCall(Spec spec) : spec_(std::move(spec)) {}
+  // A call that no other thread can reach (the blocking pmon.run) is not
+  // cancellable: it needs no eventfd.
+  explicit PyCall(Spec spec, bool cancellable = true)
+      : spec_(std::move(spec)), cancellable_(cancellable) {}
 
   // Opens the capture and the boundary and spawns; a Failure says why not.
   std::optional<Failure> start() {
@@ -168,8 +171,10 @@ class PyCall {
     auto cap = Capture::open(co);
     if (!cap) return Failure{"capture", 125, cap.error().value(), "cannot create pipes: " + cap.error().message()};
     capture_ = std::make_unique<Capture>(std::move(*cap));
-    cancel_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!cancel_) return Failure{"capture", 125, errno, "eventfd failed"};
+    if (cancellable_) {
+      cancel_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      if (!cancel_) return Failure{"capture", 125, errno, "eventfd failed"};
+    }
 
     RunOptions o;
     o.spawn.argv = spec_.argv;
@@ -180,7 +185,7 @@ class PyCall {
     if (spec_.timeout) o.timeout = seconds(*spec_.timeout);
     o.stop = StopPlan::standard(SIGTERM, seconds(spec_.grace));
     o.wait_tree = spec_.wait_tree;
-    o.cancel_fd = cancel_.get();
+    o.cancel_fd = cancel_ ? cancel_.get() : -1;
     o.own_all_children = false;  // the host process has children of its own
     o.capture = capture_.get();
     call_ = std::make_unique<Call>(**backend, std::move(o));
@@ -301,6 +306,7 @@ class PyCall {
   std::vector<std::string> passed_over_;
   std::unique_ptr<Capture> capture_;
   Fd cancel_;
+  bool cancellable_ = true;
   std::unique_ptr<Call> call_;
   std::shared_ptr<PyResult> result_;
   std::atomic<int> waiting_{0};
@@ -403,7 +409,7 @@ PYBIND11_MODULE(_pmon, m) {
 
   // The blocking call: start, wait, stop, verify, drain, all without the GIL.
   m.def("run", [](Spec spec) -> py::object {
-    auto call = std::make_shared<PyCall>(std::move(spec));
+    auto call = std::make_shared<PyCall>(std::move(spec), /*cancellable=*/false);
     std::optional<Failure> f;
     std::shared_ptr<PyResult> r;
     {
