@@ -135,11 +135,17 @@ bool execute_stop(const StopContext& ctx, StopRecord& record) {
     }
     bool escalated = false;
     verified = wait_until_empty(b, *ctx.waiter, step_start + step.wait.count(), kill, &escalated);
-    if (ctx.leftovers) ctx.leftovers->label_dead(kill ? "SIGKILL" : signal_name(step.signal));
+    if (verified) record.empty_confirmed_ms = since_ms();
+    if (ctx.leftovers) {
+      // A cgroup reads empty as its last process leaves it, a moment before
+      // that process has finished exiting (its pidfd turns readable then):
+      // those went in this step too, not in a later one.
+      if (verified) ctx.leftovers->wait_exited(sys::monotonic_ns() + 100'000'000);
+      ctx.leftovers->label_dead(kill ? "SIGKILL" : signal_name(step.signal));
+    }
     if (verified) break;
     if (escalated) skip_grace = true;
   }
-  if (verified) record.empty_confirmed_ms = since_ms();
   if (ctx.leftovers) ctx.leftovers->label_rest(verified ? "SIGKILL" : "survived");
   return verified;
 }
