@@ -50,8 +50,6 @@ std::expected<SdBus, std::string> load_sd_bus(const char* soname) {
   if (t.name == nullptr && missing == nullptr) missing = #name;
   PMON_SD_BUS_FUNCTIONS(PMON_SD_BUS_RESOLVE)
 #undef PMON_SD_BUS_RESOLVE
-  t.free = reinterpret_cast<void (*)(void*)>(::dlsym(lib, "free"));
-  if (t.free == nullptr && missing == nullptr) missing = "free";
   if (missing != nullptr) {
     (void)::dlclose(lib);
     return std::unexpected(std::string(soname) + " has no " + missing + " (too old a libsystemd)");
@@ -159,19 +157,25 @@ std::expected<std::string, std::string> probe_systemd_manager() {
   std::string how;
   int r = open_manager_bus(b, &how);
   if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
-  char* version = nullptr;
+  // The string stays inside the reply (nothing for us to free: whose free()
+  // would match libsystemd's malloc depends on how pmon was linked and on
+  // any allocator preloaded into it).
+  sd_bus_message* reply = nullptr;
+  const char* version = nullptr;
   sd_bus_error err = SD_BUS_ERROR_NULL;
-  r = sd.sd_bus_get_property_string(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                 "org.freedesktop.systemd1.Manager", "Version", &err, &version);
+  r = sd.sd_bus_get_property(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                             "org.freedesktop.systemd1.Manager", "Version", &err, &reply, "s");
+  if (r >= 0) r = sd.sd_bus_message_read(reply, "s", &version);
   if (r < 0) {
     std::string why = err.message != nullptr ? err.message : errstr(r);
     sd.sd_bus_error_free(&err);
+    sd.sd_bus_message_unref(reply);
     return std::unexpected("no systemd manager answers on " + how + " (" + why + ")");
   }
   std::string out = std::string("systemd ") + version + " (" +
                     (::geteuid() == 0 ? "system manager" : "user manager of uid " + std::to_string(::geteuid())) +
                     ", via " + how + ")";
-  sd.free(version);
+  sd.sd_bus_message_unref(reply);
   return out;
 }
 

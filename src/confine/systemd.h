@@ -29,7 +29,7 @@ namespace pmon::confine {
   X(sd_bus_open_system) X(sd_bus_open_user) X(sd_bus_new) X(sd_bus_set_address) X(sd_bus_set_fd) \
   X(sd_bus_start) X(sd_bus_process) X(sd_bus_wait) X(sd_bus_close_unref)                         \
   X(sd_bus_flush_close_unref) X(sd_bus_match_signal) X(sd_bus_slot_unref) X(sd_bus_call)         \
-  X(sd_bus_call_method) X(sd_bus_get_property_string) X(sd_bus_error_free)                       \
+  X(sd_bus_call_method) X(sd_bus_get_property) X(sd_bus_error_free)                              \
   X(sd_bus_message_new_method_call) X(sd_bus_message_unref) X(sd_bus_message_append)             \
   X(sd_bus_message_open_container) X(sd_bus_message_close_container) X(sd_bus_message_read)      \
   X(sd_bus_message_seal) X(sd_bus_message_rewind) X(sd_bus_message_get_signature)                \
@@ -39,9 +39,6 @@ struct SdBus {
 #define PMON_SD_BUS_MEMBER(name) decltype(&::name) name = nullptr;
   PMON_SD_BUS_FUNCTIONS(PMON_SD_BUS_MEMBER)
 #undef PMON_SD_BUS_MEMBER
-  // The free() of the C library libsystemd allocates with: a statically
-  // linked pmon (PMON_STATIC) has a C library, and a heap, of its own.
-  void (*free)(void*) = nullptr;
 };
 
 // Opens `soname` (RTLD_NOW|RTLD_LOCAL, never closed) and resolves the table;
