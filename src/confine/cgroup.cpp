@@ -30,7 +30,7 @@ struct Leaf {
   std::string name;
   Fd dir;
   Fd events;
-  Fd cpu_stat;            // opened on first use, read with pread
+  Fd cpu_stat;            // kept open, read with pread
   bool memory = false;    // accounts memory (memory.peak): never reused
   uint64_t cpu_seen = 0;  // cpu.stat usage_usec when last released
 };
@@ -282,6 +282,10 @@ class CgroupBackend final : public Backend {
       return fail(e);
     }
     l.memory = ::faccessat(l.dir.get(), "memory.peak", F_OK, 0) == 0;
+    // Opened with the leaf, not on the first read: a caller that watches its
+    // fd numbers (supervise's pidfd across restarts) sees the same ones
+    // every call.
+    l.cpu_stat = Fd(::openat(l.dir.get(), "cpu.stat", O_RDONLY | O_CLOEXEC));
     return l;
   }
 
