@@ -14,6 +14,7 @@
 
 #include "confine/boundary.h"
 #include "confine/scan.h"
+#include "sys/syscalls.h"
 
 namespace pmon {
 
@@ -96,9 +97,15 @@ class SubreaperBoundary final : public Boundary {
     return {};
   }
 
-  // Two empty scans in a row: a process forked during a scan at a pid the
-  // directory walk had already passed is seen by the second.
-  Result<bool> empty() override { return members().empty() && members().empty(); }
+  // No child at all, not even a zombie or a clone child (ECHILD): nothing
+  // can be below us, so no scan is needed (the common end of a call).
+  // Otherwise two empty scans in a row: a process forked during a scan at a
+  // pid the directory walk had already passed is seen by the second.
+  Result<bool> empty() override {
+    siginfo_t si{};
+    if (sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL, nullptr) == -ECHILD) return true;
+    return members().empty() && members().empty();
+  }
 
   Watch watch() override { return watch_.refresh(members()); }
 
