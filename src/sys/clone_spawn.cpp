@@ -104,6 +104,10 @@ void* child_stack() noexcept {
 }
 #endif
 
+[[maybe_unused]] bool new_namespaces(const CloneRequest& req) noexcept {
+  return req.new_pid_ns || req.new_user_ns || req.new_mount_ns || req.new_cgroup_ns;
+}
+
 Result<CloneResult> fork_and_run(const CloneRequest& req, void (*fn)(void*), void* arg) noexcept {
   auto r = clone3_fork(req);
   if (r && r->pid == 0) {
@@ -117,34 +121,34 @@ Result<CloneResult> fork_and_run(const CloneRequest& req, void (*fn)(void*), voi
 
 bool clone3_spawn_shares_memory(const CloneRequest& req) noexcept {
 #ifdef PMON_HAVE_VFORK_TRAMPOLINE
-  const bool namespaces = req.new_pid_ns || req.new_user_ns || req.new_mount_ns || req.new_cgroup_ns;
-  return !namespaces && child_stack() != nullptr;  // the stack, once mapped, stays
+  return !new_namespaces(req) && child_stack() != nullptr;  // the stack, once mapped, stays
 #else
   (void)req;
   return false;
 #endif
 }
 
-Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*), void* arg) noexcept {
 #ifdef PMON_HAVE_VFORK_TRAMPOLINE
-  if (!clone3_spawn_shares_memory(req)) return fork_and_run(req, fn, arg);
-  void* stack = child_stack();
+namespace {
 
+// clone3 with `flags` (CLONE_VM and more) on `stack`, fn(arg) in the child.
+// The child shares our memory and, until it resets them, our signal
+// handlers: no handler of ours may run on its stack. Everything is blocked
+// across the clone, so the child starts with everything blocked.
+Result<CloneResult> clone_on_stack(uint64_t flags, int exit_signal, const CloneRequest& req,
+                                   void (*fn)(void*), void* arg, void* stack, size_t size) noexcept {
   int pidfd = -1;
   struct clone_args args;
   std::memset(&args, 0, sizeof args);
-  args.flags = CLONE_PIDFD | CLONE_VM | CLONE_VFORK;
+  args.flags = CLONE_PIDFD | flags;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
+  args.exit_signal = static_cast<uint64_t>(exit_signal);
   args.stack = reinterpret_cast<uint64_t>(stack);
-  args.stack_size = kStackSize;
+  args.stack_size = size;
   if (req.into_cgroup) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(req.cgroup_fd);
   }
-  // The child shares our memory and, until it resets them, our signal
-  // handlers: no handler of ours may run on its stack. Everything is
-  // blocked across the clone; the child sets its own mask before exec.
   sigset_t all, old;
   ::sigfillset(&all);
   (void)::pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -155,6 +159,16 @@ Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*), voi
   out.pid = static_cast<pid_t>(r);
   out.pidfd = Fd(pidfd);
   return out;
+}
+
+}  // namespace
+#endif
+
+Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*), void* arg) noexcept {
+#ifdef PMON_HAVE_VFORK_TRAMPOLINE
+  if (!clone3_spawn_shares_memory(req)) return fork_and_run(req, fn, arg);
+  // The child sets its own mask before exec; we wait until it has exec'd.
+  return clone_on_stack(CLONE_VM | CLONE_VFORK, SIGCHLD, req, fn, arg, child_stack(), kStackSize);
 #else
   return fork_and_run(req, fn, arg);
 #endif
@@ -163,32 +177,9 @@ Result<CloneResult> clone3_spawn(const CloneRequest& req, void (*fn)(void*), voi
 Result<CloneResult> clone3_shared(const CloneRequest& req, void (*fn)(void*), void* arg,
                                   void* stack, size_t size) noexcept {
 #ifdef PMON_HAVE_VFORK_TRAMPOLINE
-  if (req.new_pid_ns || req.new_user_ns || req.new_mount_ns || req.new_cgroup_ns)
-    return fail(EINVAL);
-  int pidfd = -1;
-  struct clone_args args;
-  std::memset(&args, 0, sizeof args);
-  args.flags = CLONE_PIDFD | CLONE_VM;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = static_cast<uint64_t>(req.exit_signal);
-  args.stack = reinterpret_cast<uint64_t>(stack);
-  args.stack_size = size;
-  if (req.into_cgroup) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(req.cgroup_fd);
-  }
-  // No handler of ours may ever run on the child's stack: it starts, and
-  // stays, with everything blocked.
-  sigset_t all, old;
-  ::sigfillset(&all);
-  (void)::pthread_sigmask(SIG_SETMASK, &all, &old);
-  long r = pmon_clone3_trampoline(&args, sizeof args, fn, arg);
-  (void)::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (r < 0) return fail(static_cast<int>(-r));
-  CloneResult out;
-  out.pid = static_cast<pid_t>(r);
-  out.pidfd = Fd(pidfd);
-  return out;
+  if (new_namespaces(req)) return fail(EINVAL);
+  // It runs beside us, with everything blocked for good.
+  return clone_on_stack(CLONE_VM, req.exit_signal, req, fn, arg, stack, size);
 #else
   (void)req, (void)fn, (void)arg, (void)stack, (void)size;
   return fail(ENOSYS);
