@@ -100,6 +100,15 @@ class Recorder:
         return left
 
 
+def cgroup_available():
+    """Whether pmon.run can use the cgroup backend here (for skipif)."""
+    import pmon
+    try:
+        return pmon.run(["true"], confine="cgroup").confinement == "cgroup"
+    except Exception:
+        return False
+
+
 @pytest.fixture
 def recorded():
     r = Recorder()

@@ -5,12 +5,7 @@
 import pmon
 import pytest
 
-
-def cgroup_available():
-    try:
-        return pmon.run(["true"], confine="cgroup").confinement == "cgroup"
-    except Exception:
-        return False
+from conftest import cgroup_available
 
 
 @pytest.mark.skipif(not cgroup_available(), reason="the cgroup backend is not available here")

@@ -13,7 +13,7 @@ import time
 import pmon
 import pytest
 
-from conftest import alive, helper, read_procs
+from conftest import alive, cgroup_available, helper, read_procs
 
 SCRIPT = r"""
 import sys, threading, pmon
@@ -27,13 +27,6 @@ print("second", flush=True)
 r = pmon.run(sys.argv[1:], confine="cgroup")
 print("returned", r.returncode, flush=True)  # never: we are killed first
 """
-
-
-def cgroup_available():
-    try:
-        return pmon.run(["true"], confine="cgroup").confinement == "cgroup"
-    except Exception:
-        return False
 
 
 @pytest.mark.skipif(not cgroup_available(), reason="the cgroup backend is not available here")
