@@ -174,6 +174,9 @@ int run_main(const std::vector<std::string>& args) {
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
   auto res = run_call(*sel->backend, opts);
+  // pmon run makes one call: once it is over and its tree verified gone,
+  // the E11 guard has nothing left to guard.
+  if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
   if (!res) {
     std::fprintf(stderr, "pmon: %s\n", res.error().message.c_str());
     return res.error().exit_code;

@@ -92,6 +92,12 @@ class Backend {
   // backend's E11 guard), so scans of our descendants can leave it out; 0
   // when there is none.
   virtual pid_t helper_pid() const noexcept { return 0; }
+  // The caller will start no more calls and every call it made is over and
+  // verified empty: helpers that only guard running calls may go now (the
+  // E11 guard is sent away here and reaped when the backend is destroyed,
+  // so its exit overlaps the caller's own end). Later calls still work, but
+  // without the guard.
+  virtual void dismiss_helpers() noexcept {}
 };
 
 struct ConfineRequest {

@@ -229,6 +229,10 @@ class CgroupBackend final : public Backend {
 
   pid_t helper_pid() const noexcept override { return guard_ ? guard_->pid() : 0; }
 
+  void dismiss_helpers() noexcept override {
+    if (guard_) guard_->dismiss();
+  }
+
   std::string describe() const override {
     return "cgroup: cgroup2 at " + loc_.mount + ", leaves under " + base_path() +
            (guard_ ? ", E11 guard pid " + std::to_string(guard_->pid())

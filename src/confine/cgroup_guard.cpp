@@ -310,9 +310,25 @@ CgroupGuard::StackMapping::~StackMapping() {
   if (p_ != nullptr) (void)::munmap(p_, n_);
 }
 
+void CgroupGuard::dismiss() noexcept {
+  if (dismissed_ || !quit_ || ::getpid() != owner_) return;
+  dismissed_ = sys::pidfd_send_signal(pidfd_.get(), SIGKILL) == 0;
+}
+
 CgroupGuard::~CgroupGuard() {
   if (!quit_ || ::getpid() != owner_) return;  // a forked copy of us
   unregister_helper(pid_);
+  if (dismissed_) {
+    // SIGKILLed: it is gone or going; waiting for it costs no wake-up of its
+    // own, unlike the word through the pipe below.
+    siginfo_t si{};
+    if (retry_eintr([&] {
+          return sys::waitid_raw(P_PIDFD, static_cast<id_t>(pidfd_.get()), &si, WEXITED | __WALL, nullptr);
+        }) == 0)
+      return;
+    stack_.release();
+    return;
+  }
   // A guard that is already gone (killed) must not cost us a SIGPIPE.
   sigset_t pipe_only, old;
   sigemptyset(&pipe_only);
