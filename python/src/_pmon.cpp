@@ -12,6 +12,7 @@
 
 #include "confine/boundary.h"
 #include "confine/pidns.h"
+#include "confine/systemd.h"
 #include "core/capture.h"
 #include "core/report.h"
 #include "core/run.h"
@@ -325,6 +326,9 @@ py::tuple failure_tuple(const Failure& f) {
 
 PYBIND11_MODULE(_pmon, m) {
   m.doc() = "libpmon binding; use the pmon package";
+  // The interpreter is a dynamically linked program: it reaches systemd
+  // itself (no pmon-systemd helper next to python3).
+  pmon::confine::use_in_process_sd_bus();
 
   py::class_<Spec>(m, "Spec")
       .def(py::init<>())

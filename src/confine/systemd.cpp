@@ -1,12 +1,17 @@
 #include "confine/systemd.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "sys/fd.h"
 #include "sys/proc.h"
@@ -23,9 +28,91 @@ ScopeRequest scope_request_for_self() {
   return r;
 }
 
-#ifndef PMON_HAVE_SYSTEMD
+namespace {
 
-int append_start_scope_args(sd_bus_message*, const ScopeRequest&) { return -ENOSYS; }
+std::atomic<const SystemdAccess*> g_access{nullptr};  // nullptr: the helper
+
+// pmon-systemd next to this executable, or in ../libexec/pmon/.
+std::expected<std::string, std::string> helper_path() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return std::unexpected(std::string("cannot read /proc/self/exe: ") + std::strerror(errno));
+  std::string dir(buf, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+  for (const std::string& p : {dir + "/pmon-systemd", dir + "/../libexec/pmon/pmon-systemd"})
+    if (::access(p.c_str(), X_OK) == 0) return p;
+  return std::unexpected("pmon-systemd, the helper that talks to systemd for pmon, is neither in " + dir +
+                         " nor in " + dir + "/../libexec/pmon");
+}
+
+// Runs the helper with args; its one line on stdout is the value (exit 0)
+// or the reason (exit 1).
+std::expected<std::string, std::string> run_helper(const std::vector<std::string>& args) {
+  auto path = helper_path();
+  if (!path) return std::unexpected("no systemd manager reachable (" + path.error() + ")");
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return std::unexpected(std::string("pipe2: ") + std::strerror(errno));
+  Fd rd(out[0]), wr(out[1]);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&fa, wr.get(), 1);
+  ::posix_spawnattr_init(&attr);
+  // pmon blocks the signals it reads from a signalfd: the helper starts clean.
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  ::posix_spawnattr_setsigmask(&attr, &none);
+  ::posix_spawnattr_setsigdefault(&attr, &all);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(path->c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int e = ::posix_spawn(&pid, path->c_str(), &fa, &attr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&fa);
+  ::posix_spawnattr_destroy(&attr);
+  wr.reset();
+  if (e != 0) return std::unexpected("no systemd manager reachable (cannot run " + *path + ": " + std::strerror(e) + ")");
+  std::string text;
+  char chunk[512];
+  for (;;) {
+    ssize_t r = retry_eintr([&] { return ::read(rd.get(), chunk, sizeof chunk); });
+    if (r <= 0) break;
+    text.append(chunk, static_cast<size_t>(r));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return text;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && !text.empty()) return std::unexpected(text);
+  return std::unexpected("no systemd manager reachable (" + *path + " failed: " +
+                         (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                              : "exit " + std::to_string(WEXITSTATUS(status))) + ")");
+}
+
+std::expected<std::string, std::string> start_scope_by_helper(const ScopeRequest& req) {
+  return run_helper({"scope", std::to_string(req.pid), req.unit, req.description});
+}
+
+std::expected<std::string, std::string> probe_by_helper() { return run_helper({"probe"}); }
+
+[[maybe_unused]] const SystemdAccess* access_in_use() {
+  static const SystemdAccess helper{start_scope_by_helper, probe_by_helper};
+  const SystemdAccess* a = g_access.load(std::memory_order_acquire);
+  return a != nullptr ? a : &helper;
+}
+
+}  // namespace
+
+void detail::set_systemd_access(const SystemdAccess* access) {
+  g_access.store(access, std::memory_order_release);
+}
+
+#ifndef PMON_HAVE_SYSTEMD
 
 std::expected<std::string, std::string> probe_systemd_manager() {
   return std::unexpected(std::string("this pmon was built without libsystemd"));
@@ -37,214 +124,16 @@ std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLoc
 
 #else
 
-std::expected<SdBus, std::string> load_sd_bus(const char* soname) {
-  void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = ::dlerror();
-    return std::unexpected(std::string(soname) + " not found: " + (why != nullptr ? why : "dlopen failed"));
-  }
-  SdBus t;
-  const char* missing = nullptr;
-#define PMON_SD_BUS_RESOLVE(name)                                        \
-  t.name = reinterpret_cast<decltype(t.name)>(::dlsym(lib, #name));      \
-  if (t.name == nullptr && missing == nullptr) missing = #name;
-  PMON_SD_BUS_FUNCTIONS(PMON_SD_BUS_RESOLVE)
-#undef PMON_SD_BUS_RESOLVE
-  if (missing != nullptr) {
-    (void)::dlclose(lib);
-    return std::unexpected(std::string(soname) + " has no " + missing + " (too old a libsystemd)");
-  }
-  return t;  // the library stays loaded for the life of the process
-}
-
-const SdBus* sd_bus_api(std::string* why) {
-  static const std::expected<SdBus, std::string> loaded = load_sd_bus("libsystemd.so.0");
-  if (!loaded) {
-    if (why != nullptr) *why = loaded.error();
-    return nullptr;
-  }
-  return &*loaded;
-}
-
-namespace {
-
-struct Bus {
-  const SdBus& sd;
-  sd_bus* bus = nullptr;
-  explicit Bus(const SdBus& api) : sd(api) {}
-  ~Bus() { sd.sd_bus_flush_close_unref(bus); }
-};
-
-std::string errstr(int r) { return std::strerror(r < 0 ? -r : r); }
-
-// The manager for this user: root's is the system manager, anyone else's the
-// user manager — over the bus, or else straight to its private socket (no
-// dbus-daemon needed, as systemctl does).
-int open_manager_bus(Bus& b, std::string* how) {
-  const SdBus& sd = b.sd;
-  bool root = ::geteuid() == 0;
-  int r = root ? sd.sd_bus_open_system(&b.bus) : sd.sd_bus_open_user(&b.bus);
-  if (r >= 0) {
-    *how = root ? "the system bus" : "the session bus";
-    return r;
-  }
-  std::string first = (root ? "sd_bus_open_system: " : "sd_bus_open_user: ") + errstr(r);
-  std::string priv;
-  if (root) {
-    priv = "/run/systemd/private";
-  } else if (const char* xdg = ::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && *xdg == '/') {
-    priv = std::string(xdg) + "/systemd/private";
-  }
-  if (priv.empty() || ::access(priv.c_str(), F_OK) != 0) {
-    *how = first + (priv.empty() ? "; XDG_RUNTIME_DIR is not set" : "; no " + priv);
-    return r;
-  }
-  sd.sd_bus_flush_close_unref(b.bus);
-  b.bus = nullptr;
-  if ((r = sd.sd_bus_new(&b.bus)) < 0) return r;
-  std::string addr = "unix:path=" + priv;
-  if ((r = sd.sd_bus_set_address(b.bus, addr.c_str())) < 0 || (r = sd.sd_bus_start(b.bus)) < 0) {
-    *how = first + "; " + priv + ": " + errstr(r);
-    return r;
-  }
-  *how = priv;
-  return 0;
-}
-
-struct JobWait {
-  const SdBus* sd = nullptr;
-  std::string job;
-  bool done = false;
-  std::string result;
-};
-
-int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error*) {
-  auto* w = static_cast<JobWait*>(userdata);
-  uint32_t id = 0;
-  const char *path = nullptr, *unit = nullptr, *result = nullptr;
-  if (w->sd->sd_bus_message_read(m, "uoss", &id, &path, &unit, &result) < 0) return 0;
-  if (!w->job.empty() && w->job == path) {
-    w->done = true;
-    w->result = result;
-  }
-  return 0;
-}
-
-}  // namespace
-
-int append_start_scope_args(sd_bus_message* m, const ScopeRequest& req) {
-  const SdBus* api = sd_bus_api(nullptr);
-  if (api == nullptr) return -ENOSYS;
-  const SdBus& sd = *api;
-  int r;
-  if ((r = sd.sd_bus_message_append(m, "ss", req.unit.c_str(), "fail")) < 0) return r;
-  if ((r = sd.sd_bus_message_open_container(m, 'a', "(sv)")) < 0) return r;
-  if ((r = sd.sd_bus_message_append(m, "(sv)", "Description", "s", req.description.c_str())) < 0) return r;
-  if ((r = sd.sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, static_cast<uint32_t>(req.pid))) < 0) return r;
-  if ((r = sd.sd_bus_message_append(m, "(sv)", "Delegate", "b", 1)) < 0) return r;
-  // Gone from the manager's memory as soon as it is empty, even if it failed.
-  if ((r = sd.sd_bus_message_append(m, "(sv)", "CollectMode", "s", "inactive-or-failed")) < 0) return r;
-  if ((r = sd.sd_bus_message_close_container(m)) < 0) return r;
-  return sd.sd_bus_message_append(m, "a(sa(sv))", 0);
-}
-
-std::expected<std::string, std::string> probe_systemd_manager() {
-  std::string missing;
-  const SdBus* api = sd_bus_api(&missing);
-  if (api == nullptr) return std::unexpected("no systemd manager reachable (" + missing + ")");
-  const SdBus& sd = *api;
-  Bus b(sd);
-  std::string how;
-  int r = open_manager_bus(b, &how);
-  if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
-  // The string stays inside the reply (nothing for us to free: whose free()
-  // would match libsystemd's malloc depends on how pmon was linked and on
-  // any allocator preloaded into it).
-  sd_bus_message* reply = nullptr;
-  const char* version = nullptr;
-  sd_bus_error err = SD_BUS_ERROR_NULL;
-  r = sd.sd_bus_get_property(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                             "org.freedesktop.systemd1.Manager", "Version", &err, &reply, "s");
-  if (r >= 0) r = sd.sd_bus_message_read(reply, "s", &version);
-  if (r < 0) {
-    std::string why = err.message != nullptr ? err.message : errstr(r);
-    sd.sd_bus_error_free(&err);
-    sd.sd_bus_message_unref(reply);
-    return std::unexpected("no systemd manager answers on " + how + " (" + why + ")");
-  }
-  std::string out = std::string("systemd ") + version + " (" +
-                    (::geteuid() == 0 ? "system manager" : "user manager of uid " + std::to_string(::geteuid())) +
-                    ", via " + how + ")";
-  sd.sd_bus_message_unref(reply);
-  return out;
-}
+std::expected<std::string, std::string> probe_systemd_manager() { return access_in_use()->probe(); }
 
 std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLocation& loc,
                                                                 std::string* scope_rel) {
-  std::string missing;
-  const SdBus* api = sd_bus_api(&missing);
-  if (api == nullptr) return std::unexpected("no systemd manager reachable (" + missing + ")");
-  const SdBus& sd = *api;
-  Bus b(sd);
-  std::string how;
-  int r = open_manager_bus(b, &how);
-  if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
-
   ScopeRequest req = scope_request_for_self();
-  JobWait wait;
-  wait.sd = &sd;
-  sd_bus_slot* slot = nullptr;
-  r = sd.sd_bus_match_signal(b.bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                          "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &wait);
-  if (r < 0) return std::unexpected("systemd: cannot watch for the job: " + errstr(r));
-  // No Subscribe: the manager sends a job's signals to the client that
-  // queued it (and everything to a private-socket client); subscribing would
-  // only add every other unit's signals.
-  sd_bus_error err = SD_BUS_ERROR_NULL;
-  sd_bus_message* m = nullptr;
-  sd_bus_message* reply = nullptr;
-  r = sd.sd_bus_message_new_method_call(b.bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                     "org.freedesktop.systemd1.Manager", "StartTransientUnit");
-  if (r >= 0) r = append_start_scope_args(m, req);
-  if (r >= 0) r = sd.sd_bus_call(b.bus, m, 10'000'000, &err, &reply);
-  sd.sd_bus_message_unref(m);
-  if (r < 0) {
-    std::string why = err.message != nullptr ? err.message : errstr(r);
-    sd.sd_bus_error_free(&err);
-    sd.sd_bus_slot_unref(slot);
-    return std::unexpected("systemd refused a delegated scope (StartTransientUnit " + req.unit + ": " + why + ")");
-  }
-  const char* job = nullptr;
-  if (sd.sd_bus_message_read(reply, "o", &job) >= 0 && job != nullptr) wait.job = job;
-  sd.sd_bus_message_unref(reply);
-
-  // Wait for the job (JobRemoved), or for us to show up in the scope.
-  const int64_t deadline = sys::monotonic_ns() + 10'000'000'000LL;
-  std::string own;
-  for (;;) {
-    own = cgroup_of(::getpid());
-    bool moved = own.size() > req.unit.size() && own.compare(own.size() - req.unit.size(), req.unit.size(), req.unit) == 0;
-    if (wait.done && wait.result != "done") {
-      sd.sd_bus_slot_unref(slot);
-      // Most often the manager could not move us into the scope (a user
-      // manager needs the system manager for a process outside its tree).
-      return std::unexpected("systemd could not start " + req.unit + " (job result '" + wait.result +
-                             "'; the manager's log says why, e.g. it could not move pmon into it)");
-    }
-    if (moved && (wait.done || wait.job.empty())) break;
-    int64_t now = sys::monotonic_ns();
-    if (now >= deadline) {
-      sd.sd_bus_slot_unref(slot);
-      return std::unexpected("systemd: timed out waiting for " + req.unit);
-    }
-    r = sd.sd_bus_process(b.bus, nullptr);
-    if (r < 0) break;
-    if (r == 0) (void)sd.sd_bus_wait(b.bus, static_cast<uint64_t>(std::min<int64_t>(deadline - now, 100'000'000) / 1000));
-  }
-  sd.sd_bus_slot_unref(slot);
+  auto own = access_in_use()->start_scope(req);
+  if (!own) return std::unexpected(own.error());
 
   // cgroup_of() is relative to the hierarchy root; strip a subtree mount.
-  std::string rel = own;
+  std::string rel = *own;
   std::string scope_path = loc.mount + (rel == "/" ? "" : rel);
   if (::access((scope_path + "/cgroup.procs").c_str(), W_OK) != 0)
     return std::unexpected("systemd made " + req.unit + " but " + scope_path + " is not writable (Delegate= ignored?)");

@@ -2,9 +2,15 @@
 // Delegate=yes) when pmon's own cgroup is not writable: one D-Bus round trip
 // per pmon process, never per call.
 //
-// libsystemd is not linked: it and what it pulls in (gcrypt, lzma, zstd,
-// lz4, cap) would be mapped by the loader on every start of pmon, and sd-bus
-// is needed only on this rare path. It is dlopen'ed here, on first use.
+// Two ways to reach the manager, one per kind of process:
+// - in this process (sd_bus.cpp): libsystemd is dlopen'ed on first use, not
+//   linked (it and what it pulls in, gcrypt, lzma, zstd, lz4, cap, would be
+//   mapped by the loader on every start). The Python module and the
+//   pmon-systemd helper use this, after use_in_process_sd_bus().
+// - through the helper program pmon-systemd (the default): the pmon
+//   executable is linked statically for its start-up time, and a static
+//   program must not dlopen (it would load a second C library). The helper
+//   is looked for next to the executable, then in ../libexec/pmon/.
 #pragma once
 
 #include <sys/types.h>
@@ -66,6 +72,28 @@ ScopeRequest scope_request_for_self();
 // test of the message; needs libsystemd (-ENOSYS without it or when it
 // cannot be loaded).
 int append_start_scope_args(sd_bus_message* m, const ScopeRequest& req);
+
+// What pmon asks of a manager, however it reaches it. Errors are one line.
+struct SystemdAccess {
+  // Starts req's transient scope and waits until req.pid is in it. Returns
+  // the scope's cgroup relative to the hierarchy root
+  // ("/user.slice/.../pmon-1-2.scope").
+  std::expected<std::string, std::string> (*start_scope)(const ScopeRequest& req);
+  // "systemd 252 (user manager of uid 1000, via the session bus)".
+  std::expected<std::string, std::string> (*probe)();
+};
+
+namespace detail {
+void set_systemd_access(const SystemdAccess* access);  // nullptr: the helper
+}
+
+// From now on this process talks to the manager itself (sd_bus.cpp). Only
+// a dynamically linked program may call it; it links the dlopen code in.
+void use_in_process_sd_bus();
+
+// The in-process access, for the helper (nullptr in a build without
+// libsystemd).
+const SystemdAccess* in_process_sd_bus();
 
 // "systemd 252 (user manager of uid 1000, via the session bus)" when a manager
 // answers, else why not (one line).

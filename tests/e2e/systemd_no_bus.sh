@@ -23,4 +23,13 @@ as_user_in "$CG" env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR="$u" \
 [ $rc = 0 ] || fail "auto: exit $rc: $(cat "$u/err")"
 grep -q '^pmon: cgroup: .*asked systemd for a delegated scope: no systemd manager reachable.*; falling back to ' "$u/err" ||
   fail "auto does not say it fell back and why: $(cat "$u/err")"
+# Without its helper pmon-systemd (how the static pmon reaches systemd) the
+# line says where it was looked for.
+mkdir "$u/alone" && cp "$PMON" "$u/alone/pmon" && chmod 755 "$u/alone" "$u/alone/pmon"
+rc=0
+as_user_in "$CG" "$u/alone/pmon" run --confine cgroup -- true 2> "$u/err" || rc=$?
+[ $rc = 125 ] || fail "--confine cgroup without the helper: exit $rc, want 125"
+[ "$(wc -l < "$u/err")" = 1 ] || fail "want one line: $(cat "$u/err")"
+grep -q "asked systemd for a delegated scope: no systemd manager reachable (pmon-systemd, the helper that talks to systemd for pmon, is neither in $u/alone nor in $u/alone/../libexec/pmon)" "$u/err" ||
+  fail "the line does not say the helper is missing and where it was looked for: $(cat "$u/err")"
 pass
