@@ -372,8 +372,10 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   // Our own cgroup is not ours to write: a systemd manager may hand us a
   // delegated scope (one D-Bus round trip per process). If not, say why.
   std::string systemd_note;
-  if (cgroup_root.empty() && (::access(loc->own_path.c_str(), W_OK) != 0 ||
-                              ::access((loc->own_path + "/cgroup.procs").c_str(), W_OK) != 0)) {
+  const std::string own_checked = loc->own;  // its cgroup.procs is not checked twice
+  const bool own_writable = ::access(loc->own_path.c_str(), W_OK) == 0 &&
+                            ::access((loc->own_path + "/cgroup.procs").c_str(), W_OK) == 0;
+  if (cgroup_root.empty() && !own_writable) {
     std::string scope_rel;
     if (auto moved = confine::systemd_delegate_self(*loc, &scope_rel)) {
       loc = std::move(*moved);
@@ -400,7 +402,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   // ancestor of our cgroup and the leaf (the kernel's migration rule).
   std::string anc = common_ancestor(loc->own, base_rel);
   std::string anc_procs = (anc == "/" ? loc->mount : loc->mount + anc) + "/cgroup.procs";
-  if (::access(anc_procs.c_str(), W_OK) != 0)
+  if (!(own_writable && anc == own_checked) && ::access(anc_procs.c_str(), W_OK) != 0)
     return std::unexpected(
         "cannot move processes under " + base_path + ": " + anc_procs + " is not writable (" +
         strerr(errno) + "); run pmon inside a delegated cgroup subtree or pass --cgroup-root "

@@ -1,6 +1,11 @@
 #include "confine/cgroup_fs.h"
 
 #include <dirent.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -46,9 +51,50 @@ std::string own_from_proc_cgroup(std::string_view text) {
   return {};
 }
 
+// The usual mount points, /sys/fs/cgroup (pure v2) and then
+// /sys/fs/cgroup/unified (hybrid): one statfs each, where mountinfo costs
+// the kernel a line per mount on every start of pmon. Taken only when the
+// mount shows the whole hierarchy, so that /proc/self/cgroup paths hold
+// below it as they are: the root cgroup has no cgroup.type, a subtree or
+// namespace-root mount does. Anything else is looked up in mountinfo.
+std::optional<std::string> usual_cgroup2_mount() {
+  for (const char* dir : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    struct statfs sf;
+    if (::statfs(dir, &sf) != 0 || sf.f_type != CGROUP2_SUPER_MAGIC) continue;
+    std::string type = std::string(dir) + "/cgroup.type";
+    if (::access(type.c_str(), F_OK) != 0 && errno == ENOENT) return std::string(dir);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<CgroupLocation> with_own_cgroup(const std::string& mount, const std::string& root, std::string* why) {
+  auto pc = sys::read_file("/proc/self/cgroup");
+  std::string own = pc ? own_from_proc_cgroup(*pc) : std::string();
+  if (own.empty()) {
+    *why = "this process has no cgroup v2 entry in /proc/self/cgroup";
+    return std::nullopt;
+  }
+  // A mount of a subtree (root "/x") shows paths below it.
+  // (Built in a fresh string: assigning back into `own` draws a false
+  // -Wrestrict from GCC 12 at -O3.)
+  std::string_view rel(own);
+  if (root != "/" && rel.starts_with(root)) rel.remove_prefix(root.size());
+  CgroupLocation loc;
+  loc.mount = mount;
+  loc.own = rel.empty() ? std::string("/") : std::string(rel);
+  loc.own_path = loc.own == "/" ? mount : mount + loc.own;
+  return loc;
+}
+
 }  // namespace
 
 std::optional<CgroupLocation> locate_cgroup2(std::string* why) {
+  if (auto mount = usual_cgroup2_mount()) return with_own_cgroup(*mount, "/", why);
+  return locate_cgroup2_by_mountinfo(why);
+}
+
+std::optional<CgroupLocation> locate_cgroup2_by_mountinfo(std::string* why) {
   auto mi = sys::read_file("/proc/self/mountinfo");
   if (!mi) {
     *why = "cannot read /proc/self/mountinfo: " + mi.error().message();
@@ -82,22 +128,7 @@ std::optional<CgroupLocation> locate_cgroup2(std::string* why) {
     *why = "no cgroup2 file system is mounted (see /proc/self/mountinfo)";
     return std::nullopt;
   }
-  auto pc = sys::read_file("/proc/self/cgroup");
-  std::string own = pc ? own_from_proc_cgroup(*pc) : std::string();
-  if (own.empty()) {
-    *why = "this process has no cgroup v2 entry in /proc/self/cgroup";
-    return std::nullopt;
-  }
-  // A mount of a subtree (root "/x") shows paths below it.
-  // (Built in a fresh string: assigning back into `own` draws a false
-  // -Wrestrict from GCC 12 at -O3.)
-  std::string_view rel(own);
-  if (root != "/" && rel.starts_with(root)) rel.remove_prefix(root.size());
-  CgroupLocation loc;
-  loc.mount = mount;
-  loc.own = rel.empty() ? std::string("/") : std::string(rel);
-  loc.own_path = loc.own == "/" ? mount : mount + loc.own;
-  return loc;
+  return with_own_cgroup(mount, root, why);
 }
 
 std::string cgroup_of(int pid) {

@@ -13,9 +13,15 @@ struct CgroupLocation {
   std::string own_path;  // mount + own
 };
 
-// Parses /proc/self/mountinfo for the first cgroup2 mount and
-// /proc/self/cgroup for the "0::" line. The error is a one-line reason.
+// The cgroup2 mount and this process's cgroup ("0::" in /proc/self/cgroup).
+// The mount is /sys/fs/cgroup or /sys/fs/cgroup/unified when either is a
+// cgroup2 mount of the whole hierarchy (statfs, no mountinfo), else the
+// first cgroup2 mount in /proc/self/mountinfo. The error is a one-line
+// reason.
 std::optional<CgroupLocation> locate_cgroup2(std::string* why);
+
+// The same from mountinfo alone (the first cgroup2 mount, any root).
+std::optional<CgroupLocation> locate_cgroup2_by_mountinfo(std::string* why);
 
 // The names of the cgroups directly below `dir` (empty when unreadable).
 std::vector<std::string> child_cgroups(const std::string& dir);

@@ -1,8 +1,9 @@
 // sys::read_stat on real processes (a comm with spaces and ')'), and
-// sys::descendants_of on hand-made process tables.
+// sys::descendants_of on hand-made process tables; where the cgroup2 mount is.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "confine/cgroup_fs.h"
 #include "sys/proc.h"
 
 namespace pmon::sys {
@@ -183,3 +185,25 @@ TEST(DescendantsOf, RealChildren) {
 
 }  // namespace
 }  // namespace pmon::sys
+
+namespace pmon {
+namespace {
+
+// The statfs shortcut and mountinfo agree on where this process sits: the
+// same cgroup directory (by device and inode), whichever mount each picks.
+TEST(LocateCgroup2, ShortcutAgreesWithMountinfo) {
+  std::string why1, why2;
+  auto quick = confine::locate_cgroup2(&why1);
+  auto full = confine::locate_cgroup2_by_mountinfo(&why2);
+  if (!full) GTEST_SKIP() << "no cgroup2 here: " << why2;
+  ASSERT_TRUE(quick) << why1;
+  struct stat a {}, b {};
+  ASSERT_EQ(::stat(quick->own_path.c_str(), &a), 0) << quick->own_path;
+  ASSERT_EQ(::stat(full->own_path.c_str(), &b), 0) << full->own_path;
+  EXPECT_EQ(a.st_dev, b.st_dev);
+  EXPECT_EQ(a.st_ino, b.st_ino);
+  EXPECT_EQ(quick->own, full->own);
+}
+
+}  // namespace
+}  // namespace pmon
