@@ -43,6 +43,12 @@ class Boundary {
   // Called once the main process exists (right after clone).
   virtual void set_main(pid_t pid) noexcept = 0;
 
+  // This call is the only user of the process's children (pmon run: the
+  // caller reaps every child, RunOptions::own_all_children), so every child
+  // of ours is the call's. A boundary that finds its members by walking
+  // /proc may then read "empty" as "no child at all".
+  virtual void set_sole_owner() noexcept {}
+
   // Live (non-zombie) processes in the boundary right now.
   virtual std::vector<sys::ProcStat> members() = 0;
 

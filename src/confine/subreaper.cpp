@@ -97,13 +97,22 @@ class SubreaperBoundary final : public Boundary {
     return {};
   }
 
+  void set_sole_owner() noexcept override { sole_owner_ = true; }
+
   // No child at all, not even a zombie or a clone child (ECHILD): nothing
-  // can be below us, so no scan is needed (the common end of a call).
-  // Otherwise two empty scans in a row: a process forked during a scan at a
-  // pid the directory walk had already passed is seen by the second.
+  // can be below us (every process below us descends from a child of ours:
+  // an orphan is handed to us before its parent turns zombie), so no scan
+  // is needed; the common end of a call. When every child of ours is this
+  // call's (set_sole_owner), that is the only way to be empty: any child,
+  // alive or not yet reaped, means the call is not over. A /proc walk can
+  // miss a fork storm's short-lived processes twice in a row; the kernel's
+  // own count of our children cannot. Otherwise (calls side by side in one
+  // process) two empty scans in a row: a process forked during a scan at a
+  // pid the walk had already passed is seen by the second.
   Result<bool> empty() override {
     siginfo_t si{};
     if (sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL, nullptr) == -ECHILD) return true;
+    if (sole_owner_) return false;
     return members().empty() && members().empty();
   }
 
@@ -120,6 +129,7 @@ class SubreaperBoundary final : public Boundary {
 
  private:
   pid_t main_ = 0;
+  bool sole_owner_ = false;
   confine::PidfdWatch watch_;
 };
 

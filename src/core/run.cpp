@@ -104,6 +104,10 @@ Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
   const int64_t rescan_at = (w != nullptr && w->rescan_ms >= 0)
                                 ? sys::monotonic_ns() + int64_t{w->rescan_ms} * 1'000'000
                                 : kForever;
+  // Once the deadline or the rescan is due, one more poll that does not
+  // block: a stop that rescans back to back still reads its signals (and
+  // reaps on SIGCHLD) between scans.
+  bool due_polled = false;
   for (;;) {
     if (watch_main && main_exited_) return Wake::main_exit;
     std::vector<pollfd> fds;
@@ -134,12 +138,17 @@ Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
 
     // The deadline is recomputed on every pass: poll may return early.
     int64_t now = sys::monotonic_ns();
-    if (deadline != kForever && now >= deadline) return Wake::deadline;
-    if (now >= rescan_at) return Wake::timer;
+    // The call's own deadline: a timeout, whatever else is pending.
+    if (watch_main && deadline != kForever && now >= deadline) return Wake::deadline;
     int64_t until = std::min(deadline, rescan_at);
     int timeout_ms = -1;
-    if (until != kForever)
+    if (until != kForever && now >= until) {
+      if (due_polled) return deadline != kForever && now >= deadline ? Wake::deadline : Wake::timer;
+      due_polled = true;
+      timeout_ms = 0;
+    } else if (until != kForever) {
       timeout_ms = static_cast<int>(std::min<int64_t>((until - now + 999'999) / 1'000'000, 1 << 30));
+    }
 
     int n = ::poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0) {
@@ -341,6 +350,7 @@ std::expected<void, SpawnError> Runner::start() {
   child_ = std::move(*child);
   res_.cgroup = b_->cgroup_path();  // spawn_in may have changed the leaf
   b_->set_main(child_.pid);
+  if (opts_.own_all_children) b_->set_sole_owner();
   res_.pid = child_.report_pid != 0 ? child_.report_pid : child_.pid;
   trace("started pid " + std::to_string(child_.pid) + " under " +
         std::string(to_string(backend_.kind())) + (res_.cgroup ? " in " + *res_.cgroup : ""));
