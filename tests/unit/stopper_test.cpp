@@ -5,7 +5,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
+#include <vector>
+
 #include "core/stopper.h"
+#include "sys/proc.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
@@ -16,11 +21,12 @@ namespace {
 // exiting (cgroup.events says "populated 0" before the pidfd is readable).
 class LeavingBoundary final : public Boundary {
  public:
-  explicit LeavingBoundary(pid_t pid) : pid_(pid) {}
+  explicit LeavingBoundary(pid_t pid) : pids_{pid} {}
+  explicit LeavingBoundary(std::vector<pid_t> pids) : pids_(std::move(pids)) {}
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
   void set_main(pid_t) noexcept override {}
   std::vector<sys::ProcStat> members() override { return {}; }
-  std::optional<std::vector<pid_t>> listed_pids() override { return std::vector<pid_t>{pid_}; }
+  std::optional<std::vector<pid_t>> listed_pids() override { return pids_; }
   Result<int> signal_all(int) override { return 0; }
   Result<void> kill_all() override {
     killed = true;
@@ -33,7 +39,7 @@ class LeavingBoundary final : public Boundary {
   bool killed = false;
 
  private:
-  pid_t pid_;
+  std::vector<pid_t> pids_;
 };
 
 TEST(Stopper, AProcessStillExitingWhenTheBoundaryReadsEmptyEndedInThatStep) {
@@ -64,6 +70,50 @@ TEST(Stopper, AProcessStillExitingWhenTheBoundaryReadsEmptyEndedInThatStep) {
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].action, "SIGTERM");
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+}
+
+// A large tree: every listed process is tracked once, in listing order,
+// with its own start time; the excluded one (the main process) and one that
+// is gone are not.
+TEST(Stopper, SnapshotOfManyProcessesTracksEachOnce) {
+  constexpr int kN = 300;
+  std::vector<pid_t> kids;
+  for (int i = 0; i < kN; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    kids.push_back(pid);
+  }
+  pid_t gone = ::fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+
+  std::vector<pid_t> listed = kids;
+  listed.insert(listed.begin() + kN / 3, gone);
+  std::sort(listed.begin(), listed.end());
+  LeavingBoundary b(listed);
+  LeftoverTracker tracker;
+  tracker.snapshot(b, kids[7]);
+  std::map<pid_t, uint64_t> started;
+  for (pid_t k : kids)
+    if (auto st = sys::read_stat(k)) started[k] = st->start_time;
+  for (pid_t k : kids) ::kill(k, SIGKILL);
+  for (pid_t k : kids) ::waitpid(k, nullptr, 0);
+
+  std::vector<Leftover> left = tracker.take();
+  ASSERT_EQ(left.size(), static_cast<size_t>(kN - 1));
+  std::vector<pid_t> want;
+  for (pid_t p : listed)
+    if (p != kids[7] && p != gone) want.push_back(p);
+  for (size_t i = 0; i < left.size(); ++i) {
+    EXPECT_EQ(left[i].pid, want[i]);
+    EXPECT_EQ(left[i].start_time, started[want[i]]);
+    EXPECT_FALSE(left[i].cmdline.empty());
+  }
 }
 
 }  // namespace
