@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "confine/systemd.h"
 #include "sys/syscalls.h"
@@ -133,23 +134,31 @@ int append_start_scope_args(sd_bus_message* m, const ScopeRequest& req) {
 
 namespace {
 
-std::expected<std::string, std::string> probe_in_process() {
+// The manager's bus (open_manager_bus), or the one line that says why not;
+// *how says which way it was reached.
+std::expected<std::unique_ptr<Bus>, std::string> connect_manager(std::string* how) {
   std::string missing;
   const SdBus* api = sd_bus_api(&missing);
   if (api == nullptr) return std::unexpected("no systemd manager reachable (" + missing + ")");
-  const SdBus& sd = *api;
-  Bus b(sd);
+  auto b = std::make_unique<Bus>(*api);
+  if (open_manager_bus(*b, how) < 0) return std::unexpected("no systemd manager reachable (" + *how + ")");
+  return b;
+}
+
+std::expected<std::string, std::string> probe_in_process() {
   std::string how;
-  int r = open_manager_bus(b, &how);
-  if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
+  auto bus = connect_manager(&how);
+  if (!bus) return std::unexpected(bus.error());
+  Bus& b = **bus;
+  const SdBus& sd = b.sd;
   // The string stays inside the reply (nothing for us to free: whose free()
   // would match libsystemd's malloc depends on how pmon was linked and on
   // any allocator preloaded into it).
   sd_bus_message* reply = nullptr;
   const char* version = nullptr;
   sd_bus_error err = SD_BUS_ERROR_NULL;
-  r = sd.sd_bus_get_property(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                             "org.freedesktop.systemd1.Manager", "Version", &err, &reply, "s");
+  int r = sd.sd_bus_get_property(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                 "org.freedesktop.systemd1.Manager", "Version", &err, &reply, "s");
   if (r >= 0) r = sd.sd_bus_message_read(reply, "s", &version);
   if (r < 0) {
     std::string why = err.message != nullptr ? err.message : errstr(r);
@@ -165,20 +174,17 @@ std::expected<std::string, std::string> probe_in_process() {
 }
 
 std::expected<std::string, std::string> start_scope_in_process(const ScopeRequest& req) {
-  std::string missing;
-  const SdBus* api = sd_bus_api(&missing);
-  if (api == nullptr) return std::unexpected("no systemd manager reachable (" + missing + ")");
-  const SdBus& sd = *api;
-  Bus b(sd);
   std::string how;
-  int r = open_manager_bus(b, &how);
-  if (r < 0) return std::unexpected("no systemd manager reachable (" + how + ")");
+  auto bus = connect_manager(&how);
+  if (!bus) return std::unexpected(bus.error());
+  Bus& b = **bus;
+  const SdBus& sd = b.sd;
 
   JobWait wait;
   wait.sd = &sd;
   sd_bus_slot* slot = nullptr;
-  r = sd.sd_bus_match_signal(b.bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                          "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &wait);
+  int r = sd.sd_bus_match_signal(b.bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                              "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &wait);
   if (r < 0) return std::unexpected("systemd: cannot watch for the job: " + errstr(r));
   // No Subscribe: the manager sends a job's signals to the client that
   // queued it (and everything to a private-socket client); subscribing would
