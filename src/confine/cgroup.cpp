@@ -79,9 +79,10 @@ std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::str
 std::string strerr(int e) { return std::strerror(e); }
 
 // Removes cgroup name under parent and every cgroup the call made below it,
-// deepest first: rmdir refuses a cgroup that has children.
-void remove_cgroup_tree(int parent, const char* name) noexcept {
-  int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+// deepest first: rmdir refuses a cgroup that has children. `childless`: the
+// caller has just seen it has none (no need to open it to look).
+void remove_cgroup_tree(int parent, const char* name, bool childless = false) noexcept {
+  int fd = childless ? -1 : ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0 && child_cgroup_count(fd) == 0) {
     ::close(fd);
     fd = -1;
@@ -318,10 +319,11 @@ class CgroupBackend final : public Backend {
   }
 
   void remove_leaf(Leaf& l) noexcept {
+    const bool childless = l.dir && child_cgroup_count(l.dir.get()) == 0;
     l.events.reset();
     l.cpu_stat.reset();
     l.dir.reset();
-    remove_cgroup_tree(base_.get(), l.name.c_str());
+    remove_cgroup_tree(base_.get(), l.name.c_str(), childless);
   }
 
  private:
