@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -161,8 +162,35 @@ int run_main(const std::vector<std::string>& args) {
     s.backend = std::move(*b);
     return s;
   };
+  // From here on the call is accepted: whatever happens, the report says
+  // what did (a command that never ran is "not_started").
+  const auto started_at = std::chrono::system_clock::now();
+  auto write_report = [&](const RunResult& r, const ReportContext& ctx) -> bool {
+    if (report_path.empty()) return true;
+    std::string text = report_json(r, ctx);
+    if (report_path == "-") {
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+      return true;
+    }
+    if (auto w = write_atomically(report_path, text); !w) {
+      std::fprintf(stderr, "pmon: cannot write the report to %s: %s\n", report_path.c_str(),
+                   w.error().message().c_str());
+      return false;
+    }
+    return true;
+  };
+  auto not_started_call = [&](ConfineKind kind, const SpawnError& err, const ReportContext& ctx) {
+    std::fprintf(stderr, "pmon: %s\n", err.message.c_str());
+    if (!write_report(not_started(command, kind, err, started_at), ctx)) return 125;
+    return err.exit_code;
+  };
+
   auto sel = isolate ? isolated() : select_backend(req);
-  if (!sel) die("confinement unavailable: " + sel.error());
+  if (!sel) {
+    ConfineKind tried = isolate ? ConfineKind::pidns : req.kind.value_or(ConfineKind::cgroup);
+    return not_started_call(tried, SpawnError{125, 0, "confinement unavailable: " + sel.error()}, {});
+  }
   if (!quiet)
     for (const std::string& why : sel->passed_over)
       std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
@@ -173,14 +201,15 @@ int run_main(const std::vector<std::string>& args) {
   opts.own_all_children = true;
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
+  ReportContext ctx;
+  ctx.passed_over = sel->passed_over;
+  ctx.weak = sel->backend->kind() == ConfineKind::pgroup;
+
   auto res = run_call(*sel->backend, opts);
   // pmon run makes one call: once it is over and its tree verified gone,
   // the E11 guard has nothing left to guard.
   if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
-  if (!res) {
-    std::fprintf(stderr, "pmon: %s\n", res.error().message.c_str());
-    return res.error().exit_code;
-  }
+  if (!res) return not_started_call(sel->backend->kind(), res.error(), ctx);
 
   if (!quiet) {
     if (res->timed_out)
@@ -192,32 +221,23 @@ int run_main(const std::vector<std::string>& args) {
       std::fprintf(stderr, "pmon: the command exited and left %s running; stopped them\n",
                    kill_summary(res->leftovers).c_str());
     if (!res->escaped.empty())
-      std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary and are still running: %s\n",
+      std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary; found below pmon, %s: %s\n",
                    res->escaped.size(), std::string(to_string(res->confinement)).c_str(),
+                   !res->cleanup_verified ? "tried to stop them"
+                   : wait_tree            ? "waited for them"
+                                          : "stopped them",
                    list_procs(res->escaped).c_str());
   }
   if (!res->cleanup_verified) {
     std::vector<Leftover> survivors;
-    for (const Leftover& l : res->leftovers)
-      if (l.action == "survived") survivors.push_back(l);
+    for (const std::vector<Leftover>* v : {&res->leftovers, &res->escaped})
+      for (const Leftover& l : *v)
+        if (l.action == "survived") survivors.push_back(l);
     std::fprintf(stderr, "pmon: could not confirm the tree is gone%s%s\n",
                  survivors.empty() ? "" : "; still running: ", list_procs(survivors).c_str());
   }
 
-  if (!report_path.empty()) {
-    ReportContext ctx;
-    ctx.passed_over = sel->passed_over;
-    ctx.weak = sel->backend->kind() == ConfineKind::pgroup;
-    std::string text = report_json(*res, ctx);
-    if (report_path == "-") {
-      std::fputs(text.c_str(), stdout);
-      std::fflush(stdout);
-    } else if (auto w = write_atomically(report_path, text); !w) {
-      std::fprintf(stderr, "pmon: cannot write the report to %s: %s\n", report_path.c_str(),
-                   w.error().message().c_str());
-      return 125;
-    }
-  }
+  if (!write_report(*res, ctx)) return 125;
   return res->status();
 }
 

@@ -51,7 +51,7 @@ std::string report_json(const RunResult& r, const ReportContext& ctx) {
   json j;
   j["version"] = 1;
   j["command"] = r.command;
-  j["pid"] = r.pid;
+  j["pid"] = r.pid > 0 ? json(r.pid) : json(nullptr);  // null: never started
   j["confinement"] = std::string(to_string(r.confinement));
   j["confinement_weak"] = ctx.weak;
   j["confinement_passed_over"] = ctx.passed_over;
@@ -59,6 +59,7 @@ std::string report_json(const RunResult& r, const ReportContext& ctx) {
   j["started_at"] = iso8601(r.started_at);
   j["duration_ms"] = round3(r.duration_ms);
   j["outcome"] = std::string(to_string(r.outcome));
+  j["error"] = opt(r.error);
   j["exit_code"] = opt(r.exit_code);
   j["signal"] = opt(r.signal);
   j["signal_name"] = r.signal ? json(signal_name(*r.signal)) : json(nullptr);
