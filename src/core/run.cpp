@@ -531,6 +531,9 @@ RunResult Runner::finish(std::string reason) {
                         ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
   }
   finish_reaping();
+  // The boundary's own verdict decides what becomes of it (a leaf that
+  // held something unconfirmed is kept for gc), whatever escaped it.
+  const bool boundary_empty = res_.cleanup_verified;
   stop_escapes(&reason);
   // Every writer is dead now (or outside a weak boundary): what is left in
   // the pipes is read to EOF, or to what is there.
@@ -562,7 +565,7 @@ RunResult Runner::finish(std::string reason) {
   res_.cpu_usec = b_->cpu_usec();
   if (!res_.cpu_usec && b_->kind() != ConfineKind::cgroup) res_.cpu_usec = reaped_cpu_usec_;
   res_.memory_peak_bytes = b_->memory_peak_bytes();
-  b_->release(res_.cleanup_verified);
+  b_->release(boundary_empty && main_exited_);
   res_.duration_ms = since_start_ms();
   return std::move(res_);
 }
