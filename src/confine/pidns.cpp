@@ -111,11 +111,16 @@ bool PidnsBoundary::init_exited() noexcept {
 // The init only turns into a zombie (its pidfd readable) after the kernel
 // has killed and released every other process of its namespace
 // (zap_pid_ns_processes runs in its exit path), so this is the kernel's word.
+//
+// Under --isolate the leaf's cgroup.events is read on every call, the init
+// alive or not: watch() polls it for POLLPRI, which stays raised until the
+// file is read again, so a check that skipped it would turn every wait of
+// the stop into a busy loop that never reaches its deadline.
 Result<bool> PidnsBoundary::empty() {
+  Result<bool> leaf = inner_ ? inner_->empty() : Result<bool>(true);
   if (!init_exited()) return false;
   reap_init(false);
-  if (inner_) return inner_->empty();
-  return true;
+  return leaf;
 }
 
 Watch PidnsBoundary::watch() {

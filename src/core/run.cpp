@@ -360,7 +360,8 @@ bool Runner::wait_until_empty(Boundary& b, std::string* reason) {
     if (b.empty().value_or(false)) return true;
     Watch w = b.watch();
     Wake wake = wait(deadline_, false, &w);
-    if (wake == Wake::deadline) {
+    // (A watch that stays ready must not outlast the deadline.)
+    if (wake == Wake::deadline || (deadline_ != kForever && sys::monotonic_ns() >= deadline_)) {
       *reason = "timeout";
       res_.timed_out = true;
       return false;
