@@ -79,7 +79,7 @@ std::vector<sys::ProcStat> PidnsBoundary::members() {
   if (init_pid_ <= 0 || init_exited()) return out;
   std::vector<sys::ProcStat> table = sys::scan_processes();
   for (sys::ProcStat& p : sys::descendants_of(table, init_pid_))
-    if (p.state != 'Z' && p.state != 'X' && p.pid != command_pid_) out.push_back(std::move(p));
+    if (!p.dead() && p.pid != command_pid_) out.push_back(std::move(p));
   return out;
 }
 

@@ -36,7 +36,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
       auto fd = sys::pidfd_open(pid);
       if (!fd) continue;
       auto st = sys::read_stat(pid);
-      if (!st || st->state == 'Z') continue;
+      if (!st || st->dead()) continue;
       Tracked t;
       t.info.pid = pid;
       t.info.start_time = st->start_time;
