@@ -2,9 +2,21 @@
 # The test command: installs what is missing, builds, runs every test.
 #   scripts/test.sh            RelWithDebInfo build in build/
 #   PMON_SANITIZE=1 scripts/test.sh   ASan+UBSan build in build-asan/
+# Strict (CI=true, or PMON_EXPECT_BACKENDS set): the backends in
+# PMON_EXPECT_BACKENDS (default in CI: all four) must work, and a skipped
+# test fails the run unless tests/allowed_skips.txt lists it with a reason.
+# What was skipped is printed either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+strict=0
+if [ "${CI:-}" = true ]; then
+  strict=1
+  export PMON_EXPECT_BACKENDS=${PMON_EXPECT_BACKENDS-cgroup pidns subreaper pgroup}
+elif [ -n "${PMON_EXPECT_BACKENDS:-}" ]; then
+  strict=1
+  export PMON_EXPECT_BACKENDS
+fi
 dir=build; flags=(); skip=()
 if [ "${PMON_SANITIZE:-0}" = 1 ]; then
   dir=build-asan; flags=(-DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF)
@@ -16,10 +28,19 @@ if [ "${PMON_SANITIZE:-0}" = 1 ]; then
 fi
 cmake -S . -B "$dir" "${flags[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
-ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" "${skip[@]}"
+results=$PWD/$dir/test-results
+rm -rf "$results"; mkdir -p "$results"
+rc=0
+ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" --output-junit "$results/ctest.xml" "${skip[@]}" || rc=$?
 # The Python package (built above with the rest): its pytest suite, with
 # Debian's python3, after the CTests so its 200-call cases run alone.
 if [ -d "$dir/python/pmon" ]; then
   PYTHONPATH="$PWD/$dir/python" PMON_HELPERS="$PWD/$dir/tests/helpers" \
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests
+    /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider --junitxml="$results/pytest.xml" python/tests || rc=$?
+elif [ $strict = 1 ] && [ "${PMON_SANITIZE:-0}" != 1 ]; then
+  echo "pmon: the Python package was not built, so its tests cannot run" >&2
+  rc=1
 fi
+# Every skip, with its reason; in strict mode the ones not allowed fail.
+python3 tests/list_skips.py "$results" tests/allowed_skips.txt "$strict" || rc=1
+exit $rc

@@ -6,17 +6,10 @@ import os
 import pytest
 
 import pmon
-from conftest import present
+from conftest import backend_available, present
 
 
-def _pidns_works():
-    try:
-        return pmon.run(["true"], confine="pidns").confinement == "pidns"
-    except OSError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not _pidns_works(),
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not backend_available("pidns"),
                                 reason="no pid namespaces for this user here")
 
 

@@ -6,6 +6,26 @@ case ${1:-} in
   setup)
     rm -rf "$STATE"; mkdir -p "$STATE"
     echo "e2e state at $STATE"
+    # What this machine was declared to offer (PMON_EXPECT_BACKENDS): each
+    # one must work, or the suite fails here, before any scenario shrinks.
+    bad=0
+    for b in ${PMON_EXPECT_BACKENDS:-}; do
+      case $b in
+        cgroup|pidns|subreaper|pgroup) ;;
+        *) echo "FAIL: PMON_EXPECT_BACKENDS names an unknown backend: $b"; bad=1; continue ;;
+      esac
+      if ! err=$("${PMON:?}" run -q --confine "$b" -- true 2>&1 >/dev/null); then
+        echo "FAIL: the $b backend is expected here but missing: ${err:-pmon run --confine $b failed}"; bad=1
+        continue
+      fi
+      if [ "$b" = pidns ]; then  # the scenarios name pidns processes through a host /proc bind mount
+        d=$(mktemp -d) && mount --bind /proc "$d" 2>/dev/null && umount "$d" ||
+          { echo "FAIL: pidns is expected, but a bind mount of /proc fails (the scenarios need it)"; bad=1; }
+        rmdir "$d"
+      fi
+      echo "expected backend available: $b"
+    done
+    exit $bad
     ;;
   check)
     bad=0

@@ -73,9 +73,15 @@ need(s["empty_confirmed_ms"] is not None, "emptiness confirmed")'
   check "$t/r.json" "$b" '
 need(r["outcome"] == "signaled" and r["signal"] == 10 and r["exit_code"] is None, "signaled USR1")'
 
-  # timeout: a leftover and the main process, both stopped by TERM.
-  rc=0; "$PMON" run -q --confine "$b" --timeout 300ms --report "$t/r.json" -- sh -c 'sleep 101 & sleep 102' || rc=$?
+  # timeout: a leftover and the main process, both stopped by TERM. Each
+  # records itself (host pid + start time): both are gone when pmon returns.
+  rm -f "$t/tree"
+  rc=0; "$PMON" run -q --confine "$b" --timeout 300ms --report "$t/r.json" -- env rec="$t/tree" sh -c \
+    "$RECORD_SH"'; sh -c "$0; exec sleep 101" & exec sleep 102' "$RECORD_SH" || rc=$?
+  record_file "$t/tree"
   [ $rc = 124 ] || fail "$b: timeout exit $rc"
+  [ "$(grep -c . "$t/tree")" = 2 ] || fail "$b: timeout: the tree did not record itself: $(cat "$t/tree")"
+  left=$(alive_in "$t/tree"); [ -z "$left" ] || fail "$b: timeout: alive after pmon returned: $left"
   check "$t/r.json" "$b" '
 need(r["outcome"] == "timeout" and r["timed_out"] is True, "timeout outcome")
 need(s["signal_sent_ms"] is not None and s["signal_sent_ms"] >= 250, "TERM sent at %s" % s["signal_sent_ms"])
@@ -101,17 +107,22 @@ need(s["signal_sent_ms"] is not None and s["kill_sent_ms"] is not None, "TERM an
 need(s["kill_sent_ms"] - s["signal_sent_ms"] >= 250, "KILL before the grace was over")
 need(s["empty_confirmed_ms"] >= s["kill_sent_ms"], "empty before KILL")'
 
-  # cancelled: SIGTERM to pmon.
-  "$PMON" run -q --confine "$b" --report "$t/r.json" -- sleep 105 &
-  pp=$!
-  # Cancel once pmon has started the command (it has a child).
+  # cancelled: SIGTERM to pmon, once the command and a child of it run;
+  # both are gone when pmon returns.
+  rm -f "$t/tree"
+  "$PMON" run -q --confine "$b" --report "$t/r.json" -- env rec="$t/tree" sh -c \
+    "$RECORD_SH"'; sh -c "$0; exec sleep 106" & exec sleep 105' "$RECORD_SH" &
+  pp=$!; record_pid "$pp"
   for _ in $(seq 500); do
-    [ -n "$(cat "/proc/$pp/task/$pp/children" 2>/dev/null)" ] && break
+    [ "$(grep -c . "$t/tree" 2>/dev/null)" = 2 ] && break
     sleep 0.01
   done
+  record_file "$t/tree"
+  [ "$(grep -c . "$t/tree")" = 2 ] || fail "$b: cancel: the tree did not record itself: $(cat "$t/tree")"
   kill -TERM "$pp"
   rc=0; wait "$pp" || rc=$?
   [ $rc = 143 ] || fail "$b: cancel exit $rc"
+  left=$(alive_in "$t/tree"); [ -z "$left" ] || fail "$b: cancel: alive after pmon returned: $left"
   check "$t/r.json" "$b" '
 need(r["outcome"] == "cancelled", "cancelled outcome")
 need(r["timed_out"] is False, "not a timeout")
