@@ -50,11 +50,17 @@ run_case "--wait-all" "while [ ! -f $t/go ]; do sleep 0.01; done; sleep 0.3; tou
 ! alive "$dpid" "$dst" || fail "--wait-all: pmon init returned while the daemon ran"
 echo "ok: --wait-all"
 
+# As PID 1 the kernel kills whatever is left in the namespace once pmon init
+# exits, so "the daemon is gone" proves nothing there: the daemon must have
+# got pmon's SIGTERM (it notes that in $t/termed) before pmon init returned.
 unshare --pid --fork true 2>/dev/null || skip "no PID namespaces here"
 for mp in "" --mount-proc; do
   PREFIX="unshare --pid --fork --kill-child $mp"
-  run_case "PID 1 $mp" 'exec sleep 1000' --grace 1s
+  rm -f "$t/termed"
+  run_case "PID 1 $mp" "trap \"echo TERM > $t/termed; exit 0\" TERM; sleep 1000 & wait" --grace 10s
   ! alive "$dpid" "$dst" || fail "PID 1 $mp: daemon $dpid survived"
+  [ "$(cat "$t/termed" 2>/dev/null)" = TERM ] ||
+    fail "PID 1 $mp: pmon init returned without stopping the daemon (the namespace's end killed it)"
   echo "ok: as PID 1 ${mp:-(host /proc)}"
 done
 pass
