@@ -5,6 +5,10 @@
 # unprivileged user in a delegated cgroup. A normal end leaves the guard
 # nothing to do: it exits too.
 . "$(dirname "$0")/common.inc"
+# Part 3 needs root, a test user and a cgroup to delegate: all checked here,
+# before part 1, so the scenario runs whole or is skipped whole (never
+# "skipped" after two parts passed).
+. "$(dirname "$0")/unpriv.inc"
 
 have_backend cgroup || skip "the cgroup backend is not available here"
 
@@ -80,17 +84,14 @@ for i in $(seq 50); do [ "$(state_of "$g")" = S ] || break; sleep 0.02; done
 echo "ok: normal end, the guard exits"
 
 # 3. As an unprivileged user in a delegated cgroup.
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-  . "$(dirname "$0")/unpriv.inc"
-  acquire_user
-  u=$t/u; mkdir "$u"; chown "$TEST_UID:$TEST_GID" "$u"
-  D=$CG/pmon-test-e11-$$
-  make_cgroup "$D"; delegate_cgroup "$D"
-  as_user_in "$D" "$PMON" run -v --confine cgroup -- sh -c "$(call_script "$u/x")" 2> "$t/u.err" &
-  ln -s "$t/u.err" "$u/x.err"
-  kill_and_check unprivileged "$u/x"
-  wait 2>/dev/null || true
-  left=$(find "$D" -mindepth 1 -type d -name 'pmon-*')
-  [ -z "$left" ] || fail "unprivileged: leaf left: $left"
-fi
+acquire_user
+u=$t/u; mkdir "$u"; chown "$TEST_UID:$TEST_GID" "$u"
+D=$CG/pmon-test-e11-$$
+make_cgroup "$D"; delegate_cgroup "$D"
+as_user_in "$D" "$PMON" run -v --confine cgroup -- sh -c "$(call_script "$u/x")" 2> "$t/u.err" &
+ln -s "$t/u.err" "$u/x.err"
+kill_and_check unprivileged "$u/x"
+wait 2>/dev/null || true
+left=$(find "$D" -mindepth 1 -type d -name 'pmon-*')
+[ -z "$left" ] || fail "unprivileged: leaf left: $left"
 pass
