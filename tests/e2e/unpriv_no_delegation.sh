@@ -15,9 +15,11 @@ make_cgroup "$R"  # root-owned, not delegated
 for where in "$CG" "$R"; do
   name=${where#"$CG"}; name=${name:-/}
   # auto's next choice after cgroup: pidns in a user namespace where the
-  # kernel lets this user make one, subreaper otherwise (DESIGN §2).
+  # kernel lets this user make one, subreaper otherwise (DESIGN §2). Asked
+  # of the kernel (unshare), not of pmon: a pmon whose pidns broke for
+  # users must not pass by expecting subreaper.
   fb=subreaper
-  as_user_in "$where" "$PMON" run -q --confine pidns -- true 2>/dev/null && fb=pidns
+  as_user_in "$where" unshare --user --map-root-user --pid --fork --mount --mount-proc true 2>/dev/null && fb=pidns
 
   # A quiet command: the only thing on stderr is why cgroup was passed over.
   rc=0
