@@ -29,14 +29,25 @@ rc=0; wait "$pp" || rc=$?
 [ $rc = 124 ] || fail "cgroup: pmon exit $rc, want 124"
 ! alive "$hpid" "$hst" || fail "cgroup: the hostile call survived"
 [ "$(jq -r .cgroup "$t/r1.json")" = "$CG$where" ] || fail "cgroup: it sat in $where, not the call's leaf $(jq -r .cgroup "$t/r1.json")"
-grep -q "write $CG/cgroup.procs ok" "$t/cg" || true  # writes to its own root are harmless no-ops
+# Every attempt was made (a write to its own root is a harmless no-op).
+for a in "write $CG/cgroup.procs" "umount $CG" "mount cgroup2"; do
+  grep -q "^$a" "$t/cg" || fail "cgroup: the hostile call never tried '$a': $(cat "$t/cg")"
+done
+! grep -q 'skipped' "$t/cg" || fail "cgroup: the hostile call skipped attempts: $(cat "$t/cg")"
 echo "ok: cgroup: stayed in $where (attempts: $(grep -c . "$t/cg")), killed at the timeout"
 
 # 2. Killing its way up: pmon and we survive; pmon reports the tree gone.
+# pmon outlives every SIGKILL the call sends and stops it at the timeout
+# (124); 137 would be pmon itself killed.
 rc=0
-"$PMON" run -q --isolate --timeout 3s --report "$t/r2.json" -- "$HOSTILE" parents "$t/par" || rc=$?
-[ $rc = 124 ] || [ $rc = 137 ] || fail "parents: pmon exit $rc: $(cat "$t/par")"
+"$PMON" run -q --isolate --timeout 3s --report "$t/r2.json" -- \
+  env HOSTILE_HOST_PIDNS="$(readlink /proc/self/ns/pid)" "$HOSTILE" parents "$t/par" || rc=$?
+[ $rc = 124 ] || fail "parents: pmon exit $rc, want 124: $(cat "$t/par")"
 grep -q '^done' "$t/par" || fail "parents: the hostile call did not finish: $(cat "$t/par")"
+! grep -q 'skipped' "$t/par" || fail "parents: the hostile call was not in a pid namespace of its own: $(cat "$t/par")"
+grep -q '^kill parent ' "$t/par" || fail "parents: no parent was tried: $(cat "$t/par")"
+grep -q '^kill -1 ' "$t/par" || fail "parents: kill(-1) was not tried: $(cat "$t/par")"
+[ "$(jq -r .outcome "$t/r2.json")" = timeout ] || fail "parents: outcome $(jq -r .outcome "$t/r2.json"), want timeout"
 [ "$(jq -r .cleanup_verified "$t/r2.json")" = true ] || fail "parents: cleanup not verified"
 echo "ok: parents: $(grep -c '^kill' "$t/par") kill attempts, pmon survived (exit $rc)"
 

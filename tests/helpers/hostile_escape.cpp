@@ -5,7 +5,9 @@
 //            mounted view's root, the host's behind it (after detaching the
 //            view), and a freshly mounted cgroup2
 //   parents  SIGKILL its parent chain (getppid loop), every pid in /proc,
-//            and kill(-1)
+//            and kill(-1) — only inside a pid namespace of the call's own
+//            (HOSTILE_HOST_PIDNS names the test's): run without one by
+//            mistake, as root, this would kill the machine
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,6 +24,16 @@
 namespace {
 
 FILE* g_out = nullptr;
+
+// Whether this process's namespace of KIND (/proc/self/ns/KIND) differs
+// from the one the test names in environment variable ENV.
+bool own_namespace(const char* kind, const char* env) {
+  char mine[64] = {};
+  const char* host = std::getenv(env);
+  std::string link = std::string("/proc/self/ns/") + kind;
+  return host != nullptr && ::readlink(link.c_str(), mine, sizeof mine - 1) > 0 &&
+         std::strcmp(mine, host) != 0;
+}
 
 void note(const std::string& what, int rc) {
   std::fprintf(g_out, "%s %s\n", what.c_str(), rc == 0 ? "ok" : std::strerror(errno));
@@ -52,10 +64,7 @@ int main(int argc, char** argv) {
     // only inside a mount namespace of the call's own: run without one (by
     // mistake, as root) this would unmount the host's cgroup2. The test
     // passes its own namespace in HOSTILE_HOST_MNTNS.
-    char mine[64] = {};
-    const char* host = std::getenv("HOSTILE_HOST_MNTNS");
-    bool own_ns = host != nullptr && ::readlink("/proc/self/ns/mnt", mine, sizeof mine - 1) > 0 &&
-                  std::strcmp(mine, host) != 0;
+    bool own_ns = own_namespace("mnt", "HOSTILE_HOST_MNTNS");
     if (!own_ns) note("umount skipped: not in a mount namespace of the call's own", -1);
     for (int i = 0; own_ns && i < 3; ++i) {
       note("umount " + cgroup2, ::umount2(cgroup2.c_str(), MNT_DETACH));
@@ -72,6 +81,12 @@ int main(int argc, char** argv) {
     }
     ::rmdir(dir.c_str());
   } else if (mode == "parents") {
+    if (!own_namespace("pid", "HOSTILE_HOST_PIDNS")) {
+      note("kills skipped: not in a pid namespace of the call's own", -1);
+      std::fprintf(g_out, "done\n");
+      std::fclose(g_out);
+      for (;;) ::pause();
+    }
     for (pid_t p = ::getppid(); p > 0;) {
       note("kill parent " + std::to_string(p), ::kill(p, SIGKILL));
       char path[64];
@@ -94,6 +109,8 @@ int main(int argc, char** argv) {
       }
       ::closedir(d);
     }
+    // Every process it may signal but itself and its namespace's init.
+    note("kill -1", ::kill(-1, SIGKILL));
   } else {
     return 2;
   }
