@@ -6,7 +6,7 @@
 . "$(dirname "$0")/common.inc"
 
 have_backend pidns || skip "the pidns backend is not available here"
-[ -n "$PMON_TEST_HOSTPROC" ] || skip "needs root for the host /proc bind mount"
+[ -n "$PMON_TEST_HOSTPROC" ] || { missing_backend pidns "no bind mount of the host's /proc"; skip "needs root for the host /proc bind mount"; }
 
 # Sourced by each process of the tree: records itself by host pid.
 cat > "$t/rec.sh" <<REC

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/common.inc"
 command -v strace > /dev/null || skip "strace is not installed"
 strace -f -qq -e trace=getpid -o /dev/null true 2> /dev/null || skip "strace cannot trace here"
-"$PMON" run -q --confine cgroup -- true 2> /dev/null || skip "the cgroup backend is not available here"
+have_backend cgroup || skip "the cgroup backend is not available here"
 # A sanitizer build's LeakSanitizer cannot work under ptrace.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 
