@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "cli/cli.h"
@@ -33,7 +34,37 @@ Exit status:
   125    pmon itself failed: bad option, confinement unavailable, or what
          the command left behind could not be confirmed gone
   126    the command was found but could not be executed
-  127    the command was not found)";
+  127    the command was not found
+
+As a container's init: 'pmon -- CMD [ARG...]' is 'pmon init -- CMD [ARG...]',
+the form 'docker run --init' and 'podman run --init' pass their init. The
+environment sets what an option would (an option given wins):
+  PMON_INIT_FORWARD=child|group|tree   --forward
+  PMON_INIT_GRACE=D                    --grace
+  PMON_INIT_WAIT_ALL=1                 --wait-all (0 or 1)
+  PMON_INIT_CONFINE=B                  --confine
+  PMON_INIT_PDEATHSIG=SIG              --pdeathsig
+  PMON_INIT_VERBOSITY=0|1|2            0 is --quiet, 1 the default, 2 --verbose
+Coming from tini: TINI_SUBREAPER needs no counterpart (pmon init is a
+subreaper whenever it is not PID 1); TINI_KILL_PROCESS_GROUP is
+PMON_INIT_FORWARD=group, though the default, tree, reaches the group and
+every daemon that left it; TINI_VERBOSITY=0 is PMON_INIT_VERBOSITY=0.
+pmon does not read the TINI_ variables.)";
+
+const char* env_value(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// An option not given on the command line takes its PMON_INIT_* variable, if
+// set. Returns what to name when the value is bad: the option or the variable.
+std::string from_env(const CLI::App& app, const char* option, const char* variable, std::string& value) {
+  if (app.count(option) > 0) return option;
+  const char* v = env_value(variable);
+  if (v == nullptr) return option;
+  value = v;
+  return variable;
+}
 
 }  // namespace
 
@@ -59,26 +90,44 @@ int init_main(const std::vector<std::string>& args) {
   auto parsed = parse_command_line(app, args, "init");
   if (!parsed) return 0;
   std::vector<std::string> command = std::move(*parsed);
+  const std::string forward_from = from_env(app, "--forward", "PMON_INIT_FORWARD", forward_s);
+  const std::string grace_from = from_env(app, "--grace", "PMON_INIT_GRACE", grace_s);
+  const std::string confine_from = from_env(app, "--confine", "PMON_INIT_CONFINE", confine_s);
+  const std::string pdeathsig_from = from_env(app, "--pdeathsig", "PMON_INIT_PDEATHSIG", pdeathsig_s);
+  if (app.count("--wait-all") == 0)
+    if (const char* v = env_value("PMON_INIT_WAIT_ALL")) {
+      if (std::string(v) != "0" && std::string(v) != "1")
+        die("init: PMON_INIT_WAIT_ALL: '" + std::string(v) + "' is neither 0 nor 1");
+      wait_all = std::string(v) == "1";
+    }
+  if (app.count("--verbose") == 0 && app.count("--quiet") == 0)
+    if (const char* v = env_value("PMON_INIT_VERBOSITY")) {
+      std::string level = v;
+      if (level != "0" && level != "1" && level != "2")
+        die("init: PMON_INIT_VERBOSITY: '" + level + "' is not 0, 1 or 2");
+      quiet = level == "0";
+      verbose = level == "2" ? 1 : 0;
+    }
 
   InitOptions opts;
   opts.spawn.argv = command;
   auto fwd = parse_forward_mode(forward_s);
-  if (!fwd) die("init: --forward: unknown mode '" + forward_s + "' (use child, group or tree)");
+  if (!fwd) die("init: " + forward_from + ": unknown mode '" + forward_s + "' (use child, group or tree)");
   opts.forward = *fwd;
   auto grace = parse_duration(grace_s);
-  if (!grace) die("init: --grace: invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  if (!grace) die("init: " + grace_from + ": invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
   opts.stop = StopPlan::standard(SIGTERM, *grace);
   opts.wait_all = wait_all;
   if (pdeathsig_s != "none") {
     auto pd = parse_signal(pdeathsig_s);
-    if (!pd) die("init: --pdeathsig: '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
+    if (!pd) die("init: " + pdeathsig_from + ": '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
     opts.spawn.pdeathsig = *pd;
   }
   ConfineRequest req;
   if (confine_s != "auto") {
     auto k = parse_confine_kind(confine_s);
     if (!k || *k == ConfineKind::pidns)
-      die("init: --confine: '" + confine_s + "' is not a backend init can use (use auto, cgroup, subreaper or pgroup)");
+      die("init: " + confine_from + ": '" + confine_s + "' is not a backend init can use (use auto, cgroup, subreaper or pgroup)");
     req.kind = *k;
   }
 

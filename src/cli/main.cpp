@@ -14,6 +14,7 @@ constexpr const char* kUsage =
     "usage:\n"
     "  pmon run [options] -- CMD [ARG...]   one tool call, whole-tree cleanup\n"
     "  pmon init [options] -- CMD [ARG...]  PID 1 / subreaper shim: reap all, forward signals\n"
+    "  pmon -- CMD [ARG...]                 the same as 'pmon init -- CMD...' (a container's init)\n"
     "  pmon supervise [options] -- CMD...   restart CMD when it fails (seed 004)\n"
     "  pmon doctor [--json]                 what this host offers, and which backend auto picks\n"
     "  pmon ps [--json]                     live calls (cgroup leaves) and their process trees\n"
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
     std::puts("pmon " PMON_VERSION);
     return 0;
   }
+  // What 'docker run --init' and 'podman run --init' start as PID 1:
+  // INIT -- CMD [ARG...].
+  if (sub == "--") return pmon::cli::init_main(args);
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "run") return pmon::cli::run_main(rest);
   if (sub == "init") return pmon::cli::init_main(rest);
