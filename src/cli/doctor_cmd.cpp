@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/cli.h"
+#include "cli/doctor_container.h"
 #include "confine/boundary.h"
 #include "confine/cgroup_fs.h"
 #include "confine/systemd.h"
@@ -195,6 +196,19 @@ int doctor_main(const std::vector<std::string>& args) {
                          : sd.error()});
   }
   cg = std::unexpected(std::string());  // drop the probe backend (and its guard)
+
+  // Inside a container: what it offers, and the fix for each gap.
+  ContainerProbe cprobe;
+  cprobe.cgroup2 = loc;
+  for (const Check& c : checks) {
+    if (c.name == "delegated") cprobe.cgroup_writable = c.ok;
+    if (c.name == "user namespaces") cprobe.user_ns = c.ok;
+    if (c.name == "pid namespaces") {
+      cprobe.pid_ns = c.ok;
+      cprobe.pid_ns_detail = c.detail;
+    }
+  }
+  for (DoctorLine& l : container_lines(cprobe)) checks.push_back({l.name, l.ok, l.detail});
 
   // Which backends work, and what auto picks.
   nlohmann::json backends = nlohmann::json::object();
