@@ -6,7 +6,6 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
       libbenchmark-dev tini strace hyperfine python3 jq
       pybind11-dev python3-dev python3-pytest python3-venv util-linux passwd procps
       pkg-config libsystemd-dev runc busybox-static file help2man man-db dpkg-dev
-      pkg-config libsystemd-dev runc busybox-static file help2man man-db dpkg-dev
       python3-setuptools python3-wheel
       systemd dbus-user-session)  # a real user manager for the systemd scope test
 missing=()
