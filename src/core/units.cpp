@@ -31,26 +31,41 @@ constexpr SigName kSignals[] = {
 
 }  // namespace
 
-std::optional<Nanos> parse_duration(std::string_view s) noexcept {
-  if (s.empty()) return std::nullopt;
+std::expected<Nanos, DurationError> parse_duration(std::string_view s) noexcept {
+  // "-1s": a duration, but below zero; said so rather than "invalid".
+  const bool minus = !s.empty() && s[0] == '-';
+  if (minus) s.remove_prefix(1);
+  if (s.empty()) return std::unexpected(DurationError::invalid);
   size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
   std::string num(s.substr(0, i));
   std::string_view unit = s.substr(i);
-  if (num.empty() || num == "." || std::count(num.begin(), num.end(), '.') > 1) return std::nullopt;
+  if (num.empty() || num == "." || std::count(num.begin(), num.end(), '.') > 1)
+    return std::unexpected(DurationError::invalid);
   char* end = nullptr;
   double v = std::strtod(num.c_str(), &end);
-  if (end != num.c_str() + num.size() || !std::isfinite(v) || v < 0) return std::nullopt;
+  if (end != num.c_str() + num.size() || !std::isfinite(v) || v < 0) return std::unexpected(DurationError::invalid);
   double scale;
   if (unit.empty() || unit == "s") scale = 1e9;
   else if (unit == "ms") scale = 1e6;
   else if (unit == "us") scale = 1e3;
   else if (unit == "m") scale = 60e9;
   else if (unit == "h") scale = 3600e9;
-  else return std::nullopt;
+  else return std::unexpected(DurationError::invalid);
+  if (minus) return std::unexpected(DurationError::negative);
   double ns = v * scale;
-  if (ns > 1e18) return std::nullopt;  // ~31 years: surely a typo
+  if (ns > static_cast<double>(kMaxDuration.count())) return std::unexpected(DurationError::too_long);
   return Nanos(static_cast<int64_t>(std::llround(ns)));
+}
+
+std::string describe_duration_error(std::string_view text, DurationError e) {
+  std::string quoted = "'" + std::string(text) + "'";
+  switch (e) {
+    case DurationError::negative: return quoted + " must not be negative";
+    case DurationError::too_long: return quoted + " is too long (at most 1000000000s, about 31 years)";
+    case DurationError::invalid: break;
+  }
+  return "invalid duration " + quoted + " (use e.g. 500ms, 2s, 1.5m, 1h)";
 }
 
 std::optional<int> parse_signal(std::string_view s) noexcept {
@@ -77,6 +92,10 @@ std::optional<int> parse_signal(std::string_view s) noexcept {
     if (sig <= SIGRTMAX) return sig;
   }
   return std::nullopt;
+}
+
+std::string count_of(size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
 }
 
 std::string signal_name(int sig) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <expected>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,9 +12,23 @@ namespace pmon {
 
 using Nanos = std::chrono::nanoseconds;
 
-std::optional<Nanos> parse_duration(std::string_view s) noexcept;
+// Why a duration was refused: not a duration at all, below zero, or longer
+// than kMaxDuration (a typo, and a deadline that would overflow the clock).
+enum class DurationError { invalid, negative, too_long };
+
+// 10^9 seconds, about 31.7 years.
+inline constexpr Nanos kMaxDuration{1'000'000'000'000'000'000};
+
+std::expected<Nanos, DurationError> parse_duration(std::string_view s) noexcept;
+
+// The user's words for a refused duration, after "OPTION: ", e.g.
+// "'-1s' must not be negative".
+std::string describe_duration_error(std::string_view text, DurationError e);
 
 std::optional<int> parse_signal(std::string_view s) noexcept;
+
+// "1 process", "0 processes": a count with its noun in the right number.
+std::string count_of(size_t n, std::string_view one, std::string_view many);
 
 // "SIGTERM" for 15, "SIGRTMIN+3", or the number as text.
 std::string signal_name(int sig);

@@ -55,6 +55,26 @@ TEST(ParseDuration, RejectsAbsurdlyLong) {
   EXPECT_TRUE(parse_duration("24h").has_value());
 }
 
+// The reason is the user's: "must not be negative", "too long", or not a
+// duration at all.
+TEST(ParseDuration, SaysWhyItRefuses) {
+  for (const char* neg : {"-1", "-1s", "-0.5m", "-.5", "-0", "-250us"})
+    EXPECT_EQ(parse_duration(neg), std::unexpected(DurationError::negative)) << "'" << neg << "'";
+  for (const char* lng : {"99999999999999h", "1000000000000000000000", "1000000001", "16666667m"})
+    EXPECT_EQ(parse_duration(lng), std::unexpected(DurationError::too_long)) << "'" << lng << "'";
+  for (const char* bad : {"-", "--1", "-x", "-1x", "5x", "", "1.2.3s", "-1..2"})
+    EXPECT_EQ(parse_duration(bad), std::unexpected(DurationError::invalid)) << "'" << bad << "'";
+  EXPECT_EQ(parse_duration("1000000000"), Nanos(kMaxDuration));
+  EXPECT_EQ(parse_duration("1000000000s"), Nanos(kMaxDuration));
+}
+
+TEST(ParseDuration, DescribesTheReason) {
+  EXPECT_EQ(describe_duration_error("-1s", DurationError::negative), "'-1s' must not be negative");
+  EXPECT_NE(describe_duration_error("9999999999h", DurationError::too_long).find("'9999999999h' is too long"),
+            std::string::npos);
+  EXPECT_NE(describe_duration_error("5x", DurationError::invalid).find("invalid duration '5x'"), std::string::npos);
+}
+
 TEST(ParseSignal, NamesWithAndWithoutSigAnyCase) {
   EXPECT_EQ(parse_signal("TERM"), SIGTERM);
   EXPECT_EQ(parse_signal("SIGTERM"), SIGTERM);
