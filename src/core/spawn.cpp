@@ -33,6 +33,9 @@ std::string path_of(const std::vector<std::string>* env) {
 // The paths execvp would try, computed before the clone so the child does
 // not allocate.
 std::vector<std::string> exec_candidates(const std::string& file, const std::vector<std::string>* env) {
+  // An empty name is no file at all (as glibc's execvp and coreutils say,
+  // ENOENT), not each PATH directory in turn (which would say EACCES).
+  if (file.empty()) return {};
   if (file.find('/') != std::string::npos) return {file};
   std::vector<std::string> out;
   std::string path = path_of(env);
@@ -56,7 +59,9 @@ SpawnError describe_failure(const ChildFailure& f, const SpawnSpec& spec) {
       e.exit_code = (f.err == ENOENT || f.err == ENOTDIR) ? 127 : 126;
       struct stat st;
       bool has_slash = cmd.find('/') != std::string::npos;
-      if (e.exit_code == 127 && !has_slash)
+      if (cmd.empty())
+        e.message = "cannot run '': the command name is empty";
+      else if (e.exit_code == 127 && !has_slash)
         e.message = "cannot run '" + cmd + "': command not found in PATH";
       else if (has_slash && ::stat(cmd.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         e.message = "cannot run '" + cmd + "': is a directory";
