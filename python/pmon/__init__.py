@@ -22,6 +22,7 @@ Differences from ``subprocess.run`` (documented, deliberate):
 import asyncio
 import atexit
 import concurrent.futures
+import errno
 import json
 import locale
 import os
@@ -102,6 +103,9 @@ def _returncode(native):
     return None
 
 
+_MAX_TIMEOUT = 1e9  # seconds, libpmon's longest duration
+
+
 def _fs(x):
     return os.fsencode(x) if not isinstance(x, bytes) else x
 
@@ -143,9 +147,12 @@ class _Prepared:
         if cwd is not None:
             spec.cwd = _fs(cwd)
         if timeout is not None:
-            if timeout < 0:
-                raise ValueError("timeout must be >= 0")
-            spec.timeout = float(timeout)
+            # As subprocess: 0 or less has already expired (the command is
+            # started and stopped at once); a deadline past the longest pmon
+            # can count (about 31 years, float("inf") too) is none.
+            t = float(timeout)
+            if t <= _MAX_TIMEOUT:
+                spec.timeout = max(0.0, t)
         if grace < 0:
             raise ValueError("grace must be >= 0")
         spec.grace = float(grace)
@@ -220,6 +227,10 @@ class _Prepared:
         if kind == "confine":
             return ConfinementError(message)
         if kind == "spawn" and exit_code in (126, 127) and err:
+            if not self.argv0 and err == errno.ENOENT:
+                # subprocess joins "" to each PATH directory and gets EACCES
+                # from the first; libpmon says "no such file", as execvp does.
+                err = errno.EACCES
             return OSError(err, os.strerror(err), os.fsdecode(self.argv0))
         if kind == "spawn" and message.startswith("cannot change directory") and err:
             return OSError(err, os.strerror(err), os.fsdecode(self.cwd))
@@ -329,7 +340,8 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
 
     pidfd = call.pidfd
     loop.add_reader(pidfd, end, _pmon.END_MAIN_EXITED)
-    timer = loop.call_later(timeout, end, _pmon.END_TIMEOUT) if timeout is not None else None
+    deadline = p.spec.timeout  # None: no deadline (also for one too far to count)
+    timer = loop.call_later(deadline, end, _pmon.END_TIMEOUT) if deadline is not None else None
     for fd, is_writer in call.capture_fds():
         (loop.add_writer if is_writer else loop.add_reader)(fd, on_pipe)
         watched[fd] = is_writer

@@ -28,6 +28,16 @@ def test_timeout_with_holder():
         asyncio.run(pmon.run_async(["sleep", "5"], timeout=0.2, check=True))
 
 
+def test_timeout_zero_or_less_has_expired():
+    # As subprocess.run: 0 or a negative timeout has already passed.
+    for t in (0, -1):
+        r = asyncio.run(pmon.run_async(["sleep", "10"], timeout=t))
+        assert r.timed_out and r.outcome == "timeout", t
+        with pytest.raises(pmon.TimeoutExpired):
+            asyncio.run(pmon.run_async(["sleep", "10"], timeout=t, check=True))
+    assert asyncio.run(pmon.run_async(["true"], timeout=float("inf"))).returncode == 0
+
+
 def test_errors_as_subprocess():
     with pytest.raises(FileNotFoundError):
         asyncio.run(pmon.run_async(["pmon-no-such-command"]))

@@ -56,6 +56,12 @@ CASES = [
     ("check text", ["sh", "-c", "echo o; exit 1"], {"check": True, "capture_output": True, "text": True}),
     ("timeout check", ["sh", "-c", "echo before; exec sleep 10"],
      {"timeout": 0.5, "check": True, "capture_output": True}),
+    # 0 or less: already expired (subprocess starts the command and kills it).
+    ("timeout 0 check", ["sleep", "10"], {"timeout": 0, "check": True, "capture_output": True}),
+    ("timeout -1 check", ["sleep", "10"], {"timeout": -1, "check": True, "capture_output": True}),
+    ("timeout -0.5 check", ["sleep", "10"], {"timeout": -0.5, "check": True, "capture_output": True}),
+    ("timeout huge", ["true"], {"timeout": 1e300}),
+    ("timeout inf", ["true"], {"timeout": float("inf")}),
     ("not found", ["pmon-no-such-command-here"], {}),
     ("not found path", ["/nonexistent/cmd"], {}),
     ("not executable", [NOT_EXECUTABLE], {}),
@@ -64,6 +70,8 @@ CASES = [
     ("capture + stdout", ["true"], {"capture_output": True, "stdout": subprocess.PIPE}),
     ("input + stdin", ["true"], {"input": b"x", "stdin": subprocess.DEVNULL}),
     ("empty args", [], {}),
+    ("empty name", [""], {}),
+    ("empty name with args", ["", "x"], {}),
     ("argv0 only string", "true", {}),
 ]
 
@@ -101,6 +109,15 @@ def test_timeout_without_check_returns_result():
     assert r.returncode == -signal.SIGTERM  # the signal that stopped it
     assert r.stdout == b"partial\n"
     assert r.report["exit_status"] == 124
+
+
+def test_timeout_zero_or_less_has_expired_without_check(tmp_path):
+    # As subprocess (which raises TimeoutExpired): not a ValueError, the
+    # deadline has passed; without check pmon returns the timed-out result.
+    for t in (0, -1, -0.001):
+        r = pmon.run(["sleep", "10"], timeout=t)
+        assert r.timed_out and r.outcome == "timeout", t
+        assert r.report["exit_status"] == 124
 
 
 def test_result_fields():
