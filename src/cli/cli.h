@@ -9,6 +9,10 @@ namespace CLI {
 class App;
 }
 
+namespace pmon {
+struct Selection;
+}
+
 namespace pmon::cli {
 
 // Exit code 125 and one line on stderr: how every pmon error ends.
@@ -24,6 +28,12 @@ bool parse_options(CLI::App& app, const std::vector<std::string>& args, const st
 std::optional<std::vector<std::string>> parse_command_line(CLI::App& app,
                                                            const std::vector<std::string>& args,
                                                            const std::string& sub);
+
+// What --confine auto passed over, told as the chosen backend deserves: a
+// backend as strong against escapes (cgroup, pidns) only under -v (the
+// report and 'pmon doctor' say it too); a weaker one (subreaper, pgroup)
+// in one short warning line unless -q; -v gives every reason in full.
+void report_passed_over(const Selection& sel, bool verbose, bool quiet);
 
 int run_main(const std::vector<std::string>& args);
 int init_main(const std::vector<std::string>& args);

@@ -1,20 +1,123 @@
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 
 #include "cli/cli.h"
+#include "confine/boundary.h"
 
 namespace pmon::cli {
 
+namespace {
+
+// CLI11's usage line, plus "-- CMD [ARG...]" for the subcommands that run one.
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string line = CLI::Formatter::make_usage(app, std::move(name));
+    if (app->get_prefix_command() && !line.empty() && line.back() == '\n')
+      line.insert(line.size() - 1, " -- CMD [ARG...]");
+    return line;
+  }
+};
+
+bool is_flag(const CLI::Option* o) { return o->get_expected_min() == 0; }
+
+bool looks_like_option(const std::string& w) { return w.size() > 1 && w[0] == '-'; }
+
+// The option a CLI11 message is about: the text before its first ": ".
+std::string subject_of(const std::string& what) {
+  size_t colon = what.find(": ");
+  return colon == std::string::npos ? std::string() : what.substr(0, colon);
+}
+
+// CLI11's own words for a parse error, in pmon's: one line naming the
+// option and what is wrong with it.
+std::string translate(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  const std::string name = subject_of(what);
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && !name.empty()) {
+    if (what.find(" required ") != std::string::npos && what.find(" missing") != std::string::npos)
+      return name + " needs a value";
+    if (what.find("flag override") != std::string::npos) return name + " takes no value";
+  }
+  if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
+    // "Could not convert: NAME = VALUE", or a flag that was given a value.
+    const std::string kConvert = "Could not convert: ";
+    if (what.rfind(kConvert, 0) == 0) {
+      std::string rest = what.substr(kConvert.size());
+      size_t eq = rest.find(" = ");
+      if (eq != std::string::npos) return rest.substr(0, eq) + ": '" + rest.substr(eq + 3) + "' is not a valid value";
+    }
+    if (!name.empty()) return name + " takes no value";
+  }
+  std::string s = what;
+  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
+// Before parsing: pmon's usage line, the value names users read ("D" for a
+// duration, not "TEXT"), and a repeated option kept for pmon to refuse by
+// name rather than CLI11's "At Most 1 required but received 2".
+void prepare(CLI::App& app) {
+  app.formatter(std::make_shared<Formatter>());
+  app.allow_extras();
+  for (CLI::Option* o : app.get_options()) {
+    if (is_flag(o) || o->get_name() == "--help") continue;
+    o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+}
+
+}  // namespace
+
 bool parse_options(CLI::App& app, const std::vector<std::string>& args, const std::string& sub) {
+  prepare(app);
+  const std::string see = "; see 'pmon " + sub + " --help'";
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 takes them reversed
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
     return false;
   } catch (const CLI::ParseError& e) {
-    die(sub + ": " + e.what() + "; see 'pmon " + sub + " --help'");
+    die(sub + ": " + translate(e) + see);
+  }
+  for (const CLI::Option* o : app.get_options()) {
+    if (!is_flag(o) && o->count() > 1)
+      die(sub + ": " + o->get_name() + " was given " + std::to_string(o->count()) + " times; give it once" + see);
+  }
+  // -v and -q say opposite things: refused rather than one silently winning.
+  const CLI::Option* v = app.get_option_no_throw("--verbose");
+  const CLI::Option* q = app.get_option_no_throw("--quiet");
+  if (v != nullptr && q != nullptr && v->count() > 0 && q->count() > 0)
+    die(sub + ": -v (--verbose) and -q (--quiet) cannot be used together" + see);
+  // A subcommand without a command of its own takes no words but options.
+  if (!app.get_prefix_command()) {
+    std::vector<std::string> extra = app.remaining();
+    if (!extra.empty()) {
+      if (looks_like_option(extra.front())) die(sub + ": unknown option '" + extra.front() + "'" + see);
+      die(sub + ": unexpected argument '" + extra.front() + "' (pmon " + sub + " takes options only)" + see);
+    }
   }
   return true;
+}
+
+void report_passed_over(const Selection& sel, bool verbose, bool quiet) {
+  const std::string chosen(to_string(sel.backend->kind()));
+  if (verbose) {
+    for (const std::string& why : sel.passed_over)
+      std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(), chosen.c_str());
+    return;
+  }
+  const ConfineKind k = sel.backend->kind();
+  if (quiet || sel.passed_over.empty() || k == ConfineKind::cgroup || k == ConfineKind::pidns) return;
+  // Each reason starts with its backend's name: "cgroup: cannot ...".
+  std::string names;
+  for (size_t i = 0; i < sel.passed_over.size(); ++i) {
+    const std::string& why = sel.passed_over[i];
+    if (i > 0) names += i + 1 == sel.passed_over.size() ? " and " : ", ";
+    names += why.substr(0, why.find(':'));
+  }
+  std::fprintf(stderr, "pmon: warning: %s %s unavailable here; using the weaker %s backend (see 'pmon doctor')\n",
+               names.c_str(), sel.passed_over.size() == 1 ? "is" : "are", chosen.c_str());
 }
 
 std::optional<std::vector<std::string>> parse_command_line(CLI::App& app,
@@ -24,7 +127,7 @@ std::optional<std::vector<std::string>> parse_command_line(CLI::App& app,
   std::vector<std::string> command = app.remaining();
   // prefix_command() stops at the first unknown word: before "--" an unknown
   // option would otherwise be run as the command (and exit 127).
-  if (!command.empty() && command.front() != "--" && command.front().size() > 1 && command.front()[0] == '-')
+  if (!command.empty() && command.front() != "--" && looks_like_option(command.front()))
     die(sub + ": unknown option '" + command.front() + "'; see 'pmon " + sub + " --help'");
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   if (command.empty()) die(sub + ": no command given; usage: pmon " + sub + " [options] -- CMD [ARG...]");

@@ -72,7 +72,7 @@ std::string read_trim(const std::string& path) {
 
 int doctor_main(const std::vector<std::string>& args) {
   CLI::App app{"Say what this host offers pmon, and which backend auto would pick.", "pmon doctor"};
-  app.footer("\nExit 0 when a backend that survives E1 (setsid daemons) works here:\n"
+  app.footer("\nExit 0 when a backend that a setsid() daemon cannot escape works here:\n"
              "cgroup, pidns or subreaper; 1 otherwise.");
   bool json = false;
   app.add_flag("--json", json, "one JSON object on stdout");
@@ -212,7 +212,7 @@ int doctor_main(const std::vector<std::string>& args) {
 
   // Which backends work, and what auto picks.
   nlohmann::json backends = nlohmann::json::object();
-  bool e1_safe = false;
+  bool e1_safe = false;  // a setsid() daemon cannot escape the backend (E1)
   for (ConfineKind k : {ConfineKind::cgroup, ConfineKind::pidns, ConfineKind::subreaper, ConfineKind::pgroup}) {
     ConfineRequest r;
     r.kind = k;

@@ -1,11 +1,12 @@
 // pmon gc [--dry-run]: stop and remove the leaves of pmon processes that are
-// gone (crashed, SIGKILLed together with their E11 guard, or an older pmon).
+// gone (crashed, SIGKILLed together with their crash guard, or an older pmon).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "cli/cli.h"
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
+#include "core/units.h"
 
 namespace pmon::cli {
 
@@ -34,8 +35,8 @@ int gc_main(const std::vector<std::string>& args) {
       continue;
     }
     size_t n = leaf_processes(l.path).size();
-    std::string what = "owner " + std::to_string(l.name.owner_pid) + " is gone, " +
-                       std::to_string(n) + " process(es)";
+    std::string what =
+        "owner " + std::to_string(l.name.owner_pid) + " is gone, " + count_of(n, "process", "processes");
     ++done;
     if (dry_run) {
       std::printf("would remove %s (%s)\n", l.path.c_str(), what.c_str());

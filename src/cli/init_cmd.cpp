@@ -79,11 +79,14 @@ int init_main(const std::vector<std::string>& args) {
   int verbose = 0;
   app.add_option("--forward", forward_s,
                  "where signals to pmon go: child | group (its process group) | tree (every "
-                 "process of the boundary; default)");
-  app.add_option("--grace", grace_s, "time between TERM and KILL for leftovers (default 2s)");
+                 "process of the boundary; default)")
+      ->type_name("MODE");
+  app.add_option("--grace", grace_s, "time between TERM and KILL for leftovers (default 2s)")->type_name("D");
   app.add_flag("--wait-all", wait_all, "when the command exits, wait for everything it left instead of stopping it");
-  app.add_option("--confine", confine_s, "auto|cgroup|subreaper|pgroup when not PID 1 (default auto)");
-  app.add_option("--pdeathsig", pdeathsig_s, "signal the command gets if pmon init dies (SIG|none, default none)");
+  app.add_option("--confine", confine_s, "auto|cgroup|subreaper|pgroup when not PID 1 (default auto)")
+      ->type_name("B");
+  app.add_option("--pdeathsig", pdeathsig_s, "signal the command gets if pmon init dies (SIG|none, default none)")
+      ->type_name("SIG");
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
@@ -115,7 +118,7 @@ int init_main(const std::vector<std::string>& args) {
   if (!fwd) die("init: " + forward_from + ": unknown mode '" + forward_s + "' (use child, group or tree)");
   opts.forward = *fwd;
   auto grace = parse_duration(grace_s);
-  if (!grace) die("init: " + grace_from + ": invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  if (!grace) die("init: " + grace_from + ": " + describe_duration_error(grace_s, grace.error()));
   opts.stop = StopPlan::standard(SIGTERM, *grace);
   opts.wait_all = wait_all;
   if (pdeathsig_s != "none") {
@@ -161,11 +164,8 @@ int init_main(const std::vector<std::string>& args) {
       die(std::string("prctl(PR_SET_CHILD_SUBREAPER): ") + std::strerror(errno));
     auto sel = select_backend(req);
     if (!sel) die("confinement unavailable: " + sel.error());
+    report_passed_over(*sel, verbose > 0, quiet);
     backend = std::move(sel->backend);
-    if (!quiet)
-      for (const std::string& why : sel->passed_over)
-        std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
-                     std::string(to_string(backend->kind())).c_str());
     if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", backend->describe().c_str());
     auto b = backend->open_boundary();
     if (!b) die("cannot open a " + std::string(to_string(backend->kind())) + " boundary: " + b.error().message());
@@ -182,9 +182,9 @@ int init_main(const std::vector<std::string>& args) {
     return res.error().exit_code;
   }
   if (verbose)
-    std::fprintf(stderr, "pmon: init: reaped %llu process(es); %s left running %s %s\n",
-                 static_cast<unsigned long long>(res->reaped),
-                 res->leftovers ? std::to_string(*res->leftovers).c_str()
+    std::fprintf(stderr, "pmon: init: reaped %s; %s left running %s %s\n",
+                 count_of(res->reaped, "process", "processes").c_str(),
+                 res->leftovers ? count_of(*res->leftovers, "process", "processes").c_str()
                                 : "an unknown number of processes (pmon cannot count them under this /proc)",
                  res->leftovers == 1 ? "was" : "were", wait_all ? "waited for" : "stopped");
   boundary->release(res->cleanup_verified);

@@ -12,16 +12,16 @@ constexpr const char* kUsage =
     "pmon - run commands so that nothing they start outlives them\n"
     "\n"
     "usage:\n"
-    "  pmon run [options] -- CMD [ARG...]   one tool call, whole-tree cleanup\n"
-    "  pmon init [options] -- CMD [ARG...]  PID 1 / subreaper shim: reap all, forward signals\n"
-    "  pmon -- CMD [ARG...]                 the same as 'pmon init -- CMD...' (a container's init)\n"
-    "  pmon supervise [options] -- CMD...   restart CMD when it fails (seed 004)\n"
-    "  pmon doctor [--json]                 what this host offers, and which backend auto picks\n"
-    "  pmon ps [--json]                     live calls (cgroup leaves) and their process trees\n"
-    "  pmon gc [--dry-run]                  stop and remove the leaves of pmon processes that died\n"
+    "  pmon run [options] -- CMD [ARG...]        one tool call, whole-tree cleanup\n"
+    "  pmon init [options] -- CMD [ARG...]       PID 1 / subreaper shim: reap all, forward signals\n"
+    "  pmon -- CMD [ARG...]                      the same as 'pmon init -- CMD...' (a container's init)\n"
+    "  pmon supervise [options] -- CMD [ARG...]  restart CMD when it fails; each child's tree is stopped\n"
+    "  pmon doctor [--json]                      what this host offers, and which backend auto picks\n"
+    "  pmon ps [--json] [-a]                     live calls (cgroup leaves) and their process trees\n"
+    "  pmon gc [--dry-run] [-v]                  stop and remove the leaves of pmon processes that died\n"
     "  pmon --version\n"
     "\n"
-    "'pmon run --help' lists the options and exit codes.\n";
+    "'pmon SUBCOMMAND --help' lists its options; 'pmon run --help' also the exit codes.\n";
 
 }  // namespace
 

@@ -24,9 +24,11 @@ int ps_main(const std::vector<std::string>& args) {
   if (loc) leaves = find_leaves(loc->mount);
 
   nlohmann::json calls = nlohmann::json::array();
+  size_t shown = 0;
   for (const LeafInfo& l : leaves) {
     std::vector<LeafProcess> procs = leaf_processes(l.path);
     if (!all && (!l.owner_alive || procs.empty())) continue;
+    ++shown;
     std::string owner_cmd = l.owner_alive ? sys::read_cmdline(l.name.owner_pid) : std::string();
     if (json) {
       nlohmann::json ps = nlohmann::json::array();
@@ -54,6 +56,10 @@ int ps_main(const std::vector<std::string>& args) {
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (!loc) {
     std::printf("no cgroup2 here (%s): no calls to list\n", why.c_str());
+  } else if (shown == 0) {
+    // Said, not an empty screen: "nothing runs" is the answer.
+    std::printf(all ? "no pmon leaves under %s\n" : "no live pmon calls under %s ('pmon ps -a' also lists leftover leaves)\n",
+                loc->mount.c_str());
   }
   return 0;
 }

@@ -31,7 +31,8 @@ void die(const std::string& line) {
 namespace {
 
 constexpr const char* kRunFooter = R"(
-Durations: 500ms, 2s, 1.5m, 1h; a bare number is seconds.
+Durations: 500ms, 2s, 1.5m, 1h; a bare number is seconds. --timeout 0 means
+no timeout (as in coreutils timeout).
 
 Exit status (as coreutils timeout):
   the command's own exit code when it exited
@@ -47,12 +48,13 @@ When the main process exits, anything it left running is stopped (TERM,
 SIGTERM, SIGINT or SIGHUP to pmon stop the whole tree before pmon exits; a
 second one skips the grace period.)";
 
-// "2 process(es), 1 of them with SIGKILL"
-std::string kill_summary(const std::vector<Leftover>& v) {
+// How the stop ended the leftovers: "", " with SIGKILL" (the one), ", all
+// with SIGKILL", ", 1 of them with SIGKILL".
+std::string kill_note(const std::vector<Leftover>& v) {
   size_t kill = std::count_if(v.begin(), v.end(), [](const Leftover& l) { return l.action == "SIGKILL"; });
-  std::string s = std::to_string(v.size()) + " process(es)";
-  if (kill > 0) s += ", " + std::to_string(kill) + " of them with SIGKILL";
-  return s;
+  if (kill == 0) return "";
+  if (kill == v.size()) return v.size() == 1 ? " with SIGKILL" : ", all with SIGKILL";
+  return ", " + std::to_string(kill) + " of them with SIGKILL";
 }
 
 std::string list_procs(const std::vector<Leftover>& v) {
@@ -77,22 +79,27 @@ int run_main(const std::vector<std::string>& args) {
   bool isolate = false, wait_tree = false;
   int verbose = 0;
   bool quiet = false;
-  CLI::Option* timeout_opt = app.add_option("--timeout", timeout_s, "stop the whole tree after D (exit 124)");
-  app.add_option("--grace", grace_s, "time between the first signal and SIGKILL (default 2s)");
-  app.add_option("--signal", signal_s, "first signal of the stop (default TERM)");
-  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)");
+  CLI::Option* timeout_opt =
+      app.add_option("--timeout", timeout_s, "stop the whole tree after D (exit 124); 0: no timeout")->type_name("D");
+  app.add_option("--grace", grace_s, "time between the first signal and SIGKILL (default 2s)")->type_name("D");
+  app.add_option("--signal", signal_s, "first signal of the stop (default TERM)")->type_name("SIG");
+  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)")->type_name("B");
   app.add_option("--cgroup-root", cgroup_root,
-                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)");
-  app.add_flag("--isolate", isolate, "pid + cgroup namespaces: a hostile call cannot escape");
+                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)")
+      ->type_name("DIR");
+  app.add_flag("--isolate", isolate,
+               "the cgroup leaf inside new PID, cgroup, mount and user namespaces: a hostile call cannot escape");
   app.add_flag("--wait-tree", wait_tree, "wait for the whole tree instead of stopping leftovers");
   bool pty = false;
   app.add_flag("--pty", pty,
                "run CMD on a new pseudo-terminal (its controlling terminal), sized like pmon's own or 24x80; "
                "its output goes to pmon's stdout, pmon's stdin to it");
-  app.add_option("--report", report_path, "write the JSON report to FILE (atomically), or - for stdout");
+  app.add_option("--report", report_path, "write the JSON report to FILE (atomically), or - for stdout")
+      ->type_name("FILE|-");
   std::string pdeathsig_s = "none";
   app.add_option("--pdeathsig", pdeathsig_s,
-                 "signal the command gets if pmon dies (SIG|none, default none: pmon stops the tree itself)");
+                 "signal the command gets if pmon dies (SIG|none, default none: pmon stops the tree itself)")
+      ->type_name("SIG");
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
@@ -104,11 +111,11 @@ int run_main(const std::vector<std::string>& args) {
   opts.spawn.argv = command;
   if (timeout_opt->count() > 0) {
     auto d = parse_duration(timeout_s);
-    if (!d) die("run: --timeout: invalid duration '" + timeout_s + "' (use e.g. 500ms, 2s, 1.5m)");
-    opts.timeout = *d;
+    if (!d) die("run: --timeout: " + describe_duration_error(timeout_s, d.error()));
+    if (d->count() > 0) opts.timeout = *d;  // 0: no timeout, as timeout(1)
   }
   auto grace = parse_duration(grace_s);
-  if (!grace) die("run: --grace: invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  if (!grace) die("run: --grace: " + describe_duration_error(grace_s, grace.error()));
   auto sig = parse_signal(signal_s);
   if (!sig || *sig == SIGKILL || *sig == SIGSTOP)
     die("run: --signal: '" + signal_s + "' is not a signal pmon can stop with (use e.g. TERM, INT, HUP, 15)");
@@ -196,10 +203,7 @@ int run_main(const std::vector<std::string>& args) {
     ConfineKind tried = isolate ? ConfineKind::pidns : req.kind.value_or(ConfineKind::cgroup);
     return not_started_call(tried, SpawnError{125, 0, "confinement unavailable: " + sel.error()}, {});
   }
-  if (!quiet)
-    for (const std::string& why : sel->passed_over)
-      std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
-                   std::string(to_string(sel->backend->kind())).c_str());
+  report_passed_over(*sel, verbose > 0, quiet);
   if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
 
   opts.signal_fd = sigfd.get();
@@ -223,25 +227,31 @@ int run_main(const std::vector<std::string>& args) {
   auto res = run_call(*sel->backend, opts);
   if (relay) relay->finish();  // the command's last output before any line of ours
   // pmon run makes one call: once it is over and its tree verified gone,
-  // the E11 guard has nothing left to guard.
+  // the crash guard has nothing left to guard.
   if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
   if (!res) return not_started_call(sel->backend->kind(), res.error(), ctx);
 
   if (!quiet) {
+    const std::vector<Leftover>& left = res->leftovers;
+    const std::string others =
+        left.empty() ? "" : " and the " + count_of(left.size(), "process", "processes") + " it started";
     if (res->timed_out)
-      std::fprintf(stderr, "pmon: timed out after %s; stopped the command and %s\n", timeout_s.c_str(),
-                   kill_summary(res->leftovers).c_str());
+      std::fprintf(stderr, "pmon: timed out after %s; stopped the command%s%s\n", timeout_s.c_str(), others.c_str(),
+                   kill_note(left).c_str());
     else if (res->outcome == Outcome::cancelled)
       std::fprintf(stderr, "pmon: cancelled by %s; stopped the tree\n", signal_name(res->cancel_signal).c_str());
     else if (!res->leftovers.empty() && !wait_tree)
-      std::fprintf(stderr, "pmon: the command exited and left %s running; stopped them\n",
-                   kill_summary(res->leftovers).c_str());
+      std::fprintf(stderr, "pmon: the command exited and left %s running; stopped %s%s\n",
+                   count_of(left.size(), "process", "processes").c_str(), left.size() == 1 ? "it" : "them",
+                   kill_note(left).c_str());
     if (!res->escaped.empty())
-      std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary; found below pmon, %s: %s\n",
-                   res->escaped.size(), std::string(to_string(res->confinement)).c_str(),
-                   !res->cleanup_verified ? "tried to stop them"
-                   : wait_tree            ? "waited for them"
-                                          : "stopped them",
+      std::fprintf(stderr, "pmon: warning: %s escaped the %s boundary; found below pmon, %s %s: %s\n",
+                   count_of(res->escaped.size(), "process", "processes").c_str(),
+                   std::string(to_string(res->confinement)).c_str(),
+                   !res->cleanup_verified ? "tried to stop"
+                   : wait_tree            ? "waited for"
+                                          : "stopped",
+                   res->escaped.size() == 1 ? "it" : "them",
                    list_procs(res->escaped).c_str());
   }
   if (!res->cleanup_verified) {

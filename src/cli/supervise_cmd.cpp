@@ -1,4 +1,5 @@
-// pmon supervise [options] -- CMD [ARG...]: seed 004's restart supervisor.
+// pmon supervise [options] -- CMD [ARG...]: the restart supervisor of seed
+// 004 (DESIGN.md section 3).
 // Its stderr lines are a contract (byte for byte); anything else is -v.
 #include <signal.h>
 #include <sys/prctl.h>
@@ -6,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -45,10 +47,22 @@ Exit status:
   126    the command was found but could not be executed
   127    the command was not found)";
 
-// A non-negative integer option.
-int64_t non_negative(const std::string& name, int64_t v) {
-  if (v < 0) die("supervise: " + name + " must be 0 or more");
-  return v;
+// A whole number option, 0..max; "what" names its unit for the message.
+int64_t whole_number(const std::string& name, const std::string& text, int64_t max, const std::string& what,
+                     const std::string& example) {
+  const std::string quoted = "'" + text + "'";
+  const bool minus = !text.empty() && text[0] == '-';
+  const std::string digits = minus ? text.substr(1) : text;
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+    die("supervise: " + name + ": " + quoted + " is not a whole number" + what + " (e.g. " + example + ")");
+  if (minus) die("supervise: " + name + ": " + quoted + " must not be negative");
+  const size_t first = std::min(digits.find_first_not_of('0'), digits.size());
+  const std::string limit = std::to_string(max);
+  const std::string_view sig(digits.data() + first, digits.size() - first);
+  if (sig.size() > limit.size() || (sig.size() == limit.size() && sig > limit))
+    die("supervise: " + name + ": " + quoted + " is too " + (what.empty() ? "large (at most " + limit + ")"
+                                                                           : "long (at most " + limit + " ms)"));
+  return sig.empty() ? 0 : std::stoll(std::string(sig));
 }
 
 std::string list_procs(const std::vector<sys::ProcStat>& v) {
@@ -70,16 +84,20 @@ int supervise_main(const std::vector<std::string>& args) {
   app.prefix_command();
 
   std::string engine_s = "pidfd", grace_s = "2s", confine_s = "auto", cgroup_root;
-  int64_t max_restarts = 3, timeout_ms = 0, delay_ms = 0;
+  std::string max_restarts_s = "3", timeout_ms_s = "0", delay_ms_s = "0";
   int verbose = 0;
-  app.add_option("--engine", engine_s, "pidfd|sigchld: how the child is waited for (default pidfd)");
-  app.add_option("--max-restarts", max_restarts, "restarts before giving up (default 3)");
-  app.add_option("--timeout-ms", timeout_ms, "bound the whole supervision, in ms (default 0: none)");
-  app.add_option("--restart-delay-ms", delay_ms, "pause before each restart, in ms (default 0)");
-  app.add_option("--grace", grace_s, "time between TERM and KILL when stopping a tree (default 2s)");
-  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)");
+  app.add_option("--engine", engine_s, "pidfd|sigchld: how the child is waited for (default pidfd)")
+      ->type_name("E");
+  app.add_option("--max-restarts", max_restarts_s, "restarts before giving up (default 3)")->type_name("N");
+  app.add_option("--timeout-ms", timeout_ms_s, "bound the whole supervision, in ms (default 0: none)")
+      ->type_name("N");
+  app.add_option("--restart-delay-ms", delay_ms_s, "pause before each restart, in ms (default 0)")->type_name("N");
+  app.add_option("--grace", grace_s, "time between TERM and KILL when stopping a tree (default 2s)")
+      ->type_name("D");
+  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)")->type_name("B");
   app.add_option("--cgroup-root", cgroup_root,
-                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)");
+                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)")
+      ->type_name("DIR");
   app.add_flag("-v,--verbose", verbose, "say more of what pmon does, on stderr");
 
   auto parsed = parse_command_line(app, args, "supervise");
@@ -91,13 +109,16 @@ int supervise_main(const std::vector<std::string>& args) {
   auto engine = parse_engine(engine_s);
   if (!engine) die("supervise: --engine: unknown engine '" + engine_s + "' (use pidfd or sigchld)");
   opts.engine = *engine;
-  max_restarts = non_negative("--max-restarts", max_restarts);
-  if (max_restarts > 1'000'000'000) die("supervise: --max-restarts is too large");
-  opts.max_restarts = static_cast<int>(max_restarts);
-  if (non_negative("--timeout-ms", timeout_ms) > 0) opts.timeout = std::chrono::milliseconds(timeout_ms);
-  opts.restart_delay = std::chrono::milliseconds(non_negative("--restart-delay-ms", delay_ms));
+  // Milliseconds up to pmon's longest duration (about 31 years).
+  const int64_t max_ms = std::chrono::duration_cast<std::chrono::milliseconds>(kMaxDuration).count();
+  opts.max_restarts =
+      static_cast<int>(whole_number("--max-restarts", max_restarts_s, 1'000'000'000, "", "3"));
+  const int64_t timeout_ms = whole_number("--timeout-ms", timeout_ms_s, max_ms, " of milliseconds", "1500");
+  if (timeout_ms > 0) opts.timeout = std::chrono::milliseconds(timeout_ms);  // 0: none
+  opts.restart_delay =
+      std::chrono::milliseconds(whole_number("--restart-delay-ms", delay_ms_s, max_ms, " of milliseconds", "500"));
   auto grace = parse_duration(grace_s);
-  if (!grace) die("supervise: --grace: invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  if (!grace) die("supervise: --grace: " + describe_duration_error(grace_s, grace.error()));
   opts.stop = StopPlan::standard(SIGTERM, *grace);
 
   ConfineRequest req;
@@ -126,10 +147,9 @@ int supervise_main(const std::vector<std::string>& args) {
 
   auto sel = select_backend(req);
   if (!sel) die("confinement unavailable: " + sel.error());
+  // Only the contract's lines without -v: no fallback warning either.
+  report_passed_over(*sel, verbose > 0, /*quiet=*/true);
   if (verbose) {
-    for (const std::string& why : sel->passed_over)
-      std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
-                   std::string(to_string(sel->backend->kind())).c_str());
     std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
     opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
   }
@@ -143,8 +163,9 @@ int supervise_main(const std::vector<std::string>& args) {
   if (res.end == SuperviseEnd::cleanup_failed)
     std::fprintf(stderr, "pmon: %s\n", res.cleanup_error.c_str());
   if (!res.escaped.empty())
-    std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary and are still running: %s\n",
-                 res.escaped.size(), std::string(to_string(sel->backend->kind())).c_str(),
+    std::fprintf(stderr, "pmon: warning: %s escaped the %s boundary and %s still running: %s\n",
+                 count_of(res.escaped.size(), "process", "processes").c_str(),
+                 std::string(to_string(sel->backend->kind())).c_str(), res.escaped.size() == 1 ? "is" : "are",
                  list_procs(res.escaped).c_str());
   return res.status();
 }

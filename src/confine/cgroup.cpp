@@ -244,8 +244,8 @@ class CgroupBackend final : public Backend {
 
   std::string describe() const override {
     return "cgroup: cgroup2 at " + loc_.mount + ", leaves under " + base_path() +
-           (guard_ ? ", E11 guard pid " + std::to_string(guard_->pid())
-                   : ", no E11 guard (" + guard_error_ + ")");
+           (guard_ ? ", crash guard pid " + std::to_string(guard_->pid()) + " (stops the calls if pmon is killed)"
+                   : ", no crash guard (" + guard_error_ + "; if pmon is killed, 'pmon gc' cleans up)");
   }
 
   // E11: a process of ours that stops our leaves if we die (cgroup_guard.h).

@@ -32,7 +32,7 @@ kill_and_check() {
   done
   [ -f "$p.daemon" ] && [ -f "$p.ign" ] || fail "$label: the call never got going: $(cat "$p.err")"
   leaf=$(sed -n 's/^pmon: started pid [0-9]* under cgroup in \(.*\)$/\1/p' "$p.err")
-  guard=$(sed -n 's/.*E11 guard pid \([0-9]*\).*/\1/p' "$p.err")
+  guard=$(sed -n 's/.*crash guard pid \([0-9]*\).*/\1/p' "$p.err")
   [ -n "$leaf" ] && [ -d "$leaf" ] || fail "$label: no leaf in: $(cat "$p.err")"
   pmon=${leaf##*/pmon-}; pmon=${pmon%%-*}
   [ "$(cat /proc/$pmon/comm)" = pmon ] || fail "$label: $pmon is not pmon"
@@ -76,7 +76,7 @@ wait 2>/dev/null || true
 
 # 2. A normal end: the guard leaves quietly, nothing is left.
 "$PMON" run -v --confine cgroup -- true 2> "$t/n.err" || fail "normal: pmon failed: $(cat "$t/n.err")"
-g=$(sed -n 's/.*E11 guard pid \([0-9]*\).*/\1/p' "$t/n.err")
+g=$(sed -n 's/.*crash guard pid \([0-9]*\).*/\1/p' "$t/n.err")
 [ -n "$g" ] || fail "normal: no guard: $(cat "$t/n.err")"
 for i in $(seq 50); do [ "$(state_of "$g")" = S ] || break; sleep 0.02; done
 [ "$(cat /proc/$g/comm 2>/dev/null)" != pmon-guard ] || [ "$(state_of "$g")" = Z ] ||

@@ -17,7 +17,7 @@ start_call() {
   for _ in $(seq 500); do [ -f "$1.d" ] && break; sleep 0.01; done
   [ -f "$1.d" ] || fail "the call never got going: $(cat "$1.err")"
   leaf=$(sed -n 's/^pmon: started pid [0-9]* under cgroup in \(.*\)$/\1/p' "$1.err")
-  guard=$(sed -n 's/.*E11 guard pid \([0-9]*\).*/\1/p' "$1.err")
+  guard=$(sed -n 's/.*crash guard pid \([0-9]*\).*/\1/p' "$1.err")
   pmon=${leaf##*/pmon-}; pmon=${pmon%%-*}
   [ -n "$guard" ] && [ -d "$leaf" ] || fail "no leaf or guard: $(cat "$1.err")"
   record_pid "$pmon"; record_pid "$guard"

@@ -145,7 +145,7 @@ run_call() {
     fail "$n: confinement $(field "$u/$n.json" confinement), not cgroup: $(cat "$u/$n.err"); the manager says: $(manager_log)"
   [ -z "$(array_items "$u/$n.json" confinement_passed_over)" ] || fail "$n: something was passed over"
   # Nothing on stderr but the daemon's stop: no fallback, no systemd trouble.
-  ! grep -qv '^pmon: the command exited and left 1 process(es) running; stopped them$' "$u/$n.err" ||
+  ! grep -qv '^pmon: the command exited and left 1 process running; stopped it$' "$u/$n.err" ||
     fail "$n: pmon said: $(cat "$u/$n.err")"
 
   # The leaf is pmon's, inside a pmon-*.scope the manager made in its tree.

@@ -1,0 +1,68 @@
+# Help and messages in users' words: no internal labels (escape numbers,
+# seed names) in --help, -v or doctor output; every usage line shows the
+# command a subcommand runs; 'pmon --help' names every option of the
+# subcommands it spells out; counts are singular or plural, never "(es)".
+. "$(dirname "$0")/common.inc"
+
+LABELS='\<E[0-9]{1,2}\>|[Ss]eed [0-9]|issue [0-9]|\(es\)'
+
+"$PMON" --help > "$t/top" || fail "pmon --help exit $?"
+! grep -Eq "$LABELS" "$t/top" || fail "pmon --help: $(grep -E "$LABELS" "$t/top")"
+for sub in run init supervise doctor ps gc; do
+  "$PMON" $sub --help > "$t/$sub" || fail "pmon $sub --help exit $?"
+  ! grep -Eq "$LABELS" "$t/$sub" || fail "pmon $sub --help: $(grep -E "$LABELS" "$t/$sub")"
+done
+
+# Usage lines: the command after "--" wherever there is one.
+for sub in run init supervise; do
+  grep -q "^Usage: pmon $sub \[OPTIONS\] -- CMD \[ARG\.\.\.\]$" "$t/$sub" ||
+    fail "pmon $sub --help: usage line: $(grep '^Usage' "$t/$sub")"
+  grep -q "^  pmon $sub \[options\] -- CMD \[ARG\.\.\.\] " "$t/top" || fail "pmon --help lacks 'pmon $sub [options] -- CMD [ARG...]'"
+done
+
+# The subcommands pmon --help spells out: every option of theirs is there.
+for sub in doctor ps gc; do
+  line=$(grep "^  pmon $sub " "$t/top") || fail "pmon --help does not list $sub"
+  for opt in $(sed -n 's/^  \(-[a-z]\),--[a-z-]*.*/\1/p; s/^  \(--[a-z-]*\) .*/\1/p' "$t/$sub" | grep -vx -- '-h'); do
+    long=$(sed -n "s/^  $opt,\(--[a-z-]*\).*/\1/p" "$t/$sub")
+    case " $line " in
+      *"[$opt]"* | *"[$long]"* | *" $opt "* ) ;;
+      *) fail "pmon --help: '$line' lacks $sub's option $opt${long:+ ($long)}" ;;
+    esac
+  done
+done
+
+# --isolate names all four namespaces, as the README does.
+iso=$(grep -- '--isolate' "$t/run")
+for ns in PID cgroup mount user; do
+  case $iso in *"$ns"*) ;; *) fail "run --help: --isolate does not name the $ns namespace: $iso" ;; esac
+done
+
+# What -v and doctor print: no labels either.
+"$PMON" run -v -- true 2> "$t/v" || fail "pmon run -v exit $?"
+! grep -Eq "$LABELS" "$t/v" || fail "pmon run -v: $(grep -E "$LABELS" "$t/v")"
+"$PMON" doctor > "$t/doc" 2>&1 || true
+! grep -Eq "$LABELS" "$t/doc" || fail "pmon doctor: $(grep -E "$LABELS" "$t/doc")"
+"$PMON" doctor --json > "$t/doc.json" 2>&1 || true
+! grep -Eq "$LABELS" "$t/doc.json" || fail "pmon doctor --json: $(grep -E "$LABELS" "$t/doc.json")"
+if grep -q 'backend cgroup *yes' "$t/doc"; then
+  grep -q 'crash guard pid [0-9]' "$t/doc" || fail "pmon doctor does not name the crash guard: $(grep 'backend cgroup' "$t/doc")"
+fi
+
+# Singular and plural.
+for b in $(backends); do
+  "$PMON" run --confine "$b" --report "$t/r1.json" -- sh -c 'sleep 100 & exit 0' 2> "$t/one" ||
+    fail "$b: one leftover: exit $?: $(cat "$t/one")"
+  [ "$(cat "$t/one")" = "pmon: the command exited and left 1 process running; stopped it" ] ||
+    fail "$b: one leftover: $(cat "$t/one")"
+  "$PMON" run --confine "$b" -- sh -c 'sleep 100 & sleep 100 & exit 0' 2> "$t/two" ||
+    fail "$b: two leftovers: exit $?: $(cat "$t/two")"
+  [ "$(cat "$t/two")" = "pmon: the command exited and left 2 processes running; stopped them" ] ||
+    fail "$b: two leftovers: $(cat "$t/two")"
+  rc=0
+  "$PMON" run --confine "$b" --timeout 0.2 -- sleep 100 2> "$t/none" || rc=$?
+  [ "$rc" = 124 ] || fail "$b: timeout: exit $rc"
+  [ "$(cat "$t/none")" = "pmon: timed out after 0.2; stopped the command" ] || fail "$b: timeout alone: $(cat "$t/none")"
+  echo "ok: $b: $(cat "$t/one") / $(cat "$t/two") / $(cat "$t/none")"
+done
+pass
