@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/stopper.h"
+#include "core/units.h"
 #include "sys/proc.h"
 
 namespace pmon {
@@ -317,7 +318,7 @@ std::expected<InitResult, SpawnError> Initer::run() {
     res.leftovers.reset();
   }
   const std::string left =
-      res.leftovers ? std::to_string(*res.leftovers) + " process(es) the command left running"
+      res.leftovers ? count_of(*res.leftovers, "process", "processes") + " the command left running"
                     : "what the command left running (pmon cannot count it: the /proc here does not show "
                       "this PID namespace)";
   if (res.cleanup_verified) {

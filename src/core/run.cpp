@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/units.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -402,7 +403,7 @@ void Runner::stop_escapes(std::string* reason) {
   LeftoverTracker found;
   found.snapshot(b, child_.pid);
   if (found.empty()) return;
-  trace(std::to_string(found.size()) + " process(es) outside the " + std::string(to_string(b_->kind())) +
+  trace(count_of(found.size(), "process", "processes") + " outside the " + std::string(to_string(b_->kind())) +
         " boundary are still running below pmon");
 
   bool verified = false;
@@ -498,7 +499,7 @@ RunResult Runner::finish(std::string reason) {
       res_.stop.empty_confirmed_ms = since_start_ms();
     } else {
       leftovers_.snapshot(*b_, child_.pid);
-      trace(std::to_string(leftovers_.size()) + " process(es) still running after the main process exited");
+      trace(count_of(leftovers_.size(), "process", "processes") + " still running after the main process exited");
       if (opts_.wait_tree) {
         if (wait_until_empty(*b_, &reason)) {
           leftovers_.label_rest("waited");

@@ -39,8 +39,11 @@ for ns in PID cgroup mount user; do
 done
 
 # What -v and doctor print: no labels either.
-"$PMON" run -v -- true 2> "$t/v" || fail "pmon run -v exit $?"
+"$PMON" run -v -- sh -c 'sleep 100 & exit 0' 2> "$t/v" || fail "pmon run -v exit $?"
 ! grep -Eq "$LABELS" "$t/v" || fail "pmon run -v: $(grep -E "$LABELS" "$t/v")"
+grep -q '^pmon: 1 process still running after the main process exited' "$t/v" || fail "pmon run -v: $(cat "$t/v")"
+"$PMON" init -v -- sh -c 'sleep 100 & exit 0' 2> "$t/iv" || fail "pmon init -v exit $?"
+! grep -Eq "$LABELS" "$t/iv" || fail "pmon init -v: $(grep -E "$LABELS" "$t/iv")"
 "$PMON" doctor > "$t/doc" 2>&1 || true
 ! grep -Eq "$LABELS" "$t/doc" || fail "pmon doctor: $(grep -E "$LABELS" "$t/doc")"
 "$PMON" doctor --json > "$t/doc.json" 2>&1 || true
