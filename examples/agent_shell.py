@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """A minimal agent-harness tool on pmon: "run this shell command for the model".
 
 The model asks for a shell command; the tool runs it with a deadline and
@@ -7,11 +7,19 @@ pmon had to clean up (daemons, background jobs, a process holding the pipe).
 
     examples/agent_shell.py 'echo hi; sleep 300 & echo started'
     examples/agent_shell.py --timeout 2 'yes | head -c 100000000; sleep 60'
+
+It runs with Debian's /usr/bin/python3, for which python/install.sh installs
+pmon by default (whatever python3 comes first on PATH). With pmon installed
+in a virtualenv, run it with that one: ~/venv/bin/python examples/agent_shell.py
 """
 import argparse
 import sys
 
-import pmon
+try:
+    import pmon
+except ModuleNotFoundError:
+    sys.exit(f"agent_shell.py: the pmon package is not installed for {sys.executable}; "
+             f"install it with: python/install.sh {sys.executable}")
 
 MAX_OUTPUT = 2 * 1024  # what fits in the model's context
 
@@ -36,7 +44,9 @@ def run_shell_tool(command: str, timeout: float = 30.0, cwd: str | None = None) 
         lines.append(f"[output: {r.stdout_bytes} bytes, showing the first and last {MAX_OUTPUT // 2}]")
     lines.append(out.rstrip("\n") if out else "[no output]")
     if r.leftovers:
-        lines.append(f"[{len(r.leftovers)} process(es) were still running after the command ended and were stopped:]")
+        n = len(r.leftovers)
+        lines.append(f"[{n} process{'' if n == 1 else 'es'} {'was' if n == 1 else 'were'} still running "
+                     f"after the command ended and {'was' if n == 1 else 'were'} stopped:]")
         for l in r.leftovers[:10]:
             lines.append(f"  pid {l['pid']} ({l['action']}): {l['cmdline'][:80]}")
     if not r.cleanup_verified:
