@@ -92,6 +92,7 @@ bool parse_options(CLI::App& app, const std::vector<std::string>& args, const st
   // A subcommand without a command of its own takes no words but options.
   if (!app.get_prefix_command()) {
     std::vector<std::string> extra = app.remaining();
+    if (!extra.empty() && extra.front() == "--") extra.erase(extra.begin());  // "pmon ps --" is just ps
     if (!extra.empty()) {
       if (looks_like_option(extra.front())) die(sub + ": unknown option '" + extra.front() + "'" + see);
       die(sub + ": unexpected argument '" + extra.front() + "' (pmon " + sub + " takes options only)" + see);

@@ -64,6 +64,7 @@ for sub in run init supervise doctor ps gc; do
 done
 for sub in doctor ps gc; do
   expect 125 "$sub: unexpected argument 'extra'" -- $sub extra
+  expect 125 "$sub: unexpected argument 'extra'" -- $sub -- extra
 done
 expect 125 "run: --timeout needs a value" -- run --timeout
 expect 125 "run: --timeout was given 2 times; give it once" -- run --timeout 1s --timeout 2s -- "${MARK[@]}"
