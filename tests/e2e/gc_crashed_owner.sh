@@ -42,13 +42,14 @@ mkdir "$other"
 trap 'rmdir "$other" 2>/dev/null; _cleanup' EXIT
 
 "$PMON" gc --dry-run > "$t/dry" || fail "gc --dry-run exit $?"
-grep -qx "would remove $a_leaf (owner [0-9]* is gone, ${#a_procs[@]} process(es))" "$t/dry" ||
+n=${#a_procs[@]}; counted="$n processes"; [ "$n" != 1 ] || counted="1 process"
+grep -qx "would remove $a_leaf (owner [0-9]* is gone, $counted)" "$t/dry" ||
   fail "gc --dry-run does not name $a_leaf: $(cat "$t/dry")"
 [ -d "$a_leaf" ] || fail "gc --dry-run removed the leaf"
 for x in "${a_procs[@]}"; do alive $x || fail "gc --dry-run killed $x"; done
 
 "$PMON" gc > "$t/gc" || fail "gc exit $?: $(cat "$t/gc")"
-grep -qx "removed $a_leaf (owner [0-9]* is gone, ${#a_procs[@]} process(es) killed)" "$t/gc" ||
+grep -qx "removed $a_leaf (owner [0-9]* is gone, $counted killed)" "$t/gc" ||
   fail "gc does not report $a_leaf: $(cat "$t/gc")"
 for x in "${a_procs[@]}"; do ! alive $x || fail "process $x survived gc"; done
 [ ! -d "$a_leaf" ] || fail "gc left $a_leaf"
