@@ -404,7 +404,7 @@ void Runner::stop_escapes(std::string* reason) {
   found.snapshot(b, child_.pid);
   if (found.empty()) return;
   trace(count_of(found.size(), "process", "processes") + " outside the " + std::string(to_string(b_->kind())) +
-        " boundary are still running below pmon");
+        " boundary " + (found.size() == 1 ? "is" : "are") + " still running below pmon");
 
   bool verified = false;
   if (opts_.wait_tree && reason->empty() && wait_until_empty(b, reason)) {
