@@ -54,13 +54,13 @@ for mp in "" --mount-proc; do
 
   run_case "stop ($view)" "$mp" --grace 2s
   grep -q "stopping 2 process" "$t/err" || fail "stop ($view): the count is wrong: $(cat "$t/err")"
-  grep -q "; 2 left running" "$t/err" || fail "stop ($view): the summary is wrong: $(cat "$t/err")"
+  grep -q "; 2 processes left running" "$t/err" || fail "stop ($view): the summary is wrong: $(cat "$t/err")"
   [ "$(cat "$t"/term.* 2>/dev/null | grep -c TERM)" = 2 ] || fail "stop ($view): pmon did not TERM both daemons"
   echo "ok: stop, $view"
 
   run_case "wait-all ($view)" "$mp" --wait-all
   grep -q "waiting for 2 process" "$t/err" || fail "wait-all ($view): the count is wrong: $(cat "$t/err")"
-  grep -q "; 2 left running" "$t/err" || fail "wait-all ($view): the summary is wrong: $(cat "$t/err")"
+  grep -q "; 2 processes left running" "$t/err" || fail "wait-all ($view): the summary is wrong: $(cat "$t/err")"
   echo "ok: wait-all, $view"
 done
 pass
