@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "cli/cli.h"
+#include "cli/confine_flags.h"
 #include "confine/boundary.h"
-#include "confine/pidns.h"
 #include "core/report.h"
 #include "core/run.h"
 #include "core/units.h"
@@ -70,18 +70,15 @@ int run_main(const std::vector<std::string>& args) {
   app.footer(kRunFooter);
   app.prefix_command();
 
-  std::string timeout_s, grace_s = "2s", signal_s = "TERM", confine_s = "auto", report_path;
-  std::string cgroup_root;
-  bool isolate = false, wait_tree = false;
+  std::string timeout_s, grace_s = "2s", signal_s = "TERM", report_path;
+  ConfineFlags confine;
+  bool wait_tree = false;
   int verbose = 0;
   bool quiet = false;
   CLI::Option* timeout_opt = app.add_option("--timeout", timeout_s, "stop the whole tree after D (exit 124)");
   app.add_option("--grace", grace_s, "time between the first signal and SIGKILL (default 2s)");
   app.add_option("--signal", signal_s, "first signal of the stop (default TERM)");
-  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)");
-  app.add_option("--cgroup-root", cgroup_root,
-                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)");
-  app.add_flag("--isolate", isolate, "pid + cgroup namespaces: a hostile call cannot escape");
+  confine.add_to(app);
   app.add_flag("--wait-tree", wait_tree, "wait for the whole tree instead of stopping leftovers");
   app.add_option("--report", report_path, "write the JSON report to FILE (atomically), or - for stdout");
   std::string pdeathsig_s = "none";
@@ -114,17 +111,6 @@ int run_main(const std::vector<std::string>& args) {
   }
   opts.wait_tree = wait_tree;
 
-  ConfineRequest req;
-  req.cgroup_root = cgroup_root;
-  if (confine_s != "auto") {
-    auto k = parse_confine_kind(confine_s);
-    if (!k) die("run: --confine: unknown backend '" + confine_s + "' (use auto, cgroup, pidns, subreaper or pgroup)");
-    req.kind = *k;
-  }
-  if (isolate && req.kind && *req.kind != ConfineKind::pidns)
-    die("run: --isolate is the cgroup and pidns backends together; it cannot be combined with --confine " +
-        confine_s);
-
   // A report that cannot be written is a bad option: say so before the
   // command runs, not after its side effects (and 125 at the end).
   if (!report_path.empty() && report_path != "-") {
@@ -148,25 +134,8 @@ int run_main(const std::vector<std::string>& args) {
   // Orphans of the call come to us, whatever the backend, so they are reaped.
   (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
 
-  // --isolate: a cgroup leaf inside PID, cgroup, mount and user namespaces.
-  // Without the cgroup backend it fails closed: a PID namespace alone does
-  // not stop a call from moving itself to another cgroup.
-  auto isolated = [&]() -> std::expected<Selection, std::string> {
-    PidnsOptions po;
-    po.isolate = true;
-    po.cgroup_root = cgroup_root;
-    auto b = open_pidns_backend(po);
-    if (!b) return std::unexpected("--isolate: " + b.error());
-    Selection s;
-    s.backend = std::move(*b);
-    return s;
-  };
-  auto sel = isolate ? isolated() : select_backend(req);
-  if (!sel) die("confinement unavailable: " + sel.error());
-  if (!quiet)
-    for (const std::string& why : sel->passed_over)
-      std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
-                   std::string(to_string(sel->backend->kind())).c_str());
+  Selection selected = confine.select("run", quiet);
+  Selection* sel = &selected;
   if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
 
   opts.signal_fd = sigfd.get();

@@ -1,0 +1,27 @@
+// The confinement options every subcommand that starts calls shares
+// (--confine, --cgroup-root, --isolate): declared once, added to each.
+#pragma once
+
+#include <string>
+
+#include "confine/boundary.h"
+
+namespace CLI {
+class App;
+}
+
+namespace pmon::cli {
+
+struct ConfineFlags {
+  std::string confine = "auto";
+  std::string cgroup_root;
+  bool isolate = false;
+
+  void add_to(CLI::App& app);
+  // The backend they ask for; bad flags or an unavailable backend end with
+  // die(), naming the subcommand. Unless quiet, says on stderr why stronger
+  // backends were passed over.
+  Selection select(const std::string& sub, bool quiet) const;
+};
+
+}  // namespace pmon::cli
