@@ -1,102 +1,157 @@
 #include "serve/output_buffer.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace pmon::serve {
 
 namespace {
 
-bool continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+constexpr size_t kFirstCapacity = 4096;
 
-// Length of the UTF-8 sequence that lead byte c starts; 0 if c cannot start one.
-size_t sequence_length(unsigned char c) {
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return 2;
-  if (c >= 0xE0 && c <= 0xEF) return 3;
-  if (c >= 0xF0 && c <= 0xF4) return 4;
-  return 0;
-}
-
-// True when s[i, i+n) is a well-formed sequence (no overlong form, no
-// surrogate, nothing above U+10FFFF).
-bool well_formed(std::string_view s, size_t i, size_t n) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  for (size_t k = 1; k < n; ++k)
-    if (!continuation(b(k))) return false;
-  if (n == 3 && b(0) == 0xE0 && b(1) < 0xA0) return false;
-  if (n == 3 && b(0) == 0xED && b(1) > 0x9F) return false;
-  if (n == 4 && b(0) == 0xF0 && b(1) < 0x90) return false;
-  if (n == 4 && b(0) == 0xF4 && b(1) > 0x8F) return false;
-  return true;
-}
+bool is_continuation(unsigned char c) noexcept { return (c & 0xC0) == 0x80; }
 
 }  // namespace
 
+size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final) {
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  const size_t n = in.size();
+  size_t i = 0;
+  size_t valid_from = 0;  // start of the run of valid bytes not yet copied
+  auto flush = [&](size_t upto) { out.append(in.data() + valid_from, upto - valid_from); };
+  while (i < n) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The length of the sequence a lead byte starts, and the range its second
+    // byte must fall in (which rules out overlongs, surrogates, > U+10FFFF).
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    }
+    if (len == 0) {  // a stray continuation byte or a byte never valid
+      flush(i);
+      out += kReplacement;
+      valid_from = ++i;
+      continue;
+    }
+    size_t k = 1;
+    while (k < len && i + k < n) {
+      unsigned char b = p[i + k];
+      bool ok = k == 1 ? (b >= lo && b <= hi) : is_continuation(b);
+      if (!ok) break;
+      ++k;
+    }
+    if (k == len) {
+      i += len;
+      continue;
+    }
+    if (i + k == n && !final) {  // cut short by the end of what we have
+      flush(i);
+      return i;
+    }
+    flush(i);
+    out += kReplacement;  // the maximal subpart p[i, i+k) is invalid
+    i += k;
+    valid_from = i;
+  }
+  flush(n);
+  return n;
+}
+
 OutputBuffer::OutputBuffer(size_t limit) : limit_(limit) {}
 
+void OutputBuffer::reserve_for(size_t n) {
+  size_t cap = ring_.size();
+  if (size_ + n <= cap || cap == limit_) return;
+  size_t want = std::min(limit_, std::max({2 * cap, size_ + n, kFirstCapacity}));
+  // Growing linearises the ring: the kept bytes move to the front, once per
+  // doubling, so appends stay amortised linear.
+  std::vector<char> grown(want);
+  size_t first = std::min(size_, cap - head_);
+  std::memcpy(grown.data(), ring_.data() + head_, first);
+  std::memcpy(grown.data() + first, ring_.data(), size_ - first);
+  ring_ = std::move(grown);
+  head_ = 0;
+}
+
+void OutputBuffer::drop_front(size_t n) noexcept {
+  head_ = (head_ + n) % ring_.size();
+  size_ -= n;
+  first_ += n;
+}
+
+// After a cut the first kept byte may be inside a character whose lead byte
+// is gone: its remaining continuation bytes (at most three) go too.
+void OutputBuffer::skip_cut_character() noexcept {
+  for (int k = 0; k < 3 && size_ > 0; ++k) {
+    if (!is_continuation(static_cast<unsigned char>(ring_[head_]))) return;
+    drop_front(1);
+  }
+}
+
+void OutputBuffer::write_tail(std::string_view bytes) noexcept {
+  size_t cap = ring_.size();
+  size_t at = (head_ + size_) % cap;
+  size_t first = std::min(bytes.size(), cap - at);
+  std::memcpy(ring_.data() + at, bytes.data(), first);
+  std::memcpy(ring_.data(), bytes.data() + first, bytes.size() - first);
+  size_ += bytes.size();
+}
+
 void OutputBuffer::append(std::string_view bytes) {
+  if (bytes.empty()) return;
   if (bytes.size() >= limit_) {
-    base_ += data_.size() + (bytes.size() - limit_);
-    data_.assign(bytes.substr(bytes.size() - limit_));
-  } else {
-    data_.append(bytes);
-    if (data_.size() > limit_) {
-      size_t drop = data_.size() - limit_;
-      data_.erase(0, drop);
-      base_ += drop;
-    }
+    // Nothing kept so far survives: keep the newest limit_ bytes of these.
+    first_ += size_ + (bytes.size() - limit_);
+    head_ = 0;
+    size_ = 0;
+    if (limit_ == 0) return;
+    if (ring_.size() < limit_) ring_.assign(limit_, 0);
+    write_tail(bytes.substr(bytes.size() - limit_));
+    skip_cut_character();
+    return;
   }
-  // The kept bytes start on a character: continuation bytes cut from their
-  // lead byte go too (at most three).
-  size_t cut = 0;
-  while (cut < data_.size() && cut < 3 && continuation(static_cast<unsigned char>(data_[cut]))) ++cut;
-  if (cut > 0 && base_ > 0) {
-    data_.erase(0, cut);
-    base_ += cut;
-  }
+  reserve_for(bytes.size());
+  bool cut = size_ + bytes.size() > ring_.size();
+  if (cut) drop_front(size_ + bytes.size() - ring_.size());
+  write_tail(bytes);
+  if (cut) skip_cut_character();
 }
 
 OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since) const {
   Read r;
-  uint64_t from = since.value_or(base_);
-  if (from < base_) {
-    r.truncated = true;
-    from = base_;
+  const uint64_t end = total();
+  r.truncated = since ? *since < first_ : first_ > 0;
+  uint64_t start = std::min(std::max(since.value_or(first_), first_), end);
+  size_t off = static_cast<size_t>(start - first_);
+  size_t len = static_cast<size_t>(end - start);
+  r.next = start;
+  if (len == 0) return r;
+  size_t at = (head_ + off) % ring_.size();
+  size_t first = std::min(len, ring_.size() - at);
+  std::string_view view(ring_.data() + at, first);
+  std::string joined;
+  if (first < len) {  // the range wraps: join its two pieces
+    joined.reserve(len);
+    joined.append(view);
+    joined.append(ring_.data(), len - first);
+    view = joined;
   }
-  if (!since && base_ > 0) r.truncated = true;
-  if (from > total()) from = total();
-  std::string_view s(data_);
-  size_t i = static_cast<size_t>(from - base_);
-  // Resume on a character boundary (a since inside one skips its tail).
-  while (i < s.size() && i > 0 && continuation(static_cast<unsigned char>(s[i])) &&
-         i - static_cast<size_t>(from - base_) < 3)
-    ++i;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = sequence_length(c);
-    if (n == 0) {
-      r.text += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    if (i + n > s.size()) {
-      // Incomplete at the end: wait for the rest, unless what is there
-      // already cannot become a character.
-      bool could = true;
-      for (size_t k = i + 1; k < s.size(); ++k)
-        if (!continuation(static_cast<unsigned char>(s[k]))) could = false;
-      if (could) break;
-      r.text += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    if (!well_formed(s, i, n)) {
-      r.text += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    r.text.append(s.substr(i, n));
-    i += n;
-  }
-  r.next = base_ + i;
+  r.text.reserve(len);
+  r.next = start + append_sanitized_utf8(r.text, view, closed_);
   return r;
 }
 

@@ -1,6 +1,7 @@
-// The output of one job: the newest bytes it wrote, at most `limit` of them,
-// addressed by their offset in everything it ever wrote, so a reader can
-// ask for only what is new.
+// The output of one job: one stream, addressed by byte offset from the job's
+// start, of which only the newest `limit` bytes are kept. Readers get text:
+// valid UTF-8, invalid bytes shown as U+FFFD, and an offset to ask from next
+// time so that successive reads return every kept byte exactly once.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pmon::serve {
 
@@ -15,23 +17,48 @@ class OutputBuffer {
  public:
   explicit OutputBuffer(size_t limit);
 
+  // Adds what the job wrote. Storage grows as needed up to `limit` bytes, then
+  // the oldest bytes are overwritten; the first kept byte is always where a
+  // UTF-8 character starts (a character cut in two loses its rest as well).
   void append(std::string_view bytes);
+  // No more bytes will come: an incomplete character at the end is shown
+  // (as U+FFFD) instead of being held back for its missing bytes.
+  void close() noexcept { closed_ = true; }
 
   struct Read {
-    std::string text;   // valid UTF-8 (invalid bytes read as U+FFFD)
-    uint64_t next = 0;  // the offset to pass as `since` next time
-    bool truncated = false;  // bytes before what was asked for are gone
+    std::string text;
+    uint64_t next = 0;       // the offset to pass as `since` next time
+    bool truncated = false;  // bytes from `since` (or from 0) were dropped
   };
-  // Everything kept from offset `since` on (all that is kept without it).
-  // An incomplete UTF-8 sequence at the end is held back until it completes.
+  // The kept text from `since` (from the first kept byte when nullopt or
+  // older). An incomplete character at the end stays back until the bytes
+  // completing it arrive or close() is called; `next` stops before it.
+  // A `since` beyond total() reads nothing and gives next = total().
   Read read(std::optional<uint64_t> since) const;
 
-  uint64_t total() const noexcept { return base_ + data_.size(); }
+  uint64_t total() const noexcept { return first_ + size_; }  // every byte ever appended
+  uint64_t first_kept() const noexcept { return first_; }     // offset of the oldest kept byte
+  size_t capacity() const noexcept { return ring_.size(); }   // storage held, at most `limit`
+  bool closed() const noexcept { return closed_; }
 
  private:
+  void reserve_for(size_t n);
+  void drop_front(size_t n) noexcept;
+  void skip_cut_character() noexcept;
+  void write_tail(std::string_view bytes) noexcept;
+
   size_t limit_;
-  std::string data_;   // the kept bytes
-  uint64_t base_ = 0;  // offset of data_[0]
+  std::vector<char> ring_;  // grows up to limit_, then wraps
+  size_t head_ = 0;         // index in ring_ of the first kept byte
+  size_t size_ = 0;         // bytes kept
+  uint64_t first_ = 0;      // offset of the first kept byte
+  bool closed_ = false;
 };
+
+// Appends `in` to `out` as valid UTF-8: each maximal invalid subpart (as
+// Unicode defines it) becomes one U+FFFD. When `final` is false an
+// incomplete but so far valid sequence at the very end is not consumed.
+// Returns how many bytes of `in` were consumed.
+size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final);
 
 }  // namespace pmon::serve

@@ -21,6 +21,7 @@
 #include "core/report.h"
 #include "core/run.h"
 #include "serve/output_buffer.h"
+#include "serve/ports.h"
 #include "serve/protocol.h"
 #include "sys/syscalls.h"
 
@@ -59,13 +60,21 @@ void set_nonblocking(int fd) {
 // A reply that is owed later (wait_for_exit, a kill or release that waits
 // for the tree to be verified gone, an output read that waits for bytes).
 struct Pending {
-  enum class Kind { exit, stopped, output };
+  enum class Kind { exit, stopped, output, port };
   Kind kind = Kind::exit;
   uint64_t conn = 0;
   Json id;
   int64_t deadline = kForever;
   std::optional<uint64_t> since;  // Kind::output
+  std::optional<uint16_t> port;   // Kind::port: this one, or any
+  int64_t next_scan = 0;          // Kind::port
+  uint64_t timeout_ms = 0;        // Kind::port, for the error
 };
+
+// A listening socket can only be seen in the kernel's tables, with no event
+// when one appears: while (and only while) somebody waits for a port, the
+// job's processes are looked at this often.
+constexpr int64_t kPortScanNs = 50'000'000;
 
 struct Job {
   uint64_t num = 0;  // epoll tags
@@ -151,7 +160,8 @@ class Service {
   void settle_pending(Job& j);
   void erase_job(const std::string& id);
   Json output_json(const Job& j, std::optional<uint64_t> since) const;
-  Json job_json(const Job& j);
+  Json ports_of(Job& j);
+  Json job_json(Job& j);
   std::string report_of(const Job& j) const;
 
   // The methods: typed params in, an answer out. None touches a socket.
@@ -162,6 +172,7 @@ class Service {
   Answer write(const WriteParams& p);
   Answer kill(Conn& c, const Json& id, const TerminalParams& p, bool release);
   Answer list(const ListParams& p);
+  Answer wait_for_port(Conn& c, const Json& id, const WaitForPortParams& p);
   Answer report(const TerminalParams& p);
   Answer session_close(Conn& c, const Json& id, const SessionCloseParams& p);
 
@@ -177,6 +188,10 @@ class Service {
   bool shutting_down_ = false;
   bool all_verified_ = true;
 };
+
+std::string port_words(std::optional<uint16_t> port) {
+  return port ? "TCP port " + std::to_string(*port) : std::string("any TCP port");
+}
 
 RpcError unknown_terminal(const std::string& id) {
   return {rpc::kServerError, "unknown terminal '" + id + "'"};
@@ -588,6 +603,7 @@ void Service::job_over(Job& j) {
     if (j.out) unwatch_fd(j.out.get());
     j.out.reset();
   }
+  j.buffer.close();
   if (j.in_watched) unwatch_fd(j.in.get());
   j.in.reset();
   Json note = {{"terminalId", j.id},
@@ -604,7 +620,7 @@ void Service::job_over(Job& j) {
 void Service::settle_pending(Job& j) {
   const int64_t now = sys::monotonic_ns();
   std::vector<std::pair<uint64_t, std::string>> out;
-  std::erase_if(j.pending, [&](const Pending& p) {
+  std::erase_if(j.pending, [&](Pending& p) {
     const bool due = now >= p.deadline;
     switch (p.kind) {
       case Pending::Kind::exit:
@@ -627,6 +643,29 @@ void Service::settle_pending(Job& j) {
         if (!j.done && !due && j.buffer.total() <= p.since.value_or(0)) return false;
         out.push_back({p.conn, result_line(p.id, output_json(j, p.since))});
         return true;
+      case Pending::Kind::port: {
+        if (!j.done && now < p.next_scan) return false;
+        if (!j.done) {
+          for (const Json& l : ports_of(j))
+            if (!p.port || l["port"] == *p.port) {
+              out.push_back({p.conn, result_line(p.id, l)});
+              return true;
+            }
+        }
+        if (j.done) {
+          out.push_back({p.conn, error_line(p.id, {rpc::kServerError, "terminal '" + j.id +
+                                                       "' ended before it listened on " + port_words(p.port)})});
+          return true;
+        }
+        if (due) {
+          out.push_back({p.conn, error_line(p.id, {rpc::kServerError,
+                                                   "terminal '" + j.id + "' did not listen on " + port_words(p.port) +
+                                                       " within " + std::to_string(p.timeout_ms) + " ms"})});
+          return true;
+        }
+        p.next_scan = now + kPortScanNs;
+        return false;
+      }
     }
     return false;
   });
@@ -660,7 +699,18 @@ std::string Service::report_of(const Job& j) const {
   return rep.dump();
 }
 
-Json Service::job_json(const Job& j) {
+// The TCP ports the job's processes listen on, each {port, address, v6, pid}.
+Json Service::ports_of(Job& j) {
+  Json arr = Json::array();
+  if (j.done) return arr;
+  std::vector<pid_t> pids;
+  for (const sys::ProcStat& p : j.call->members()) pids.push_back(p.pid);
+  for (const ListeningPort& l : listening_ports(pids))
+    arr.push_back({{"port", l.port}, {"address", l.address}, {"v6", l.v6}, {"pid", l.pid}});
+  return arr;
+}
+
+Json Service::job_json(Job& j) {
   Json o = {{"terminalId", j.id},
             {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
             {"command", j.command},
@@ -669,7 +719,7 @@ Json Service::job_json(const Job& j) {
             {"started", iso_time(j.started)},
             {"keep", j.keep},
             {"sessionId", j.session ? Json(*j.session) : Json(nullptr)},
-            {"ports", Json::array()}};
+            {"ports", ports_of(j)}};
   if (j.done) {
     const RunResult& r = j.call->result();
     o["exitStatus"] = exit_status_json(r.exit_code, r.signal);
@@ -693,7 +743,8 @@ void Service::arm_timer() {
   for (auto& [id, j] : jobs_) {
     if (!j->done && !j->call->finishing()) next = std::min(next, j->deadline);
     if (j->call->finishing()) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
-    for (const Pending& p : j->pending) next = std::min(next, p.deadline);
+    for (const Pending& p : j->pending)
+      next = std::min(next, p.kind == Pending::Kind::port ? std::min(p.deadline, p.next_scan) : p.deadline);
   }
   itimerspec its{};
   if (next != kForever) {
@@ -739,11 +790,7 @@ Service::Answer Service::handle(Conn& c, const Request& r) {
       if (!find_job(p.terminal_id)) return unknown_terminal(p.terminal_id);
       return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' has no pseudo-terminal"};
     }
-    case Method::wait_for_port: {
-      const auto& p = std::get<WaitForPortParams>(r.params);
-      if (!find_job(p.terminal_id)) return unknown_terminal(p.terminal_id);
-      return RpcError{rpc::kServerError, "terminal/wait_for_port is not available in this build"};
-    }
+    case Method::wait_for_port: return wait_for_port(c, r.id, std::get<WaitForPortParams>(r.params));
   }
   return RpcError{rpc::kMethodNotFound, "unknown method"};
 }
@@ -872,6 +919,21 @@ Service::Answer Service::kill(Conn& c, const Json& id, const TerminalParams& p, 
   if (Job* still = find_job(tid)) {
     if (still->done) settle_pending(*still);
   }
+  return std::monostate{};
+}
+
+Service::Answer Service::wait_for_port(Conn& c, const Json& id, const WaitForPortParams& p) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  Pending w;
+  w.kind = Pending::Kind::port;
+  w.conn = c.id;
+  w.id = id;
+  w.port = p.port;
+  w.timeout_ms = p.timeout_ms.value_or(30'000);
+  w.deadline = sys::monotonic_ns() + static_cast<int64_t>(w.timeout_ms) * 1'000'000;
+  j->pending.push_back(std::move(w));
+  settle_pending(*j);  // answered at once when it already listens (or is over)
   return std::monostate{};
 }
 

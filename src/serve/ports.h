@@ -1,0 +1,41 @@
+// Which TCP ports a job's processes listen on: the socket inodes each
+// process holds (/proc/PID/fd) matched against the kernel's socket tables of
+// that process's own network namespace (/proc/PID/net/tcp and tcp6).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pmon::serve {
+
+struct ListeningPort {
+  uint16_t port = 0;
+  std::string address;  // as printed normally: 127.0.0.1, 0.0.0.0, ::1, ::
+  bool v6 = false;
+  pid_t pid = 0;        // one process holding the socket (the first of `pids` that does)
+
+  bool operator==(const ListeningPort&) const = default;
+};
+
+// Every TCP socket in LISTEN state (IPv4 and IPv6) held by any of `pids`
+// (host pids), each socket once, sorted by port then address. Processes that
+// are gone or cannot be read are skipped.
+std::vector<ListeningPort> listening_ports(const std::vector<pid_t>& pids);
+
+// One socket of a /proc/net/tcp or tcp6 table.
+struct TcpEntry {
+  uint64_t inode = 0;
+  uint16_t port = 0;
+  std::string address;
+  bool listening = false;
+};
+
+// Parses the text of /proc/net/tcp (v6 false) or /proc/net/tcp6 (v6 true);
+// lines that do not parse are skipped.
+std::vector<TcpEntry> parse_tcp_table(std::string_view text, bool v6);
+
+}  // namespace pmon::serve

@@ -1,0 +1,222 @@
+// serve::OutputBuffer: the newest `limit` bytes of a job's output, cut at a
+// character start, read as valid UTF-8 by byte offset.
+#include "serve/output_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+namespace pmon::serve {
+namespace {
+
+const std::string kEuro = "\xE2\x82\xAC";      // U+20AC, 3 bytes
+const std::string kSmile = "\xF0\x9F\x99\x82";  // U+1F642, 4 bytes
+const std::string kFffd = "\xEF\xBF\xBD";
+
+bool is_char_start(unsigned char c) { return (c & 0xC0) != 0x80; }
+
+std::string sanitized(std::string_view in, bool final = true) {
+  std::string out;
+  EXPECT_EQ(append_sanitized_utf8(out, in, final), in.size());
+  return out;
+}
+
+TEST(Utf8, ValidPassesThrough) {
+  std::string s = "plain " + kEuro + " \xC3\xA9 " + kSmile;
+  EXPECT_EQ(sanitized(s), s);
+}
+
+TEST(Utf8, InvalidBecomesReplacement) {
+  EXPECT_EQ(sanitized("a\xFF" "b"), "a" + kFffd + "b");
+  // A truncated sequence is one maximal subpart: one U+FFFD, then the rest.
+  EXPECT_EQ(sanitized("\xE2\x82x"), kFffd + "x");
+  // Overlongs, surrogates and > U+10FFFF: every byte is its own subpart.
+  EXPECT_EQ(sanitized("\xC0\xAF"), kFffd + kFffd);
+  EXPECT_EQ(sanitized("\xE0\x80\x80"), kFffd + kFffd + kFffd);
+  EXPECT_EQ(sanitized("\xED\xA0\x80"), kFffd + kFffd + kFffd);
+  EXPECT_EQ(sanitized("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);
+  EXPECT_EQ(sanitized("\x80\x80" "ok"), kFffd + kFffd + "ok");
+}
+
+TEST(Utf8, IncompleteEndHeldBackUnlessFinal) {
+  std::string out;
+  std::string in = "ab" + kSmile.substr(0, 3);
+  EXPECT_EQ(append_sanitized_utf8(out, in, false), 2u);
+  EXPECT_EQ(out, "ab");
+  out.clear();
+  EXPECT_EQ(append_sanitized_utf8(out, in, true), in.size());
+  EXPECT_EQ(out, "ab" + kFffd);
+  // An invalid end is not held back: it cannot be completed.
+  out.clear();
+  EXPECT_EQ(append_sanitized_utf8(out, "a\xE2x", false), 3u);
+  EXPECT_EQ(out, "a" + kFffd + "x");
+}
+
+TEST(OutputBuffer, SmallAppendsAndSinceReads) {
+  OutputBuffer b(1024);
+  EXPECT_EQ(b.read(std::nullopt).next, 0u);
+  b.append("hello ");
+  b.append("world");
+  auto r = b.read(std::nullopt);
+  EXPECT_EQ(r.text, "hello world");
+  EXPECT_EQ(r.next, 11u);
+  EXPECT_FALSE(r.truncated);
+  r = b.read(6);
+  EXPECT_EQ(r.text, "world");
+  EXPECT_EQ(r.next, 11u);
+  r = b.read(11);
+  EXPECT_EQ(r.text, "");
+  EXPECT_EQ(r.next, 11u);
+  EXPECT_FALSE(r.truncated);
+  // Beyond the end: nothing, and next is where the output is.
+  r = b.read(500);
+  EXPECT_EQ(r.text, "");
+  EXPECT_EQ(r.next, 11u);
+  EXPECT_EQ(b.total(), 11u);
+}
+
+TEST(OutputBuffer, CharacterAcrossAppendsIsHeldBack) {
+  OutputBuffer b(1024);
+  b.append("x" + kEuro.substr(0, 2));
+  auto r = b.read(0);
+  EXPECT_EQ(r.text, "x");
+  EXPECT_EQ(r.next, 1u);
+  b.append(kEuro.substr(2));
+  r = b.read(r.next);
+  EXPECT_EQ(r.text, kEuro);
+  EXPECT_EQ(r.next, 4u);
+}
+
+TEST(OutputBuffer, CloseShowsAnIncompleteEnd) {
+  OutputBuffer b(1024);
+  b.append("ab" + kSmile.substr(0, 2));
+  auto r = b.read(std::nullopt);
+  EXPECT_EQ(r.text, "ab");
+  EXPECT_EQ(r.next, 2u);
+  b.close();
+  r = b.read(r.next);
+  EXPECT_EQ(r.text, kFffd);
+  EXPECT_EQ(r.next, 4u);
+}
+
+TEST(OutputBuffer, CutInsideACharacterDropsItsRest) {
+  OutputBuffer b(4);
+  b.append("a" + kEuro);  // 4 bytes: fits
+  EXPECT_EQ(b.read(std::nullopt).text, "a" + kEuro);
+  b.append("b");  // drops "a": the euro sign starts the buffer
+  EXPECT_EQ(b.first_kept(), 1u);
+  EXPECT_EQ(b.read(std::nullopt).text, kEuro + "b");
+  b.append("c");  // would start at the euro sign's second byte
+  EXPECT_EQ(b.first_kept(), 4u);
+  auto r = b.read(std::nullopt);
+  EXPECT_EQ(r.text, "bc");
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(b.total(), 6u);
+  EXPECT_EQ(b.capacity(), 4u);
+}
+
+TEST(OutputBuffer, OneAppendLargerThanTheLimit) {
+  OutputBuffer b(5);
+  b.append("xx" + kSmile + "abcd");  // 10 bytes; the newest 5 start mid-character
+  EXPECT_EQ(b.total(), 10u);
+  EXPECT_EQ(b.first_kept(), 6u);
+  auto r = b.read(std::nullopt);
+  EXPECT_EQ(r.text, "abcd");
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.next, 10u);
+  // Read from an offset that was dropped: truncated, from the first kept.
+  r = b.read(3);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.text, "abcd");
+  r = b.read(7);
+  EXPECT_FALSE(r.truncated);
+  EXPECT_EQ(r.text, "bcd");
+}
+
+TEST(OutputBuffer, StrayContinuationBytesAreNotAllDropped) {
+  // Invalid output that is nothing but continuation bytes: a cut drops at
+  // most the three a character can have, the rest shows as U+FFFD.
+  OutputBuffer b(8);
+  b.append(std::string(12, '\x80'));
+  EXPECT_EQ(b.first_kept(), 7u);
+  auto r = b.read(std::nullopt);
+  std::string want;
+  for (int i = 0; i < 5; ++i) want += kFffd;
+  EXPECT_EQ(r.text, want);
+  EXPECT_EQ(r.next, 12u);
+}
+
+TEST(OutputBuffer, ZeroLimitKeepsNothing) {
+  OutputBuffer b(0);
+  b.append("abc");
+  auto r = b.read(std::nullopt);
+  EXPECT_EQ(r.text, "");
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.next, 3u);
+  EXPECT_EQ(b.capacity(), 0u);
+}
+
+// Pseudo-random text of ASCII and 2-, 3- and 4-byte characters.
+std::string mixed_text(size_t bytes, unsigned seed) {
+  std::mt19937 rng(seed);
+  const std::string pieces[] = {"a", "Z", "\n", "\xC3\xA9", kEuro, kSmile, "0123456789"};
+  std::string s;
+  s.reserve(bytes + 16);
+  while (s.size() < bytes) s += pieces[rng() % std::size(pieces)];
+  return s;
+}
+
+TEST(OutputBuffer, TenMiBThroughOneMiB) {
+  constexpr size_t kLimit = 1 << 20;
+  const std::string input = mixed_text(10 << 20, 1);
+  OutputBuffer b(kLimit);
+  std::mt19937 rng(2);
+  std::string followed;  // what a reader keeping up with `since` got
+  uint64_t next = 0;
+  for (size_t at = 0; at < input.size();) {
+    size_t n = std::min<size_t>(1 + rng() % 70000, input.size() - at);  // splits characters
+    b.append(std::string_view(input).substr(at, n));
+    at += n;
+    auto r = b.read(next);
+    ASSERT_FALSE(r.truncated) << "at " << at;
+    ASSERT_TRUE(r.next == at || is_char_start(input[r.next])) << "at " << at;
+    followed += r.text;
+    next = r.next;
+    ASSERT_LE(b.capacity(), kLimit);
+  }
+  EXPECT_EQ(next, input.size());
+  EXPECT_TRUE(followed == input);  // every byte once, in order
+
+  EXPECT_EQ(b.total(), input.size());
+  uint64_t newest = input.size() - kLimit;
+  EXPECT_GE(b.first_kept(), newest);
+  EXPECT_LE(b.first_kept(), newest + 3);
+  EXPECT_TRUE(is_char_start(input[b.first_kept()]));
+  auto r = b.read(std::nullopt);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_TRUE(r.text == input.substr(b.first_kept()));
+  EXPECT_EQ(r.next, input.size());
+}
+
+TEST(OutputBuffer, SlowReaderSeesTheGap) {
+  constexpr size_t kLimit = 1000;
+  const std::string input = mixed_text(5000, 3);
+  OutputBuffer b(kLimit);
+  b.append(std::string_view(input).substr(0, 600));
+  auto r = b.read(std::nullopt);
+  EXPECT_FALSE(r.truncated);
+  uint64_t seen = r.next;
+  b.append(std::string_view(input).substr(600));  // far more than the limit since
+  r = b.read(seen);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_TRUE(r.text == input.substr(b.first_kept()));
+  // Caught up: the next read is not truncated.
+  b.append("tail");
+  auto r2 = b.read(r.next);
+  EXPECT_FALSE(r2.truncated);
+  EXPECT_EQ(r2.text, "tail");
+}
+
+}  // namespace
+}  // namespace pmon::serve
