@@ -296,9 +296,11 @@ void Service::on_event(uint64_t t, uint32_t events) {
     case Tag::conn_out: {
       auto it = conns_.find(id);
       if (it == conns_.end()) return;
-      if (it->second.doomed) return;
-      if (tag_kind(t) == Tag::conn_out) on_conn_writable(it->second);
-      else on_conn_readable(it->second);
+      Conn& c = it->second;
+      if (c.doomed) return;
+      // A socket is one fd for both directions (tagged conn_in).
+      if (tag_kind(t) == Tag::conn_out || (events & EPOLLOUT)) on_conn_writable(c);
+      if (tag_kind(t) == Tag::conn_in && !c.doomed && (events & ~uint32_t{EPOLLOUT}) != 0) on_conn_readable(c);
       return;
     }
     default: break;
@@ -320,7 +322,6 @@ void Service::on_event(uint64_t t, uint32_t events) {
     }
     default: return;
   }
-  (void)events;
 }
 
 void Service::on_signals() {
