@@ -23,7 +23,12 @@ size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final) 
   while (i < n) {
     unsigned char c = p[i];
     if (c < 0x80) {
-      ++i;
+      // ASCII, the common case, eight bytes at a time.
+      for (uint64_t w; i + 8 <= n; i += 8) {
+        std::memcpy(&w, p + i, 8);
+        if (w & 0x8080808080808080ULL) break;
+      }
+      while (i < n && p[i] < 0x80) ++i;
       continue;
     }
     // The length of the sequence a lead byte starts, and the range its second
