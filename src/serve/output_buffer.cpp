@@ -85,9 +85,11 @@ void OutputBuffer::reserve_for(size_t n) {
   // Growing linearises the ring: the kept bytes move to the front, once per
   // doubling, so appends stay amortised linear.
   std::vector<char> grown(want);
-  size_t first = std::min(size_, cap - head_);
-  std::memcpy(grown.data(), ring_.data() + head_, first);
-  std::memcpy(grown.data() + first, ring_.data(), size_ - first);
+  if (size_ > 0) {  // (an empty ring has no storage to copy from)
+    size_t first = std::min(size_, cap - head_);
+    std::memcpy(grown.data(), ring_.data() + head_, first);
+    std::memcpy(grown.data() + first, ring_.data(), size_ - first);
+  }
   ring_ = std::move(grown);
   head_ = 0;
 }
