@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/confine_flags.h"
+#include "cli/pty_relay.h"
 #include "confine/boundary.h"
 #include "core/report.h"
 #include "core/run.h"
@@ -80,6 +81,10 @@ int run_main(const std::vector<std::string>& args) {
   app.add_option("--signal", signal_s, "first signal of the stop (default TERM)");
   confine.add_to(app);
   app.add_flag("--wait-tree", wait_tree, "wait for the whole tree instead of stopping leftovers");
+  bool pty = false;
+  app.add_flag("--pty", pty,
+               "run CMD on a new pseudo-terminal (its controlling terminal), sized like pmon's own or 24x80; "
+               "its output goes to pmon's stdout, pmon's stdin to it");
   app.add_option("--report", report_path, "write the JSON report to FILE (atomically), or - for stdout");
   std::string pdeathsig_s = "none";
   app.add_option("--pdeathsig", pdeathsig_s,
@@ -142,7 +147,15 @@ int run_main(const std::vector<std::string>& args) {
   opts.own_all_children = true;
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
+  std::unique_ptr<PtyRelay> relay;
+  if (pty) {
+    auto r = PtyRelay::start();
+    if (!r) die("run: --pty: cannot open a pseudo-terminal: " + r.error().message());
+    relay = std::move(*r);
+    opts.spawn.pty_slave = relay->slave_fd();
+  }
   auto res = run_call(*sel->backend, opts);
+  if (relay) relay->finish();  // the command's last output before any line of ours
   // pmon run makes one call: once it is over and its tree verified gone,
   // the E11 guard has nothing left to guard.
   if (res && res->cleanup_verified) sel->backend->dismiss_helpers();

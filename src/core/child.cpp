@@ -6,6 +6,7 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -170,6 +171,9 @@ void run_child(const ChildPlan& plan) noexcept {
     if (moved[i] < 0) continue;
     if (::dup2(moved[i], i) < 0) fail(plan, ChildFailure::kSetup, errno);
   }
+  // The slave was opened O_NOCTTY by pmon, so no session has it yet; the
+  // setsid above made us a session leader without a terminal.
+  if (plan.controlling_tty && ::ioctl(0, TIOCSCTTY, 0) != 0) fail(plan, ChildFailure::kSetup, errno);
   // Marked CLOEXEC rather than closed: the error pipe must work until exec.
   if (plan.close_other_fds && ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
     fail(plan, ChildFailure::kSetup, errno);

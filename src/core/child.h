@@ -20,6 +20,9 @@ struct ChildPlan {
   int arm_gate_fd = -1;       // SpawnSpec::test_arm_gate_fd
   bool new_session = true;
   bool close_other_fds = false;  // SpawnSpec::close_other_fds
+  // stdio[0] is a pty slave: make it the controlling terminal of the new
+  // session (TIOCSCTTY), after the dup2s.
+  bool controlling_tty = false;
   // Set for the init of a PID namespace (confine/pidns.h): the child arms
   // PR_SET_PDEATHSIG(SIGKILL), proves its parent alive through the sync
   // pipe (getppid() is 0 across CLONE_NEWPID), mounts its /proc, and execs

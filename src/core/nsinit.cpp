@@ -47,8 +47,9 @@ bool namespace_empty() {
 
 int nsinit_main(const std::vector<std::string>& args) {
   int report_fd = -1, status_fd = -1, sync_fd = -1, pdeathsig = 0;
-  if (args.size() < 7 || args[5] != "--" || !parse_int(args[0], report_fd) || !parse_int(args[1], status_fd) ||
-      !parse_int(args[2], sync_fd) || !parse_int(args[3], pdeathsig) || (args[4] != "0" && args[4] != "1"))
+  if (args.size() < 8 || args[6] != "--" || !parse_int(args[0], report_fd) || !parse_int(args[1], status_fd) ||
+      !parse_int(args[2], sync_fd) || !parse_int(args[3], pdeathsig) || (args[4] != "0" && args[4] != "1") ||
+      (args[5] != "0" && args[5] != "1"))
     return 125;  // not started by spawn_in_pidns: nobody to tell
   for (int fd : {report_fd, status_fd, sync_fd}) (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
   auto setup_failed = [&](int err) {
@@ -76,9 +77,10 @@ int nsinit_main(const std::vector<std::string>& args) {
   Reaper reaper;
   std::unique_ptr<Boundary> self = make_pid1_boundary([&reaper] { reaper.reap_all(); });
   SpawnSpec spec;
-  spec.argv.assign(args.begin() + 6, args.end());
+  spec.argv.assign(args.begin() + 7, args.end());
   spec.pdeathsig = pdeathsig;
   spec.new_session = args[4] == "1";
+  if (args[5] == "1") spec.pty_slave = 0;
   auto child = spawn(spec, *self);
   if (!child) {
     // pmon words the failure from the stage and errno, as for any spawn.

@@ -18,7 +18,8 @@
 
 namespace pmon {
 
-// args: REPORT_FD STATUS_FD SYNC_FD PDEATHSIG NEW_SESSION -- CMD [ARG...]
+// args: REPORT_FD STATUS_FD SYNC_FD PDEATHSIG NEW_SESSION PTY -- CMD [ARG...]
+// PTY "1": our stdio is the call's pty, the command's controlling terminal.
 int nsinit_main(const std::vector<std::string>& args);
 
 }  // namespace pmon

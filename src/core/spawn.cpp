@@ -148,6 +148,7 @@ std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoun
                                         std::to_string(setup.sync_r),
                                         std::to_string(spec.pdeathsig),
                                         spec.new_session ? "1" : "0",
+                                        spec.pty_slave >= 0 ? "1" : "0",
                                         "--"};
   init_args.insert(init_args.end(), spec.argv.begin(), spec.argv.end());
   std::vector<char*> init_argv;
@@ -175,7 +176,9 @@ std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoun
   plan.argv = init_argv.data();
   plan.envp = spec.env ? envp.data() : environ;
   plan.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
-  for (int i = 0; i < 3; ++i) plan.stdio[i] = spec.stdio[i];
+  // The init holds the pty as its stdio and hands it on; the command (not
+  // the init) takes it as its controlling terminal.
+  for (int i = 0; i < 3; ++i) plan.stdio[i] = spec.pty_slave >= 0 ? spec.pty_slave : spec.stdio[i];
   plan.report_fd = report_w.get();
   plan.arm_gate_fd = spec.test_arm_gate_fd;
   plan.new_session = spec.new_session;
@@ -276,6 +279,8 @@ std::expected<Child, SpawnError> spawn_in(const SpawnSpec& spec, Backend& backen
 
 std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& boundary) {
   if (spec.argv.empty()) return std::unexpected(SpawnError{125, EINVAL, "no command given"});
+  if (spec.pty_slave >= 0 && !spec.new_session)
+    return std::unexpected(SpawnError{125, EINVAL, "a command on a pty needs a session of its own"});
   // A PID namespace boundary starts its own init; spawn records it there.
   if (const auto* nb = dynamic_cast<const PidnsBoundary*>(&boundary))
     return spawn_in_pidns(spec, const_cast<PidnsBoundary&>(*nb));
@@ -317,7 +322,8 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   plan.argv = argv.data();
   plan.envp = spec.env ? envp.data() : environ;
   plan.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
-  for (int i = 0; i < 3; ++i) plan.stdio[i] = spec.stdio[i];
+  for (int i = 0; i < 3; ++i) plan.stdio[i] = spec.pty_slave >= 0 ? spec.pty_slave : spec.stdio[i];
+  plan.controlling_tty = spec.pty_slave >= 0;
   plan.report_fd = report_w.get();
   plan.shared_failure = shared ? &shared_failure : nullptr;
   plan.pdeathsig = spec.pdeathsig;

@@ -22,6 +22,11 @@ struct SpawnSpec {
   std::optional<std::vector<std::string>> env;  // empty: this process's
   std::string cwd;                              // empty: inherit
   std::array<int, 3> stdio{-1, -1, -1};         // -1: inherit
+  // A pty slave (sys/pty.h): the command's stdin, stdout and stderr (stdio
+  // is ignored) and its controlling terminal, in its new session. Under a
+  // PID namespace it reaches the command through pmon's init, which keeps
+  // it as its own stdio but never makes it its terminal. -1: no pty.
+  int pty_slave = -1;
   // Parent-death signal (seed 001), armed in the child after the clone and
   // followed by the parent-identity check. 0: none. When set, the clone runs
   // on the launcher thread (core/launcher.h), which never exits.

@@ -23,7 +23,12 @@ size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final) 
   while (i < n) {
     unsigned char c = p[i];
     if (c < 0x80) {
-      ++i;
+      // ASCII, the common case, eight bytes at a time.
+      for (uint64_t w; i + 8 <= n; i += 8) {
+        std::memcpy(&w, p + i, 8);
+        if (w & 0x8080808080808080ULL) break;
+      }
+      while (i < n && p[i] < 0x80) ++i;
       continue;
     }
     // The length of the sequence a lead byte starts, and the range its second
@@ -80,9 +85,11 @@ void OutputBuffer::reserve_for(size_t n) {
   // Growing linearises the ring: the kept bytes move to the front, once per
   // doubling, so appends stay amortised linear.
   std::vector<char> grown(want);
-  size_t first = std::min(size_, cap - head_);
-  std::memcpy(grown.data(), ring_.data() + head_, first);
-  std::memcpy(grown.data() + first, ring_.data(), size_ - first);
+  if (size_ > 0) {  // (an empty ring has no storage to copy from)
+    size_t first = std::min(size_, cap - head_);
+    std::memcpy(grown.data(), ring_.data() + head_, first);
+    std::memcpy(grown.data() + first, ring_.data(), size_ - first);
+  }
   ring_ = std::move(grown);
   head_ = 0;
 }

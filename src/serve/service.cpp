@@ -23,6 +23,7 @@
 #include "serve/output_buffer.h"
 #include "serve/ports.h"
 #include "serve/protocol.h"
+#include "sys/pty.h"
 #include "sys/syscalls.h"
 
 extern char** environ;
@@ -85,6 +86,7 @@ struct Job {
   uint64_t creator = 0; // gets terminal/exited
   std::optional<std::string> session;
   bool keep = false;
+  bool pty = false;  // out and in are the pty's master (two fds of it)
   std::unique_ptr<Call> call;
   Fd out;  // stdout and stderr of the job, one pipe
   Fd in;   // its stdin
@@ -172,6 +174,7 @@ class Service {
   Answer write(const WriteParams& p);
   Answer kill(Conn& c, const Json& id, const TerminalParams& p, bool release);
   Answer list(const ListParams& p);
+  Answer resize(const ResizeParams& p);
   Answer wait_for_port(Conn& c, const Json& id, const WaitForPortParams& p);
   Answer report(const TerminalParams& p);
   Answer session_close(Conn& c, const Json& id, const SessionCloseParams& p);
@@ -719,6 +722,7 @@ Json Service::job_json(Job& j) {
             {"status", j.status()},
             {"started", iso_time(j.started)},
             {"keep", j.keep},
+            {"pty", j.pty},
             {"sessionId", j.session ? Json(*j.session) : Json(nullptr)},
             {"ports", ports_of(j)}};
   if (j.done) {
@@ -786,11 +790,7 @@ Service::Answer Service::handle(Conn& c, const Request& r) {
     case Method::list: return list(std::get<ListParams>(r.params));
     case Method::report: return report(std::get<TerminalParams>(r.params));
     case Method::session_close: return session_close(c, r.id, std::get<SessionCloseParams>(r.params));
-    case Method::resize: {
-      const auto& p = std::get<ResizeParams>(r.params);
-      if (!find_job(p.terminal_id)) return unknown_terminal(p.terminal_id);
-      return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' has no pseudo-terminal"};
-    }
+    case Method::resize: return resize(std::get<ResizeParams>(r.params));
     case Method::wait_for_port: return wait_for_port(c, r.id, std::get<WaitForPortParams>(r.params));
   }
   return RpcError{rpc::kMethodNotFound, "unknown method"};
@@ -800,14 +800,27 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (jobs_.size() >= opts_.max_jobs)
     return RpcError{rpc::kServerError, "too many jobs (at most " + std::to_string(opts_.max_jobs) +
                                            "); release some first"};
-  if (p.pty) return RpcError{rpc::kServerError, "pseudo-terminal jobs are not available in this build"};
-  int out_pipe[2], in_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-    return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
-  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0)
-    return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
-  Fd in_r(in_pipe[0]), in_w(in_pipe[1]);
+  // Our ends (out_r, in_w) and the child's (out_w, in_r): two pipes, or a
+  // pty whose master is both of ours and whose slave is all of the child's.
+  Fd out_r, out_w, in_r, in_w;
+  if (p.pty) {
+    auto pair = sys::open_pty(p.pty->rows, p.pty->cols);
+    if (!pair) return RpcError{rpc::kServerError, "cannot open a pseudo-terminal: " + pair.error().message()};
+    in_w = Fd(::fcntl(pair->master.get(), F_DUPFD_CLOEXEC, 0));
+    if (!in_w) return RpcError{rpc::kServerError, std::string("cannot open a pseudo-terminal: ") + std::strerror(errno)};
+    out_r = std::move(pair->master);
+    out_w = std::move(pair->slave);
+  } else {
+    int out_pipe[2], in_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    out_r = Fd(out_pipe[0]);
+    out_w = Fd(out_pipe[1]);
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0)
+      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    in_r = Fd(in_pipe[0]);
+    in_w = Fd(in_pipe[1]);
+  }
 
   RunOptions ro;
   ro.spawn.argv.push_back(p.command);
@@ -824,7 +837,8 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
     for (const EnvVar& v : p.env) env.push_back(v.name + "=" + v.value);
     ro.spawn.env = std::move(env);
   }
-  ro.spawn.stdio = {in_r.get(), out_w.get(), out_w.get()};
+  if (p.pty) ro.spawn.pty_slave = out_w.get();
+  else ro.spawn.stdio = {in_r.get(), out_w.get(), out_w.get()};
   ro.spawn.close_other_fds = true;
   ro.stop = opts_.stop;
   ro.wait_tree = p.wait_tree;
@@ -840,6 +854,7 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   j.creator = c.id;
   j.owner = p.keep ? 0 : c.id;
   j.keep = p.keep;
+  j.pty = p.pty.has_value();
   j.session = p.session_id;
   j.started = std::chrono::system_clock::now();
   j.call = std::make_unique<Call>(backend_, std::move(ro));
@@ -895,7 +910,10 @@ Service::Answer Service::write(const WriteParams& p) {
   if (j->in_pending.size() + p.data.size() > (size_t{8} << 20))
     return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' is not reading its stdin; try again later"};
   j->in_pending += p.data;
-  if (p.eof) j->in_eof = true;
+  // A terminal's end of input is its EOF character; closing the master
+  // would hang the terminal up instead.
+  if (p.eof && j->pty) j->in_pending += '\x04';
+  else if (p.eof) j->in_eof = true;
   on_job_stdin(*j);
   return Json::object();
 }
@@ -936,6 +954,16 @@ Service::Answer Service::wait_for_port(Conn& c, const Json& id, const WaitForPor
   j->pending.push_back(std::move(w));
   settle_pending(*j);  // answered at once when it already listens (or is over)
   return std::monostate{};
+}
+
+Service::Answer Service::resize(const ResizeParams& p) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  if (!j->pty) return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' has no pseudo-terminal"};
+  if (j->done || !j->in) return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' has ended"};
+  if (auto r = sys::resize_pty(j->in.get(), p.size.rows, p.size.cols); !r)
+    return RpcError{rpc::kServerError, "cannot resize terminal '" + p.terminal_id + "': " + r.error().message()};
+  return Json::object();
 }
 
 Service::Answer Service::list(const ListParams& p) {

@@ -39,6 +39,16 @@ TEST(Utf8, InvalidBecomesReplacement) {
   EXPECT_EQ(sanitized("\x80\x80" "ok"), kFffd + kFffd + "ok");
 }
 
+TEST(Utf8, NonAsciiAfterAsciiRunsOfEveryLength) {
+  // ASCII is scanned several bytes at a time: a non-ASCII byte anywhere in
+  // or after such a run is still seen.
+  for (size_t k = 0; k < 20; ++k) {
+    std::string run(k, 'a');
+    EXPECT_EQ(sanitized(run + "\xFF" + run), run + kFffd + run) << k;
+    EXPECT_EQ(sanitized(run + kEuro + run), run + kEuro + run) << k;
+  }
+}
+
 TEST(Utf8, IncompleteEndHeldBackUnlessFinal) {
   std::string out;
   std::string in = "ab" + kSmile.substr(0, 3);
