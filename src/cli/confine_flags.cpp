@@ -16,6 +16,17 @@ void ConfineFlags::add_to(CLI::App& app) {
 }
 
 Selection ConfineFlags::select(const std::string& sub, bool quiet) const {
+  auto sel = try_select(sub, quiet);
+  if (!sel) die("confinement unavailable: " + sel.error());
+  return std::move(*sel);
+}
+
+ConfineKind ConfineFlags::tried() const {
+  if (isolate) return ConfineKind::pidns;
+  return parse_confine_kind(confine).value_or(ConfineKind::cgroup);
+}
+
+std::expected<Selection, std::string> ConfineFlags::try_select(const std::string& sub, bool quiet) const {
   ConfineRequest req;
   req.cgroup_root = cgroup_root;
   if (confine != "auto") {
@@ -40,12 +51,12 @@ Selection ConfineFlags::select(const std::string& sub, bool quiet) const {
     return s;
   };
   auto sel = isolate ? isolated() : select_backend(req);
-  if (!sel) die("confinement unavailable: " + sel.error());
+  if (!sel) return sel;
   if (!quiet)
     for (const std::string& why : sel->passed_over)
       std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(),
                    std::string(to_string(sel->backend->kind())).c_str());
-  return std::move(*sel);
+  return sel;
 }
 
 }  // namespace pmon::cli

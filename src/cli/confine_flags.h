@@ -22,6 +22,12 @@ struct ConfineFlags {
   // die(), naming the subcommand. Unless quiet, says on stderr why stronger
   // backends were passed over.
   Selection select(const std::string& sub, bool quiet) const;
+  // The same, but an unavailable backend is returned (for a caller that
+  // reports it), not fatal; bad flags still end with die().
+  std::expected<Selection, std::string> try_select(const std::string& sub, bool quiet) const;
+  // The backend asked for (auto: cgroup), for a report of a call that
+  // could not start.
+  ConfineKind tried() const;
 };
 
 }  // namespace pmon::cli

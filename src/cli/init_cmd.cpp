@@ -133,9 +133,11 @@ int init_main(const std::vector<std::string>& args) {
     return res.error().exit_code;
   }
   if (verbose)
-    std::fprintf(stderr, "pmon: init: reaped %llu process(es); %zu left running were %s\n",
-                 static_cast<unsigned long long>(res->reaped), res->leftovers,
-                 wait_all ? "waited for" : "stopped");
+    std::fprintf(stderr, "pmon: init: reaped %llu process(es); %s left running %s %s\n",
+                 static_cast<unsigned long long>(res->reaped),
+                 res->leftovers ? std::to_string(*res->leftovers).c_str()
+                                : "an unknown number of processes (pmon cannot count them under this /proc)",
+                 res->leftovers == 1 ? "was" : "were", wait_all ? "waited for" : "stopped");
   boundary->release(res->cleanup_verified);
   return res->status();
 }

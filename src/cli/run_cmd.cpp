@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -139,8 +140,33 @@ int run_main(const std::vector<std::string>& args) {
   // Orphans of the call come to us, whatever the backend, so they are reaped.
   (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
 
-  Selection selected = confine.select("run", quiet);
-  Selection* sel = &selected;
+  // From here on the call is accepted: whatever happens, the report says
+  // what did (a command that never ran is "not_started").
+  const auto started_at = std::chrono::system_clock::now();
+  auto write_report = [&](const RunResult& r, const ReportContext& ctx) -> bool {
+    if (report_path.empty()) return true;
+    std::string text = report_json(r, ctx);
+    if (report_path == "-") {
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+      return true;
+    }
+    if (auto w = write_atomically(report_path, text); !w) {
+      std::fprintf(stderr, "pmon: cannot write the report to %s: %s\n", report_path.c_str(),
+                   w.error().message().c_str());
+      return false;
+    }
+    return true;
+  };
+  auto not_started_call = [&](ConfineKind kind, const SpawnError& err, const ReportContext& ctx) {
+    std::fprintf(stderr, "pmon: %s\n", err.message.c_str());
+    if (!write_report(not_started(command, kind, err, started_at), ctx)) return 125;
+    return err.exit_code;
+  };
+
+  auto sel = confine.try_select("run", quiet);
+  if (!sel)
+    return not_started_call(confine.tried(), SpawnError{125, 0, "confinement unavailable: " + sel.error()}, {});
   if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
 
   opts.signal_fd = sigfd.get();
@@ -154,15 +180,16 @@ int run_main(const std::vector<std::string>& args) {
     relay = std::move(*r);
     opts.spawn.pty_slave = relay->slave_fd();
   }
+  ReportContext ctx;
+  ctx.passed_over = sel->passed_over;
+  ctx.weak = sel->backend->kind() == ConfineKind::pgroup;
+
   auto res = run_call(*sel->backend, opts);
   if (relay) relay->finish();  // the command's last output before any line of ours
   // pmon run makes one call: once it is over and its tree verified gone,
   // the E11 guard has nothing left to guard.
   if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
-  if (!res) {
-    std::fprintf(stderr, "pmon: %s\n", res.error().message.c_str());
-    return res.error().exit_code;
-  }
+  if (!res) return not_started_call(sel->backend->kind(), res.error(), ctx);
 
   if (!quiet) {
     if (res->timed_out)
@@ -174,32 +201,23 @@ int run_main(const std::vector<std::string>& args) {
       std::fprintf(stderr, "pmon: the command exited and left %s running; stopped them\n",
                    kill_summary(res->leftovers).c_str());
     if (!res->escaped.empty())
-      std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary and are still running: %s\n",
+      std::fprintf(stderr, "pmon: warning: %zu process(es) escaped the %s boundary; found below pmon, %s: %s\n",
                    res->escaped.size(), std::string(to_string(res->confinement)).c_str(),
+                   !res->cleanup_verified ? "tried to stop them"
+                   : wait_tree            ? "waited for them"
+                                          : "stopped them",
                    list_procs(res->escaped).c_str());
   }
   if (!res->cleanup_verified) {
     std::vector<Leftover> survivors;
-    for (const Leftover& l : res->leftovers)
-      if (l.action == "survived") survivors.push_back(l);
+    for (const std::vector<Leftover>* v : {&res->leftovers, &res->escaped})
+      for (const Leftover& l : *v)
+        if (l.action == "survived") survivors.push_back(l);
     std::fprintf(stderr, "pmon: could not confirm the tree is gone%s%s\n",
                  survivors.empty() ? "" : "; still running: ", list_procs(survivors).c_str());
   }
 
-  if (!report_path.empty()) {
-    ReportContext ctx;
-    ctx.passed_over = sel->passed_over;
-    ctx.weak = sel->backend->kind() == ConfineKind::pgroup;
-    std::string text = report_json(*res, ctx);
-    if (report_path == "-") {
-      std::fputs(text.c_str(), stdout);
-      std::fflush(stdout);
-    } else if (auto w = write_atomically(report_path, text); !w) {
-      std::fprintf(stderr, "pmon: cannot write the report to %s: %s\n", report_path.c_str(),
-                   w.error().message().c_str());
-      return 125;
-    }
-  }
+  if (!write_report(*res, ctx)) return 125;
   return res->status();
 }
 

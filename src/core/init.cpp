@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include "core/stopper.h"
 #include "sys/proc.h"
@@ -59,11 +60,11 @@ class Pid1Boundary final : public Boundary {
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
   void set_main(pid_t) noexcept override {}
 
-  // For the record only (the stop does not need it); empty when /proc is
-  // another namespace's.
+  // For the record only (the stop does not need it), by pids of this
+  // namespace; empty when the mounted /proc cannot show them.
   std::vector<sys::ProcStat> members() override {
     std::vector<sys::ProcStat> out;
-    if (!proc_ok_) return out;
+    if (!proc_ok_) return foreign_members();
     const pid_t self = ::getpid();
     for (sys::ProcStat& p : sys::scan_processes())
       if (p.pid != self && p.state != 'Z' && p.state != 'X') out.push_back(std::move(p));
@@ -104,6 +105,32 @@ class Pid1Boundary final : public Boundary {
   void release(bool) noexcept override {}
 
  private:
+  // A /proc of an ancestor namespace (unshare --pid --fork without
+  // --mount-proc) numbers everything as that namespace does, this process
+  // included (/proc/self leads to it). The processes of our namespace are
+  // our descendants there (an orphan is reparented to us), and the NSpid
+  // entry at our depth is each one's pid here.
+  std::vector<sys::ProcStat> foreign_members() {
+    std::vector<sys::ProcStat> out;
+    auto self = sys::pid_in_proc();
+    if (!self) return out;
+    auto mine = sys::read_nspid(*self);
+    if (!mine || mine->back() != ::getpid()) return out;
+    const size_t depth = mine->size() - 1;
+    std::unordered_map<pid_t, pid_t> here{{*self, ::getpid()}};
+    for (sys::ProcStat& p : sys::descendants_of(sys::scan_processes(), *self)) {
+      if (p.state == 'Z' || p.state == 'X') continue;
+      auto ns = sys::read_nspid(p.pid);
+      if (!ns || ns->size() <= depth) continue;  // gone, or not below us after all
+      here.emplace(p.pid, (*ns)[depth]);
+      p.pid = (*ns)[depth];
+      out.push_back(std::move(p));
+    }
+    for (sys::ProcStat& p : out)
+      if (auto it = here.find(p.ppid); it != here.end()) p.ppid = it->second;
+    return out;
+  }
+
   std::function<void()> reap_;
   bool proc_ok_;
 };
@@ -271,11 +298,32 @@ std::expected<InitResult, SpawnError> Initer::run() {
   trace("the command exited (" +
         (res.main.signaled ? signal_name(res.main.code) : "status " + std::to_string(res.main.code)) + ")");
 
+  // What the command left running, counted from this namespace's view. A
+  // tracker verifies each process by reading /proc under the pid it has
+  // here, so it needs this namespace's /proc; without one only the count
+  // is known (or nothing, when /proc cannot show us at all).
+  const bool proc_ok = b_.kind() != ConfineKind::pidns || proc_matches_pid_ns();
+  LeftoverTracker leftovers;
   auto e = b_.empty();
   if (e && *e) {
     res.cleanup_verified = true;
+    res.leftovers = 0;
+  } else if (proc_ok) {
+    leftovers.snapshot(b_, child_.pid);
+    res.leftovers = leftovers.size();
+  } else if (sys::pid_in_proc()) {
+    res.leftovers = b_.members().size();
+  } else {
+    res.leftovers.reset();
+  }
+  const std::string left =
+      res.leftovers ? std::to_string(*res.leftovers) + " process(es) the command left running"
+                    : "what the command left running (pmon cannot count it: the /proc here does not show "
+                      "this PID namespace)";
+  if (res.cleanup_verified) {
+    // Nothing left: nothing to wait for or stop.
   } else if (opts_.wait_all) {
-    trace("waiting for what the command left running (--wait-all)");
+    trace("waiting for " + left + " (--wait-all)");
     for (;;) {
       auto now_empty = b_.empty();
       if (now_empty && *now_empty) break;
@@ -285,15 +333,12 @@ std::expected<InitResult, SpawnError> Initer::run() {
     }
     res.cleanup_verified = true;
   } else {
-    LeftoverTracker leftovers;
-    leftovers.snapshot(b_, child_.pid);
-    res.leftovers = leftovers.size();
-    trace("stopping " + std::to_string(res.leftovers) + " process(es) the command left running");
+    trace("stopping " + left);
     StopContext ctx;
     ctx.boundary = &b_;
     ctx.plan = &opts_.stop;
     ctx.waiter = this;
-    ctx.leftovers = &leftovers;
+    ctx.leftovers = proc_ok ? &leftovers : nullptr;
     ctx.t0_ns = sys::monotonic_ns();
     StopRecord record;
     res.cleanup_verified = execute_stop(ctx, record);

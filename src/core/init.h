@@ -49,7 +49,9 @@ struct InitResult {
   sys::ExitStatus main;       // the command's own status
   bool cleanup_verified = false;
   uint64_t reaped = 0;        // processes reaped, the command included
-  size_t leftovers = 0;       // still running when the command exited
+  // Still running when the command exited; nullopt when pmon could not
+  // count them (PID 1 under a /proc that cannot show its namespace).
+  std::optional<size_t> leftovers = 0;
   // The command's code, 128+N for signal N, 125 when what it left behind
   // could not be confirmed gone.
   int status() const noexcept;

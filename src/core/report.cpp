@@ -1,6 +1,7 @@
 #include "core/report.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace pmon {
 
@@ -49,7 +51,7 @@ std::string report_json(const RunResult& r, const ReportContext& ctx) {
   json j;
   j["version"] = 1;
   j["command"] = r.command;
-  j["pid"] = r.pid;
+  j["pid"] = r.pid > 0 ? json(r.pid) : json(nullptr);  // null: never started
   j["confinement"] = std::string(to_string(r.confinement));
   j["confinement_weak"] = ctx.weak;
   j["confinement_passed_over"] = ctx.passed_over;
@@ -57,6 +59,7 @@ std::string report_json(const RunResult& r, const ReportContext& ctx) {
   j["started_at"] = iso8601(r.started_at);
   j["duration_ms"] = round3(r.duration_ms);
   j["outcome"] = std::string(to_string(r.outcome));
+  j["error"] = opt(r.error);
   j["exit_code"] = opt(r.exit_code);
   j["signal"] = opt(r.signal);
   j["signal_name"] = r.signal ? json(signal_name(*r.signal)) : json(nullptr);
@@ -81,25 +84,103 @@ std::string report_json(const RunResult& r, const ReportContext& ctx) {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-Result<void> write_atomically(const std::string& path, const std::string& text) noexcept {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) return fail_errno();
+namespace {
+
+// 64 random bits in hex: a temporary name nobody can plant in advance. The
+// name is created O_EXCL, so a weak fallback only ever costs a retry.
+std::string random_suffix() noexcept {
+  uint64_t v = 0;
+  if (::getrandom(&v, sizeof v, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof v))
+    v = static_cast<uint64_t>(sys::monotonic_ns()) * 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(::getpid());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Result<void> write_all(int fd, const std::string& text) noexcept {
   size_t off = 0;
   while (off < text.size()) {
-    ssize_t n = retry_eintr([&] { return ::write(fd.get(), text.data() + off, text.size() - off); });
-    if (n < 0) {
-      int e = errno;
-      (void)::unlink(tmp.c_str());
-      return fail(e);
-    }
+    ssize_t n = retry_eintr([&] { return ::write(fd, text.data() + off, text.size() - off); });
+    if (n < 0) return fail_errno();
     off += static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::fsync(fd) != 0) return fail_errno();
+  return {};
+}
+
+constexpr int kNameTries = 16;
+
+// The whole text in a file that has no name until it is complete, then
+// linked under a fresh name (linkat never follows or replaces what is
+// there). nullopt: this filesystem or process cannot do it, use a name.
+std::optional<Result<std::string>> write_unnamed(int dirfd, const std::string& base,
+                                                 const std::string& text) noexcept {
+  Fd fd(::openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644));
+  if (!fd) {
+    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL || errno == ENOENT) return std::nullopt;
+    return Result<std::string>(fail_errno());
+  }
+  if (auto w = write_all(fd.get(), text); !w) return Result<std::string>(std::unexpected(w.error()));
+  const std::string by_proc = "/proc/self/fd/" + std::to_string(fd.get());
+  for (int i = 0; i < kNameTries; ++i) {
+    std::string tmp = base + ".tmp." + random_suffix();
+    // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH on older kernels; the
+    // /proc/self/fd link does the same for anyone.
+    if (::linkat(fd.get(), "", dirfd, tmp.c_str(), AT_EMPTY_PATH) == 0 ||
+        (errno != EEXIST &&
+         ::linkat(AT_FDCWD, by_proc.c_str(), dirfd, tmp.c_str(), AT_SYMLINK_FOLLOW) == 0))
+      return Result<std::string>(std::move(tmp));
+    if (errno != EEXIST) return std::nullopt;
+  }
+  return Result<std::string>(fail(EEXIST));
+}
+
+// The fallback: a fresh name, created exclusively (O_EXCL never follows a
+// symlink planted there: it fails, and the next name is tried).
+Result<std::string> write_named(int dirfd, const std::string& base, const std::string& text) noexcept {
+  for (int i = 0; i < kNameTries; ++i) {
+    std::string tmp = base + ".tmp." + random_suffix();
+    Fd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd) {
+      if (errno == EEXIST) continue;
+      return fail_errno();
+    }
+    if (auto w = write_all(fd.get(), text); !w) {
+      (void)::unlinkat(dirfd, tmp.c_str(), 0);
+      return std::unexpected(w.error());
+    }
+    return tmp;
+  }
+  return fail(EEXIST);
+}
+
+}  // namespace
+
+// A temporary name that could be guessed (PATH.tmp.<pid>) and was opened
+// O_CREAT|O_TRUNC would follow a symlink planted there by anyone who can
+// write the directory, and pmon (often root) would overwrite its target.
+// So the temporary file is created where nothing can be planted first, in
+// the target's directory (held open: every step names the same directory),
+// and renamed over the target: a symlink at the target is replaced, never
+// followed.
+Result<void> write_atomically(const std::string& path, const std::string& text) noexcept {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty() || base == "." || base == "..") return fail(EISDIR);
+  Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dirfd) return fail_errno();
+
+  std::optional<Result<std::string>> unnamed = write_unnamed(dirfd.get(), base, text);
+  Result<std::string> tmp = unnamed ? std::move(*unnamed) : write_named(dirfd.get(), base, text);
+  if (!tmp) return std::unexpected(tmp.error());
+  if (::renameat(dirfd.get(), tmp->c_str(), dirfd.get(), base.c_str()) != 0) {
     int e = errno;
-    (void)::unlink(tmp.c_str());
+    (void)::unlinkat(dirfd.get(), tmp->c_str(), 0);
     return fail(e);
   }
+  // The rename itself reaches the disk with the directory.
+  (void)::fsync(dirfd.get());
   return {};
 }
 

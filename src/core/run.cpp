@@ -19,19 +19,49 @@ std::string_view to_string(Outcome o) noexcept {
     case Outcome::signaled: return "signaled";
     case Outcome::timeout: return "timeout";
     case Outcome::cancelled: return "cancelled";
+    case Outcome::not_started: return "not_started";
   }
   return "?";
 }
 
 int RunResult::status() const noexcept {
+  if (outcome == Outcome::not_started) return error_status;
   if (!cleanup_verified) return 125;
   switch (outcome) {
+    case Outcome::not_started: return error_status;
     case Outcome::timeout: return 124;
     case Outcome::cancelled: return 128 + cancel_signal;
     case Outcome::signaled: return 128 + signal.value_or(0);
     case Outcome::exited: return exit_code.value_or(0);
   }
   return 125;
+}
+
+RunResult not_started(std::vector<std::string> command, ConfineKind confinement, const SpawnError& err,
+                      std::chrono::system_clock::time_point started_at) {
+  RunResult r;
+  r.command = std::move(command);
+  r.confinement = confinement;
+  r.started_at = started_at;
+  r.duration_ms = std::max(0.0, std::chrono::duration<double, std::milli>(
+                                    std::chrono::system_clock::now() - started_at).count());
+  r.outcome = Outcome::not_started;
+  r.error = err.message;
+  r.error_status = err.exit_code;
+  // A child whose exec failed is reaped before the error is returned.
+  r.cleanup_verified = true;
+  return r;
+}
+
+void merge_escaped(std::vector<Leftover>& leftovers, std::vector<Leftover>& escaped) {
+  std::erase_if(escaped, [&](const Leftover& e) {
+    for (Leftover& l : leftovers)
+      if (l.pid == e.pid && l.start_time == e.start_time) {
+        l.action = e.action;
+        return true;
+      }
+    return false;
+  });
 }
 
 namespace {
@@ -83,10 +113,12 @@ class Runner final : public StopWaiter {
   void reap_orphans();
   void finish_reaping();
   void stop(const std::string& reason);
+  bool wait_until_empty(Boundary& b, std::string* reason);
+  void stop_escapes(std::string* reason);
   // The parts of finish() before and after the stop.
   std::string settle(std::string reason);
   void stop_context(StopContext& ctx);
-  RunResult complete(const std::string& reason);
+  RunResult complete(std::string reason);
   bool async_after_stop();
 
   Backend& backend_;
@@ -104,6 +136,7 @@ class Runner final : public StopWaiter {
   bool escalate_ = false;
   bool cancel_fd_done_ = false;
   LeftoverTracker leftovers_;
+  std::vector<Leftover> escaped_;
   uint64_t reaped_cpu_usec_ = 0;
   // Call's state.
   bool started_ = false;
@@ -341,6 +374,91 @@ void Runner::stop_context(StopContext& ctx) {
   ctx.skip_grace = escalate_;
 }
 
+// --wait-tree: waits until `b` is empty; false when the deadline or a
+// cancel came first (*reason says which; the caller stops the rest).
+bool Runner::wait_until_empty(Boundary& b, std::string* reason) {
+  for (;;) {
+    if (b.empty().value_or(false)) return true;
+    Watch w = b.watch();
+    Wake wake = wait(deadline_, false, &w);
+    if (wake == Wake::deadline) {
+      *reason = "timeout";
+      res_.timed_out = true;
+      return false;
+    }
+    if (wake == Wake::cancel) {
+      *reason = "cancel";
+      return false;
+    }
+  }
+}
+
+// Once the boundary is empty, live descendants of ours may remain outside
+// it: a weak boundary's escapees (pgroup: a setsid daemon) or a call that
+// moved itself out of its cgroup. pmon is their subreaper, so they are
+// still the call's and still ours to end: waited for under --wait-tree,
+// else stopped by the same plan (verified pidfds, grace, SIGKILL) until
+// none is left. The call is verified clean only if that succeeds.
+void Runner::stop_escapes(std::string* reason) {
+  if (!opts_.own_all_children) return;
+  // No child at all: nothing can be below us (the common case, no scan).
+  siginfo_t any{};
+  if (sys::waitid_raw(P_ALL, 0, &any, WEXITED | WNOHANG | WNOWAIT, nullptr) != 0) return;
+  // Everything below us but pmon's own helpers, each addressed by a pidfd
+  // checked against its scanned start time: the subreaper backend's walk.
+  auto backend = open_subreaper_backend();
+  Result<std::unique_ptr<Boundary>> below =
+      backend ? (*backend)->open_boundary() : Result<std::unique_ptr<Boundary>>(fail(EPERM));
+  if (!below) {
+    // Cannot happen once PR_SET_CHILD_SUBREAPER worked; if it does, say
+    // what is alive rather than call the call clean.
+    for (const sys::ProcStat& p : sys::descendants_of(sys::scan_processes(), ::getpid()))
+      if (p.state != 'Z' && p.pid != child_.pid && p.pid != backend_.helper_pid())
+        escaped_.push_back({p.pid, p.start_time, sys::read_cmdline(p.pid), "survived"});
+    if (!escaped_.empty()) res_.cleanup_verified = false;
+    return;
+  }
+  Boundary& b = **below;
+  LeftoverTracker found;
+  found.snapshot(b, child_.pid);
+  if (found.empty()) return;
+  trace(std::to_string(found.size()) + " process(es) outside the " + std::string(to_string(b_->kind())) +
+        " boundary are still running below pmon");
+
+  bool verified = false;
+  if (opts_.wait_tree && reason->empty() && wait_until_empty(b, reason)) {
+    found.label_rest("waited");
+    verified = true;
+    res_.stop.empty_confirmed_ms = since_start_ms();
+  }
+  if (!verified) {
+    StopContext ctx;
+    ctx.boundary = &b;
+    ctx.plan = &opts_.stop;
+    ctx.waiter = this;
+    ctx.leftovers = &found;
+    ctx.t0_ns = t0_;
+    ctx.skip_grace = escalate_;
+    StopRecord rec;
+    trace("stopping what escaped the boundary");
+    verified = execute_stop(ctx, rec);
+    // One record for the call: the first signal and kill pmon sent, and
+    // when everything was confirmed gone (never, if this failed).
+    if (res_.stop.reason.empty()) {
+      res_.stop = rec;
+      res_.stop.reason = reason->empty() ? "escaped" : *reason;
+    } else {
+      if (!res_.stop.signal_sent_ms) res_.stop.signal_sent_ms = rec.signal_sent_ms;
+      if (!res_.stop.kill_sent_ms) res_.stop.kill_sent_ms = rec.kill_sent_ms;
+      res_.stop.empty_confirmed_ms = rec.empty_confirmed_ms;
+    }
+    trace(verified ? "nothing is left below pmon" : "processes below pmon could NOT be stopped");
+  }
+  if (!verified) res_.cleanup_verified = false;
+  escaped_ = found.take();
+  finish_reaping();
+}
+
 std::expected<RunResult, SpawnError> Runner::run() {
   if (auto s = start(); !s) return std::unexpected(s.error());
   return finish(wait_for_end());
@@ -408,26 +526,10 @@ std::string Runner::settle(std::string reason) {
 }
 
 RunResult Runner::finish(std::string reason) {
-  const int64_t deadline = deadline_;
   reason = settle(reason);
   if (reason == "wait-tree") {
     reason.clear();
-    bool emptied = false;
-    while (!emptied) {
-      Watch w = b_->watch();
-      Wake wake = wait(deadline, false, &w);
-      if (wake == Wake::deadline) {
-        reason = "timeout";
-        res_.timed_out = true;
-        break;
-      }
-      if (wake == Wake::cancel) {
-        reason = "cancel";
-        break;
-      }
-      emptied = b_->empty().value_or(false);
-    }
-    if (emptied) {
+    if (wait_until_empty(*b_, &reason)) {
       leftovers_.label_rest("waited");
       res_.cleanup_verified = true;
       res_.stop.empty_confirmed_ms = since_start_ms();
@@ -446,7 +548,7 @@ RunResult Runner::finish(std::string reason) {
 }
 
 // After the stop (or none): reap, drain, and say what happened.
-RunResult Runner::complete(const std::string& reason) {
+RunResult Runner::complete(std::string reason) {
   struct rusage ru {};
   siginfo_t si{};
   if (!main_reaped_ &&
@@ -460,6 +562,10 @@ RunResult Runner::complete(const std::string& reason) {
                         ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
   }
   finish_reaping();
+  // The boundary's own verdict decides what becomes of it (a leaf that
+  // held something unconfirmed is kept for gc), whatever escaped it.
+  const bool boundary_empty = res_.cleanup_verified;
+  stop_escapes(&reason);
   // Every writer is dead now (or outside a weak boundary): what is left in
   // the pipes is read to EOF, or to what is there.
   if (opts_.capture != nullptr) opts_.capture->drain();
@@ -484,23 +590,13 @@ RunResult Runner::complete(const std::string& reason) {
   }
 
   res_.leftovers = leftovers_.take();
-
-  // A weak boundary, or a call that moved itself out of its cgroup: what is
-  // still alive below us is reported, never silently dropped.
-  siginfo_t any{};
-  if (opts_.own_all_children &&
-      sys::waitid_raw(P_ALL, 0, &any, WEXITED | WNOHANG | WNOWAIT, nullptr) == 0) {
-    std::vector<sys::ProcStat> table = sys::scan_processes();
-    for (const sys::ProcStat& p : sys::descendants_of(table, ::getpid())) {
-      if (p.state == 'Z' || p.pid == child_.pid || p.pid == backend_.helper_pid()) continue;
-      res_.escaped.push_back({p.pid, p.start_time, sys::read_cmdline(p.pid), "none"});
-    }
-  }
+  res_.escaped = std::move(escaped_);
+  merge_escaped(res_.leftovers, res_.escaped);
 
   res_.cpu_usec = b_->cpu_usec();
   if (!res_.cpu_usec && b_->kind() != ConfineKind::cgroup) res_.cpu_usec = reaped_cpu_usec_;
   res_.memory_peak_bytes = b_->memory_peak_bytes();
-  b_->release(res_.cleanup_verified);
+  b_->release(boundary_empty && main_exited_);
   res_.duration_ms = since_start_ms();
   return std::move(res_);
 }

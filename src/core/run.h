@@ -41,7 +41,9 @@ struct RunOptions {
   std::function<void(const std::string&)> trace;
 };
 
-enum class Outcome { exited, signaled, timeout, cancelled };
+// not_started: the command never ran (confinement failed, not found, not
+// executable); the report still says so.
+enum class Outcome { exited, signaled, timeout, cancelled, not_started };
 std::string_view to_string(Outcome o) noexcept;
 
 struct RunResult {
@@ -58,16 +60,34 @@ struct RunResult {
   bool timed_out = false;
   int cancel_signal = 0;          // the signal that cancelled, if any
   std::vector<Leftover> leftovers;
-  std::vector<Leftover> escaped;  // live descendants outside a weak boundary
+  // Live descendants found outside the boundary once it was empty (a weak
+  // boundary's setsid daemons, a call that moved itself out of its cgroup),
+  // with what ended them; never one of `leftovers`.
+  std::vector<Leftover> escaped;
   StopRecord stop;
   bool cleanup_verified = false;
   std::optional<uint64_t> cpu_usec;
   std::optional<uint64_t> memory_peak_bytes;
+  // Outcome::not_started: why, in one line, and the status it ends with
+  // (125 confinement, 126 not executable, 127 not found).
+  std::optional<std::string> error;
+  int error_status = 0;
 
   // The timeout(1)-compatible status: child's code, 128+N, 124, and 125
   // when the boundary could not be verified empty.
   int status() const noexcept;
 };
+
+// The result of a call whose command never ran: nothing of it is alive,
+// nothing is known of an exit.
+RunResult not_started(std::vector<std::string> command, ConfineKind confinement, const SpawnError& err,
+                      std::chrono::system_clock::time_point started_at);
+
+// A process found outside the boundary (escaped) may be one the boundary
+// held when the stop began and that left it since (pgroup: setsid during
+// the stop): it stays in `leftovers`, with what finally ended it, and is
+// dropped from `escaped`. Same process: same pid and start time.
+void merge_escaped(std::vector<Leftover>& leftovers, std::vector<Leftover>& escaped);
 
 std::expected<RunResult, SpawnError> run_call(Backend& backend, const RunOptions& opts);
 

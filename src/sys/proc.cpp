@@ -63,6 +63,49 @@ Result<void> write_file_at(int dirfd, const char* name,
   return {};
 }
 
+std::vector<pid_t> parse_nspid(std::string_view status) {
+  std::vector<pid_t> out;
+  size_t at = status.starts_with("NSpid:") ? 0 : status.find("\nNSpid:");
+  if (at == std::string_view::npos) return out;
+  std::string_view line = status.substr(at + (at == 0 ? 6 : 7));
+  line = line.substr(0, line.find('\n'));
+  while (!line.empty()) {
+    size_t skip = line.find_first_not_of(" \t");
+    if (skip == std::string_view::npos) break;
+    line.remove_prefix(skip);
+    size_t end = line.find_first_of(" \t");
+    pid_t v = 0;
+    std::string_view tok = line.substr(0, end);
+    auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (ec != std::errc() || ptr != tok.data() + tok.size() || v <= 0) return {};
+    out.push_back(v);
+    if (end == std::string_view::npos) break;
+    line.remove_prefix(end);
+  }
+  return out;
+}
+
+Result<std::vector<pid_t>> read_nspid(pid_t pid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/status", pid);
+  auto text = read_file(path);
+  if (!text) return std::unexpected(text.error());
+  std::vector<pid_t> v = parse_nspid(*text);
+  if (v.empty()) return fail(EIO);
+  return v;
+}
+
+Result<pid_t> pid_in_proc() noexcept {
+  char buf[32];
+  ssize_t n = ::readlink("/proc/self", buf, sizeof buf - 1);
+  if (n <= 0) return fail_errno();
+  buf[n] = '\0';
+  pid_t v = 0;
+  auto [ptr, ec] = std::from_chars(buf, buf + n, v);
+  if (ec != std::errc() || ptr != buf + n || v <= 0) return fail(ENOENT);
+  return v;
+}
+
 Result<ProcStat> read_stat(pid_t pid) noexcept {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);

@@ -28,6 +28,16 @@ struct ProcStat {
 // /proc/<pid>/stat, parsed. ENOENT/ESRCH when the process is gone.
 Result<ProcStat> read_stat(pid_t pid) noexcept;
 
+// The NSpid line of a /proc/<pid>/status text: the process's pid in each
+// PID namespace from the one that mounted this /proc down to its own.
+// Empty when there is no such line (or it does not parse).
+std::vector<pid_t> parse_nspid(std::string_view status);
+Result<std::vector<pid_t>> read_nspid(pid_t pid) noexcept;
+
+// This process's pid in the PID namespace of the mounted /proc (where
+// /proc/self leads); ENOENT when that namespace cannot see this process.
+Result<pid_t> pid_in_proc() noexcept;
+
 // /proc/<pid>/cmdline with NULs turned to spaces; "[comm]" when empty
 // (kernel threads, zombies).
 std::string read_cmdline(pid_t pid);

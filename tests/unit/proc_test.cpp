@@ -127,6 +127,27 @@ std::vector<ProcStat> sample_table() {
           proc(10, 1),  proc(30, 0),  proc(20, 1),  proc(11, 10)};
 }
 
+// NSpid: the pid in each namespace from /proc's own down to the process's.
+TEST(ParseNspid, Levels) {
+  EXPECT_EQ(parse_nspid("Name:\tsh\nNSpid:\t4242\n"), std::vector<pid_t>{4242});
+  EXPECT_EQ(parse_nspid("Name:\tsh\nTgid:\t9\nNSpid:\t4242\t17\t1\nNSpgid:\t1\n"),
+            (std::vector<pid_t>{4242, 17, 1}));
+  EXPECT_EQ(parse_nspid("NSpid:\t5 1\n"), (std::vector<pid_t>{5, 1}));
+  EXPECT_TRUE(parse_nspid("Name:\tsh\nPid:\t5\n").empty());
+  EXPECT_TRUE(parse_nspid("NSpid:\t5\tx\n").empty());
+  // Not a prefix of another field's name.
+  EXPECT_TRUE(parse_nspid("XNSpid:\t5\n").empty());
+}
+
+TEST(ParseNspid, SelfMatchesProcSelf) {
+  auto v = read_nspid(::getpid());
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->back(), ::getpid());
+  auto self = pid_in_proc();
+  ASSERT_TRUE(self.has_value());
+  EXPECT_EQ(*self, v->front());
+}
+
 TEST(DescendantsOf, Subtrees) {
   auto table = sample_table();
   auto d = descendants_of(table, 10);

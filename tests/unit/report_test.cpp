@@ -151,6 +151,24 @@ TEST(ReportJson, NonUtf8BytesStillGiveValidJson) {
   EXPECT_EQ(j.at("leftovers").size(), 1u);
 }
 
+// A call whose command never ran: outcome, error line and status, no pid,
+// nothing of an exit.
+TEST(ReportJson, NotStarted) {
+  RunResult r = not_started({"no-such-command"}, ConfineKind::cgroup,
+                            SpawnError{127, ENOENT, "cannot run 'no-such-command': not found"}, fixed_time());
+  json j = parse(r);
+  EXPECT_EQ(j.at("outcome"), "not_started");
+  EXPECT_EQ(j.at("error"), "cannot run 'no-such-command': not found");
+  EXPECT_EQ(j.at("exit_status"), 127);
+  EXPECT_TRUE(j.at("pid").is_null());
+  EXPECT_TRUE(j.at("exit_code").is_null());
+  EXPECT_TRUE(j.at("signal").is_null());
+  EXPECT_EQ(j.at("cleanup_verified"), true);
+  EXPECT_EQ(j.at("started_at"), "2024-02-29T13:14:15.123456Z");
+  // A call that ran has the field too, null.
+  EXPECT_TRUE(parse(exited_result()).at("error").is_null());
+}
+
 class WriteAtomically : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
+
 #include "core/run.h"
 
 namespace pmon {
@@ -68,6 +70,39 @@ TEST(Outcome, Names) {
   EXPECT_EQ(to_string(Outcome::signaled), "signaled");
   EXPECT_EQ(to_string(Outcome::timeout), "timeout");
   EXPECT_EQ(to_string(Outcome::cancelled), "cancelled");
+}
+
+// A call whose command never ran ends with the error's status (125, 126,
+// 127), whatever else the result says.
+TEST(RunResultStatus, NotStartedIsTheErrorStatus) {
+  for (int code : {125, 126, 127}) {
+    RunResult r = not_started({"x"}, ConfineKind::pgroup, SpawnError{code, 0, "why"},
+                              std::chrono::system_clock::now());
+    EXPECT_EQ(r.outcome, Outcome::not_started);
+    EXPECT_EQ(r.status(), code);
+    EXPECT_EQ(r.error, "why");
+    EXPECT_TRUE(r.cleanup_verified);
+    EXPECT_EQ(r.pid, 0);
+    EXPECT_FALSE(r.exit_code.has_value());
+    EXPECT_GE(r.duration_ms, 0);
+  }
+  EXPECT_EQ(to_string(Outcome::not_started), "not_started");
+}
+
+// A process in both lists is a leftover that left the boundary during the
+// stop: it stays a leftover, with what finally ended it.
+TEST(MergeEscaped, ALeftoverThatLeftIsNotAlsoEscaped) {
+  std::vector<Leftover> left{{10, 100, "a", "SIGKILL"}, {11, 101, "b", "SIGTERM"}};
+  std::vector<Leftover> esc{{10, 100, "a", "SIGTERM"}, {12, 102, "c", "SIGKILL"},
+                            // pid 11 again, but another process (pid reused)
+                            {11, 999, "d", "SIGTERM"}};
+  merge_escaped(left, esc);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].action, "SIGTERM");
+  EXPECT_EQ(left[1].action, "SIGTERM");
+  ASSERT_EQ(esc.size(), 2u);
+  EXPECT_EQ(esc[0].pid, 12);
+  EXPECT_EQ(esc[1].start_time, 999u);
 }
 
 }  // namespace
