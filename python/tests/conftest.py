@@ -40,9 +40,20 @@ def present(pid, st):
     return s is not None and s[2] == st
 
 
+def threads_of(pid):
+    """Threads of pid (field 20 of its stat), 0 when there is no such process."""
+    try:
+        s = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+    return int(s[s.rindex(")") + 2:].split()[17])
+
+
 def alive(pid, st):
+    """The process (pid, start time) is alive: not gone, not a zombie. State Z
+    with more than one thread is alive (its main thread exited, others run)."""
     s = stat_of(pid)
-    return s is not None and s[2] == st and s[0] != "Z"
+    return s is not None and s[2] == st and (s[0] != "Z" or threads_of(pid) > 1)
 
 
 def read_procs(path):

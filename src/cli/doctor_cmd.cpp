@@ -145,7 +145,8 @@ int doctor_main(const std::vector<std::string>& args) {
     auto fd = sys::pidfd_open(c->pid);
     bool sent = fd && sys::pidfd_send_signal(fd->get(), 0) == 0;
     bool killed_by_cgroup = false;
-    if (leaf && leaf->kill_all()) killed_by_cgroup = true;
+    // cgroup.kill alone: kill_all would also signal the child by its pidfd.
+    if (leaf && sys::write_file_at(leaf->clone_cgroup_fd(), "cgroup.kill", "1")) killed_by_cgroup = true;
     else (void)sys::pidfd_send_signal(c->pidfd.get(), SIGKILL);
     siginfo_t si{};
     int w = sys::waitid_raw(P_PIDFD, static_cast<id_t>(c->pidfd.get()), &si, WEXITED, nullptr);
@@ -158,7 +159,7 @@ int doctor_main(const std::vector<std::string>& args) {
     if (leaf) {
       kill.ok = killed_by_cgroup && waited && si.si_code == CLD_KILLED && si.si_status == SIGKILL;
       kill.detail = kill.ok ? "probed: one write killed the child" : "writing cgroup.kill did not kill the child";
-      leaf->release(leaf->empty().value_or(false));
+      leaf->release(false);  // killed: never reused (cgroup.cpp)
     }
   }
   leaf.reset();

@@ -18,6 +18,7 @@
 #include "confine/boundary.h"
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_guard.h"
+#include "confine/cgroup_kill.h"
 #include "confine/systemd.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -122,7 +123,7 @@ class CgroupBoundary final : public Boundary {
   std::vector<sys::ProcStat> members() override {
     std::vector<sys::ProcStat> out;
     for (pid_t pid : pids())
-      if (auto st = sys::read_stat(pid); st && st->state != 'Z') out.push_back(*st);
+      if (auto st = sys::read_stat(pid); st && !st->dead()) out.push_back(*st);
     return out;
   }
 
@@ -150,9 +151,12 @@ class CgroupBoundary final : public Boundary {
     return sent;
   }
 
+  // cgroup.kill, and SIGKILL by pidfd to whatever the leaf lists: a process
+  // whose main thread has exited survives cgroup.kill (cgroup_kill.h).
   Result<void> kill_all() override {
     killed_ = true;
-    return sys::write_file_at(leaf_.dir.get(), "cgroup.kill", "1");
+    if (int e = confine::kill_cgroup(leaf_.dir.get()); e != 0) return fail(e);
+    return {};
   }
 
   Result<bool> empty() override {
@@ -167,7 +171,10 @@ class CgroupBoundary final : public Boundary {
     return p[10] == '0';
   }
 
-  Watch watch() override { return Watch{{{leaf_.events.get(), POLLPRI, 0}}, -1}; }
+  // Once killed, the stop calls kill_all again on every wake: a survivor of
+  // the first pass may still fork, and that changes nothing in
+  // cgroup.events, so it is also woken on a short timer.
+  Watch watch() override { return Watch{{{leaf_.events.get(), POLLPRI, 0}}, killed_ ? kRekillMs : -1}; }
 
   bool contains_escapes() const noexcept override { return true; }
 
@@ -211,6 +218,7 @@ class CgroupBoundary final : public Boundary {
   // had cgroup.kill written (CLONE_INTO_CGROUP reads the kill sequence of
   // the parent's cgroup, not the leaf's), so a killed leaf is never reused.
   bool killed_ = false;
+  static constexpr int kRekillMs = 10;
 };
 
 class CgroupBackend final : public Backend {

@@ -13,6 +13,8 @@
 
 #include <cstring>
 
+#include "confine/cgroup_kill.h"
+#include "confine/raw_dir.h"
 #include "confine/scan.h"
 #include "sys/clone_spawn.h"
 #include "sys/raw_syscall.h"
@@ -30,110 +32,11 @@ namespace {
 // canary is thread-local too.
 
 using sys::raw_syscall;
+using raw::for_each_subdir;
+using raw::starts_with;
 
-struct Dirent64 {
-  uint64_t ino;
-  int64_t off;
-  unsigned short reclen;
-  unsigned char type;
-  char name[];
-};
-
-constexpr unsigned char kDirType = 4;      // DT_DIR
-constexpr unsigned char kUnknownType = 0;  // DT_UNKNOWN
-
-long r_openat(int dirfd, const char* path, int flags) noexcept {
-  return raw_syscall(SYS_openat, dirfd, reinterpret_cast<long>(path), flags | O_CLOEXEC, 0);
-}
-void r_close(long fd) noexcept { (void)raw_syscall(SYS_close, fd); }
-
-// Calls fn(name) for every subdirectory entry of dirfd (not . and ..).
-// Returns false when the directory cannot be listed.
-template <class F>
-bool for_each_subdir(int dirfd, F&& fn) noexcept {
-  if (raw_syscall(SYS_lseek, dirfd, 0, SEEK_SET) < 0) return false;
-  alignas(8) char buf[2048];
-  for (;;) {
-    long n = raw_syscall(SYS_getdents64, dirfd, reinterpret_cast<long>(buf), sizeof buf);
-    if (n == -EINTR) continue;
-    if (n <= 0) return n == 0;
-    for (long off = 0; off < n;) {
-      auto* d = reinterpret_cast<Dirent64*>(buf + off);
-      off += d->reclen;
-      if (d->type != kDirType && d->type != kUnknownType) continue;
-      if (d->name[0] == '.' && (d->name[1] == '\0' || (d->name[1] == '.' && d->name[2] == '\0'))) continue;
-      fn(static_cast<const char*>(d->name));
-    }
-  }
-}
-
-void sleep_ms(long ms) noexcept {
-  timespec ts{ms / 1000, (ms % 1000) * 1'000'000};
-  while (raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, reinterpret_cast<long>(&ts),
-                     reinterpret_cast<long>(&ts)) == -EINTR) {
-  }
-}
-
-int64_t now_ms() noexcept {
-  timespec ts{};
-  (void)raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts));
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
-}
-
-bool starts_with(const char* s, const char* prefix, size_t n) noexcept {
-  for (size_t i = 0; i < n; ++i)
-    if (s[i] != prefix[i]) return false;
-  return true;
-}
-
-// "populated 0" in cgroup.events: 1 yes, 0 no, -1 unreadable.
-int events_say_empty(int events_fd) noexcept {
-  char buf[256];
-  long n = raw_syscall(SYS_pread64, events_fd, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
-  if (n < 0) return -1;
-  buf[n] = '\0';
-  constexpr char kKey[] = "populated ";
-  constexpr size_t kLen = sizeof kKey - 1;
-  for (long i = 0; i + static_cast<long>(kLen) < n; ++i)
-    if ((i == 0 || buf[i - 1] == '\n') && starts_with(buf + i, kKey, kLen)) return buf[i + kLen] == '0' ? 1 : 0;
-  return -1;
-}
-
-// Removes cgroup `name` and every cgroup below it, deepest first (rmdir
-// refuses a cgroup with children). A cgroup whose last task is still exiting
-// can answer EBUSY for a moment.
-int remove_tree(int parent_fd, const char* name, int depth) noexcept {
-  if (depth < 32) {
-    long fd = r_openat(parent_fd, name, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-      // Removing entries while listing may skip some: list until none is left.
-      for (int pass = 0; pass < 8; ++pass) {
-        bool any = false;
-        (void)for_each_subdir(static_cast<int>(fd), [&](const char* sub) {
-          any = true;
-          (void)remove_tree(static_cast<int>(fd), sub, depth + 1);
-        });
-        if (!any) break;
-      }
-      r_close(fd);
-    }
-  }
-  for (int i = 0; i < 100; ++i) {
-    long r = raw_syscall(SYS_unlinkat, parent_fd, reinterpret_cast<long>(name), AT_REMOVEDIR);
-    if (r == 0 || r == -ENOENT) return 0;
-    if (r != -EBUSY && r != -EINTR) return static_cast<int>(-r);
-    sleep_ms(1);
-  }
-  return EBUSY;
-}
-
-int write_kill(int dirfd) noexcept {
-  long fd = r_openat(dirfd, "cgroup.kill", O_WRONLY);
-  if (fd < 0) return static_cast<int>(-fd);
-  long n = raw_syscall(SYS_write, fd, reinterpret_cast<long>("1"), 1);
-  r_close(fd);
-  return n == 1 ? 0 : n < 0 ? static_cast<int>(-n) : EIO;
-}
+long r_openat(int dirfd, const char* path, int flags) noexcept { return raw::openat(dirfd, path, flags); }
+void r_close(long fd) noexcept { raw::close(fd); }
 
 struct GuardPlan {
   int self_pidfd = -1;
@@ -152,8 +55,9 @@ bool owned(const GuardPlan& p, const char* name) noexcept {
   return true;
 }
 
-// Kills every owned leaf first (the kill is what matters; one write each,
-// before any waiting), then waits for each and removes it.
+// Kills every owned leaf first (the kill is what matters; one pass each,
+// before any waiting), then kills each again until it is empty, and
+// removes it.
 void clean_up(const GuardPlan& p) noexcept {
   for (int pass = 0; pass < 5; ++pass) {
     bool any = false;
@@ -162,7 +66,7 @@ void clean_up(const GuardPlan& p) noexcept {
       any = true;
       long fd = r_openat(p.base_fd, name, O_RDONLY | O_DIRECTORY);
       if (fd < 0) return;
-      (void)write_kill(static_cast<int>(fd));
+      (void)kill_cgroup(static_cast<int>(fd));
       r_close(fd);
     });
     if (!any) return;
@@ -229,36 +133,6 @@ void clean_up(const GuardPlan& p) noexcept {
 constexpr size_t kGuardStack = 256 * 1024;
 
 }  // namespace
-
-int kill_and_remove_cgroup(int parent_fd, const char* name, int timeout_ms) noexcept {
-  long dir = r_openat(parent_fd, name, O_RDONLY | O_DIRECTORY);
-  if (dir < 0) return dir == -ENOENT ? 0 : static_cast<int>(-dir);
-  long events = r_openat(static_cast<int>(dir), "cgroup.events", O_RDONLY);
-  int err = write_kill(static_cast<int>(dir));
-  if (events >= 0 && err == 0) {
-    int64_t deadline = now_ms() + timeout_ms;
-    for (;;) {
-      int e = events_say_empty(static_cast<int>(events));
-      if (e == 1) break;
-      int64_t left = deadline - now_ms();
-      if (e < 0 || left <= 0) {
-        err = e < 0 ? EIO : ETIMEDOUT;
-        break;
-      }
-      // POLLPRI fires on every change of cgroup.events.
-      pollfd pf{static_cast<int>(events), POLLPRI, 0};
-      int64_t wait = left < 100 ? left : 100;
-      timespec ts{0, static_cast<long>(wait) * 1'000'000};
-      (void)raw_syscall(SYS_ppoll, reinterpret_cast<long>(&pf), 1, reinterpret_cast<long>(&ts), 0, 0);
-    }
-  } else if (events < 0 && err == 0) {
-    err = static_cast<int>(-events);
-  }
-  if (events >= 0) r_close(events);
-  r_close(dir);
-  if (err != 0) return err;
-  return remove_tree(parent_fd, name, 0);
-}
 
 Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::string& prefix) noexcept {
   // A page that faults below the stack: an overflow ends the guard, never

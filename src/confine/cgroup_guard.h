@@ -1,6 +1,6 @@
 // E11 on the cgroup backend without namespaces: a small guard process that
-// outlives the supervisor and, when the supervisor dies, writes cgroup.kill
-// of every leaf the supervisor owns, waits for them to empty and removes
+// outlives the supervisor and, when the supervisor dies, kills every leaf
+// the supervisor owns (cgroup_kill.h), waits for them to empty and removes
 // them. One guard per cgroup backend (one per process: pmon run, or a
 // library user that keeps its backend), started lazily before the first call.
 //
@@ -77,12 +77,5 @@ class CgroupGuard {
   bool dismissed_ = false;
   StackMapping stack_;  // declared last: unmapped after the guard is reaped
 };
-
-// Stops cgroup `name` below parent_fd with cgroup.kill, waits up to
-// timeout_ms for cgroup.events to say "populated 0" (pollable, no sleep
-// loop), then removes it and any cgroup below it, deepest first.
-// Returns 0, or an errno (ETIMEDOUT: still populated; the cgroup stays).
-// Async-signal-safe: no allocation, so the guard may call it after a clone.
-int kill_and_remove_cgroup(int parent_fd, const char* name, int timeout_ms) noexcept;
 
 }  // namespace pmon::confine

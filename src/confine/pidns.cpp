@@ -79,7 +79,7 @@ std::vector<sys::ProcStat> PidnsBoundary::members() {
   if (init_pid_ <= 0 || init_exited()) return out;
   std::vector<sys::ProcStat> table = sys::scan_processes();
   for (sys::ProcStat& p : sys::descendants_of(table, init_pid_))
-    if (p.state != 'Z' && p.state != 'X' && p.pid != command_pid_) out.push_back(std::move(p));
+    if (!p.dead() && p.pid != command_pid_) out.push_back(std::move(p));
   return out;
 }
 
@@ -111,11 +111,16 @@ bool PidnsBoundary::init_exited() noexcept {
 // The init only turns into a zombie (its pidfd readable) after the kernel
 // has killed and released every other process of its namespace
 // (zap_pid_ns_processes runs in its exit path), so this is the kernel's word.
+//
+// Under --isolate the leaf's cgroup.events is read on every call, the init
+// alive or not: watch() polls it for POLLPRI, which stays raised until the
+// file is read again, so a check that skipped it would turn every wait of
+// the stop into a busy loop that never reaches its deadline.
 Result<bool> PidnsBoundary::empty() {
+  Result<bool> leaf = inner_ ? inner_->empty() : Result<bool>(true);
   if (!init_exited()) return false;
   reap_init(false);
-  if (inner_) return inner_->empty();
-  return true;
+  return leaf;
 }
 
 Watch PidnsBoundary::watch() {

@@ -68,7 +68,7 @@ bool is_helper(pid_t pid) {
 }
 
 std::vector<sys::ProcStat> live_only(std::vector<sys::ProcStat> procs) {
-  std::erase_if(procs, [](const sys::ProcStat& p) { return p.state == 'Z' || p.state == 'X'; });
+  std::erase_if(procs, [](const sys::ProcStat& p) { return p.dead(); });
   return procs;
 }
 

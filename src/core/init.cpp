@@ -67,7 +67,7 @@ class Pid1Boundary final : public Boundary {
     if (!proc_ok_) return foreign_members();
     const pid_t self = ::getpid();
     for (sys::ProcStat& p : sys::scan_processes())
-      if (p.pid != self && p.state != 'Z' && p.state != 'X') out.push_back(std::move(p));
+      if (p.pid != self && !p.dead()) out.push_back(std::move(p));
     return out;
   }
 
@@ -119,7 +119,7 @@ class Pid1Boundary final : public Boundary {
     const size_t depth = mine->size() - 1;
     std::unordered_map<pid_t, pid_t> here{{*self, ::getpid()}};
     for (sys::ProcStat& p : sys::descendants_of(sys::scan_processes(), *self)) {
-      if (p.state == 'Z' || p.state == 'X') continue;
+      if (p.dead()) continue;
       auto ns = sys::read_nspid(p.pid);
       if (!ns || ns->size() <= depth) continue;  // gone, or not below us after all
       here.emplace(p.pid, (*ns)[depth]);
@@ -271,7 +271,7 @@ void Initer::finish_reaping() {
     if (!proc_ok) return;
     bool zombie = false;
     for (const sys::ProcStat& p : sys::scan_processes())
-      if (p.ppid == self && p.state == 'Z') zombie = true;
+      if (p.ppid == self && p.dead()) zombie = true;
     if (!zombie || sys::monotonic_ns() >= deadline) return;
     (void)pump(sys::monotonic_ns() + 5'000'000, nullptr, false);
   }

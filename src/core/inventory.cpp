@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "confine/cgroup_fs.h"
-#include "confine/cgroup_guard.h"
+#include "confine/cgroup_kill.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
 
@@ -62,7 +62,7 @@ std::optional<LeafName> parse_leaf_name(std::string_view name) noexcept {
 
 bool process_alive(pid_t pid, uint64_t start_time) noexcept {
   auto st = sys::read_stat(pid);
-  return st && st->start_time == start_time && st->state != 'Z';
+  return st && st->start_time == start_time && !st->dead();
 }
 
 std::vector<LeafInfo> find_leaves(const std::string& mount) {

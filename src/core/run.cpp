@@ -313,7 +313,7 @@ void Runner::reap_orphans() {
     }
     bool any = false;
     for (const sys::ProcStat& p : sys::scan_processes()) {
-      if (p.ppid != self || p.pid == child_.pid || p.state != 'Z') continue;
+      if (p.ppid != self || p.pid == child_.pid || !p.dead()) continue;
       struct rusage ru {};
       if (sys::waitid_raw(P_PID, static_cast<id_t>(p.pid), &si, WEXITED | WNOHANG, &ru) == 0) {
         any = true;
@@ -381,7 +381,8 @@ bool Runner::wait_until_empty(Boundary& b, std::string* reason) {
     if (b.empty().value_or(false)) return true;
     Watch w = b.watch();
     Wake wake = wait(deadline_, false, &w);
-    if (wake == Wake::deadline) {
+    // (A watch that stays ready must not outlast the deadline.)
+    if (wake == Wake::deadline || (deadline_ != kForever && sys::monotonic_ns() >= deadline_)) {
       *reason = "timeout";
       res_.timed_out = true;
       return false;
@@ -413,7 +414,7 @@ void Runner::stop_escapes(std::string* reason) {
     // Cannot happen once PR_SET_CHILD_SUBREAPER worked; if it does, say
     // what is alive rather than call the call clean.
     for (const sys::ProcStat& p : sys::descendants_of(sys::scan_processes(), ::getpid()))
-      if (p.state != 'Z' && p.pid != child_.pid && p.pid != backend_.helper_pid())
+      if (!p.dead() && p.pid != child_.pid && p.pid != backend_.helper_pid())
         escaped_.push_back({p.pid, p.start_time, sys::read_cmdline(p.pid), "survived"});
     if (!escaped_.empty()) res_.cleanup_verified = false;
     return;

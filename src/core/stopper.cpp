@@ -36,7 +36,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
       auto fd = sys::pidfd_open(pid);
       if (!fd) continue;
       auto st = sys::read_stat(pid);
-      if (!st || st->state == 'Z') continue;
+      if (!st || st->dead()) continue;
       Tracked t;
       t.info.pid = pid;
       t.info.start_time = st->start_time;
@@ -108,6 +108,9 @@ bool wait_until_empty(Boundary& b, StopWaiter& waiter, int64_t deadline,
       *escalated = true;
       return b.empty().value_or(false);
     }
+    // A waiter woken again and again (an fd that stays ready) must not
+    // keep the step from ending: the deadline holds whatever the tree does.
+    if (sys::monotonic_ns() >= deadline) return b.empty().value_or(false);
     // A scan is a snapshot: kill again whatever was forked since the last.
     if (repeat_kill) (void)b.kill_all();
   }

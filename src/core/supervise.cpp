@@ -354,7 +354,7 @@ void Supervisor::final_reap() {
     bool zombie = false, live = false;
     for (const sys::ProcStat& p : sys::scan_processes()) {
       if (p.ppid != self || p.pid == backend_.helper_pid()) continue;
-      (p.state == 'Z' ? zombie : live) = true;
+      (p.dead() ? zombie : live) = true;
     }
     if ((!zombie && !live) || sys::monotonic_ns() >= bound) break;
     // Live children of a weak boundary are escapees: not waited for. Under a
@@ -365,7 +365,7 @@ void Supervisor::final_reap() {
   }
   std::vector<sys::ProcStat> table = sys::scan_processes();
   for (const sys::ProcStat& p : sys::descendants_of(table, self))
-    if (p.state != 'Z' && p.state != 'X' && p.pid != backend_.helper_pid()) res_.escaped.push_back(p);
+    if (!p.dead() && p.pid != backend_.helper_pid()) res_.escaped.push_back(p);
 }
 
 SuperviseResult Supervisor::finish(SuperviseEnd end) {

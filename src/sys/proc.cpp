@@ -132,6 +132,7 @@ Result<ProcStat> read_stat(pid_t pid) noexcept {
       case 4: parse_num(tok, st.ppid); break;
       case 5: parse_num(tok, st.pgrp); break;
       case 6: parse_num(tok, st.session); break;
+      case 20: parse_num(tok, st.num_threads); break;
       case 22: parse_num(tok, st.start_time); break;
       default: break;
     }

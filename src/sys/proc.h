@@ -22,7 +22,13 @@ struct ProcStat {
   pid_t pgrp = 0;
   pid_t session = 0;
   uint64_t start_time = 0;  // clock ticks since boot (field 22)
+  int num_threads = 0;      // field 20
   std::string comm;
+
+  // Exited: a zombie (or being reaped). State Z alone is not that: a
+  // process whose main thread has exited shows Z while its other threads
+  // run on, and it is alive until the last of them ends.
+  bool dead() const noexcept { return (state == 'Z' || state == 'X') && num_threads <= 1; }
 };
 
 // /proc/<pid>/stat, parsed. ENOENT/ESRCH when the process is gone.

@@ -1,25 +1,30 @@
 # E7: SIGTERM ignored, caught-and-carried-on, or blocked (every blockable
 # signal) — pmon escalates to SIGKILL once --grace has passed, never before,
 # and the report shows it: stop.kill_sent_ms set, at least --grace after
-# stop.signal_sent_ms, and every leftover's action "SIGKILL". Both when the
-# main exits and when --timeout fires on a main that ignores TERM itself.
+# stop.signal_sent_ms, and every leftover's action "SIGKILL". When the main
+# exits, when --timeout fires on a main that ignores TERM itself, and on a
+# cancel (SIGTERM to pmon); on every backend and under --isolate.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/escapes.inc"
 
 GRACE_MS=1000
 SPECS=(name=ign,ignore name=trap,trap name=blk,block,kids=1 name=o,orphan,ignore,block)
-for b in $(backends); do
-  for mode in exit timeout; do
+for b in $(stop_modes); do
+  for mode in exit timeout cancel; do
     rm -f "$t/procs"
     if [ $mode = exit ]; then
-      run_probed run -q --confine "$b" --grace ${GRACE_MS}ms --report "$t/r.json" -- \
+      run_probed run -q $(confine_opt "$b") --grace ${GRACE_MS}ms --report "$t/r.json" -- \
         "$ESCAPER" "$t/procs" -x exit:6 "${SPECS[@]}"
       want=6
-    else
+    elif [ $mode = timeout ]; then
       # The main ignores TERM too (an ignored disposition survives exec).
-      run_probed run -q --confine "$b" --timeout 1s --grace ${GRACE_MS}ms --report "$t/r.json" -- \
+      run_probed run -q $(confine_opt "$b") --timeout 1s --grace ${GRACE_MS}ms --report "$t/r.json" -- \
         sh -c 'trap "" TERM; exec "$0" "$@"' "$ESCAPER" "$t/procs" -x sleep "${SPECS[@]}"
       want=124
+    else
+      cancel_probed "$t/procs" 6 run -q $(confine_opt "$b") --grace ${GRACE_MS}ms --report "$t/r.json" -- \
+        sh -c 'trap "" TERM; exec "$0" "$@"' "$ESCAPER" "$t/procs" -x sleep "${SPECS[@]}"
+      want=143
     fi
     record_file "$t/procs"
     [ $rc = $want ] || fail "$b/$mode: pmon exit $rc, want $want"
@@ -34,6 +39,10 @@ for b in $(backends); do
       [ "$(action_of "$t/r.json" "$pid")" = SIGKILL ] ||
         fail "$b/$mode: $n reported with action '$(action_of "$t/r.json" "$pid")', want SIGKILL"
     done
+    if [ $mode = cancel ]; then
+      [ "$(rj "$t/r.json" .outcome)" = cancelled ] || fail "$b/$mode: outcome not cancelled"
+      [ "$(rj "$t/r.json" .signal)" = 9 ] || fail "$b/$mode: the main did not die by SIGKILL"
+    fi
     if [ $mode = timeout ]; then
       [ "$(rj "$t/r.json" .outcome)" = timeout ] || fail "$b/$mode: outcome not timeout"
       [ "$(rj "$t/r.json" .signal)" = 9 ] || fail "$b/$mode: the main did not die by SIGKILL"

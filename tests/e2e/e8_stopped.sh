@@ -2,24 +2,29 @@
 # grace + kill: pmon follows the first signal with SIGCONT (so a stopped
 # process with TERM's default action dies of it during the grace: action
 # "SIGTERM"), and a stopped one that ignores TERM is SIGKILLed. Also a main
-# that stopped itself, when --timeout fires.
+# that stopped itself, when --timeout fires, and a cancel (SIGTERM to pmon);
+# on every backend and under --isolate.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/escapes.inc"
 
 wait_lines() { echo "until [ -f $t/procs ] && [ \$(wc -l < $t/procs) -ge $1 ]; do sleep 0.01; done"; }
 SPECS=(name=st,stop name=so,orphan,stop name=si,stop,ignore)
-for b in $(backends); do
-  for mode in exit timeout; do
+for b in $(stop_modes); do
+  for mode in exit timeout cancel; do
     rm -f "$t/procs"
     if [ $mode = exit ]; then
-      run_probed run -q --confine "$b" --grace 3s --report "$t/r.json" -- \
+      run_probed run -q $(confine_opt "$b") --grace 3s --report "$t/r.json" -- \
         "$ESCAPER" "$t/procs" -x exit:0 "${SPECS[@]}"
       want=0
-    else
+    elif [ $mode = timeout ]; then
       # The main shell stops itself once everything is recorded.
-      run_probed run -q --confine "$b" --timeout 1s --grace 3s --report "$t/r.json" -- \
+      run_probed run -q $(confine_opt "$b") --timeout 1s --grace 3s --report "$t/r.json" -- \
         sh -c "\"\$0\" \"\$@\" & $(wait_lines 4); kill -STOP \$\$" "$ESCAPER" "$t/procs" -x wait "${SPECS[@]}"
       want=124
+    else
+      cancel_probed "$t/procs" 4 run -q $(confine_opt "$b") --grace 3s --report "$t/r.json" -- \
+        "$ESCAPER" "$t/procs" -x wait "${SPECS[@]}"
+      want=143
     fi
     record_file "$t/procs"
     [ $rc = $want ] || fail "$b/$mode: pmon exit $rc, want $want"

@@ -1,9 +1,11 @@
 // sys::read_stat on real processes (a comm with spaces and ')'), and
 // sys::descendants_of on hand-made process tables; where the cgroup2 mount is.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -228,3 +230,44 @@ TEST(LocateCgroup2, ShortcutAgreesWithMountinfo) {
 
 }  // namespace
 }  // namespace pmon
+
+namespace pmon::sys {
+namespace {
+
+void* sleep_forever(void*) {
+  for (;;) ::pause();
+}
+
+// A process whose main thread has exited while another runs shows state Z
+// with two threads: alive. A real zombie (one thread) is dead.
+TEST(ReadStat, ExitedMainThreadIsAliveAZombieIsNot) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pthread_t t;
+    if (pthread_create(&t, nullptr, sleep_forever, nullptr) != 0) ::_exit(1);
+    // The main thread alone ends (pthread_exit would unwind into gtest).
+    for (;;) ::syscall(SYS_exit, 0);
+  }
+  Result<ProcStat> st;
+  for (int i = 0; i < 2000; ++i) {
+    st = read_stat(child);
+    if (st && st->state == 'Z') break;
+    ::usleep(1000);
+  }
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->state, 'Z');
+  EXPECT_EQ(st->num_threads, 2);
+  EXPECT_FALSE(st->dead());
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  siginfo_t si{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &si, WEXITED | WNOWAIT), 0);
+  auto z = read_stat(child);
+  ASSERT_TRUE(z.has_value());
+  EXPECT_EQ(z->state, 'Z');
+  EXPECT_TRUE(z->dead());
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+}
+
+}  // namespace
+}  // namespace pmon::sys

@@ -118,3 +118,48 @@ TEST(Stopper, SnapshotOfManyProcessesTracksEachOnce) {
 
 }  // namespace
 }  // namespace pmon
+
+namespace pmon {
+namespace {
+
+// Never empty, and its waiter wakes at once every time (an fd that stays
+// ready): each step must still end at its deadline.
+class StuckBoundary final : public Boundary {
+ public:
+  ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
+  void set_main(pid_t) noexcept override {}
+  std::vector<sys::ProcStat> members() override { return {}; }
+  Result<int> signal_all(int) override { return 0; }
+  Result<void> kill_all() override {
+    ++kills;
+    return {};
+  }
+  Result<bool> empty() override { return false; }
+  Watch watch() override { return {}; }
+  bool contains_escapes() const noexcept override { return true; }
+  void release(bool) noexcept override {}
+  int kills = 0;
+};
+
+class RestlessWaiter final : public StopWaiter {
+ public:
+  StopWake wait(int64_t, const Watch&) override { return StopWake::changed; }
+};
+
+TEST(Stopper, AWaiterThatNeverSleepsStillEndsEachStepAtItsDeadline) {
+  StuckBoundary b;
+  RestlessWaiter waiter;
+  StopPlan plan = StopPlan::standard(SIGTERM, std::chrono::milliseconds(30), std::chrono::milliseconds(30));
+  StopContext ctx;
+  ctx.boundary = &b;
+  ctx.plan = &plan;
+  ctx.waiter = &waiter;
+  ctx.t0_ns = sys::monotonic_ns();
+  StopRecord record;
+  EXPECT_FALSE(execute_stop(ctx, record));
+  EXPECT_TRUE(record.kill_sent_ms.has_value()) << "the grace step never ended: no SIGKILL";
+  EXPECT_GE(b.kills, 1);
+}
+
+}  // namespace
+}  // namespace pmon
