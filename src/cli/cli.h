@@ -41,5 +41,11 @@ int supervise_main(const std::vector<std::string>& args);
 int gc_main(const std::vector<std::string>& args);
 int ps_main(const std::vector<std::string>& args);
 int doctor_main(const std::vector<std::string>& args);
+int serve_main(const std::vector<std::string>& args);
+int start_main(const std::vector<std::string>& args);
+int jobs_main(const std::vector<std::string>& args);
+int logs_main(const std::vector<std::string>& args);
+int stop_main(const std::vector<std::string>& args);
+int wait_main(const std::vector<std::string>& args);
 
 }  // namespace pmon::cli

@@ -19,6 +19,9 @@ constexpr const char* kUsage =
     "  pmon doctor [--json]                      what this host offers, and which backend auto picks\n"
     "  pmon ps [--json] [-a]                     live calls (cgroup leaves) and their process trees\n"
     "  pmon gc [--dry-run] [-v]                  stop and remove the leaves of pmon processes that died\n"
+    "  pmon serve [--stdio|--listen PATH]        background jobs with an owned lifetime (JSON-RPC)\n"
+    "  pmon start [options] -- CMD [ARG...]      start CMD as a kept job of the service; prints its id\n"
+    "  pmon jobs [--json] / logs ID [-f] / stop ID / wait ID   the service's jobs\n"
     "  pmon --version\n"
     "\n"
     "'pmon SUBCOMMAND --help' lists its options; 'pmon run --help' also the exit codes.\n";
@@ -47,6 +50,12 @@ int main(int argc, char** argv) {
   if (sub == "gc") return pmon::cli::gc_main(rest);
   if (sub == "ps") return pmon::cli::ps_main(rest);
   if (sub == "doctor") return pmon::cli::doctor_main(rest);
+  if (sub == "serve") return pmon::cli::serve_main(rest);
+  if (sub == "start") return pmon::cli::start_main(rest);
+  if (sub == "jobs") return pmon::cli::jobs_main(rest);
+  if (sub == "logs") return pmon::cli::logs_main(rest);
+  if (sub == "stop") return pmon::cli::stop_main(rest);
+  if (sub == "wait") return pmon::cli::wait_main(rest);
   if (sub == "__nsinit") return pmon::nsinit_main(rest);  // a pidns call's PID 1 (hidden)
   pmon::cli::die("unknown subcommand '" + sub + "'; see 'pmon --help'");
 }

@@ -13,9 +13,9 @@
 #include <cstring>
 
 #include "cli/cli.h"
+#include "cli/confine_flags.h"
 #include "cli/pty_relay.h"
 #include "confine/boundary.h"
-#include "confine/pidns.h"
 #include "core/report.h"
 #include "core/run.h"
 #include "core/units.h"
@@ -74,21 +74,16 @@ int run_main(const std::vector<std::string>& args) {
   app.footer(kRunFooter);
   app.prefix_command();
 
-  std::string timeout_s, grace_s = "2s", signal_s = "TERM", confine_s = "auto", report_path;
-  std::string cgroup_root;
-  bool isolate = false, wait_tree = false;
+  std::string timeout_s, grace_s = "2s", signal_s = "TERM", report_path;
+  ConfineFlags confine;
+  bool wait_tree = false;
   int verbose = 0;
   bool quiet = false;
   CLI::Option* timeout_opt =
       app.add_option("--timeout", timeout_s, "stop the whole tree after D (exit 124); 0: no timeout")->type_name("D");
   app.add_option("--grace", grace_s, "time between the first signal and SIGKILL (default 2s)")->type_name("D");
   app.add_option("--signal", signal_s, "first signal of the stop (default TERM)")->type_name("SIG");
-  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)")->type_name("B");
-  app.add_option("--cgroup-root", cgroup_root,
-                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)")
-      ->type_name("DIR");
-  app.add_flag("--isolate", isolate,
-               "the cgroup leaf inside new PID, cgroup, mount and user namespaces: a hostile call cannot escape");
+  confine.add_to(app);
   app.add_flag("--wait-tree", wait_tree, "wait for the whole tree instead of stopping leftovers");
   bool pty = false;
   app.add_flag("--pty", pty,
@@ -127,17 +122,6 @@ int run_main(const std::vector<std::string>& args) {
   }
   opts.wait_tree = wait_tree;
 
-  ConfineRequest req;
-  req.cgroup_root = cgroup_root;
-  if (confine_s != "auto") {
-    auto k = parse_confine_kind(confine_s);
-    if (!k) die("run: --confine: unknown backend '" + confine_s + "' (use auto, cgroup, pidns, subreaper or pgroup)");
-    req.kind = *k;
-  }
-  if (isolate && req.kind && *req.kind != ConfineKind::pidns)
-    die("run: --isolate is the cgroup and pidns backends together; it cannot be combined with --confine " +
-        confine_s);
-
   // A report that cannot be written is a bad option: say so before the
   // command runs, not after its side effects (and 125 at the end).
   if (!report_path.empty() && report_path != "-") {
@@ -161,19 +145,6 @@ int run_main(const std::vector<std::string>& args) {
   // Orphans of the call come to us, whatever the backend, so they are reaped.
   (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
 
-  // --isolate: a cgroup leaf inside PID, cgroup, mount and user namespaces.
-  // Without the cgroup backend it fails closed: a PID namespace alone does
-  // not stop a call from moving itself to another cgroup.
-  auto isolated = [&]() -> std::expected<Selection, std::string> {
-    PidnsOptions po;
-    po.isolate = true;
-    po.cgroup_root = cgroup_root;
-    auto b = open_pidns_backend(po);
-    if (!b) return std::unexpected("--isolate: " + b.error());
-    Selection s;
-    s.backend = std::move(*b);
-    return s;
-  };
   // From here on the call is accepted: whatever happens, the report says
   // what did (a command that never ran is "not_started").
   const auto started_at = std::chrono::system_clock::now();
@@ -198,11 +169,9 @@ int run_main(const std::vector<std::string>& args) {
     return err.exit_code;
   };
 
-  auto sel = isolate ? isolated() : select_backend(req);
-  if (!sel) {
-    ConfineKind tried = isolate ? ConfineKind::pidns : req.kind.value_or(ConfineKind::cgroup);
-    return not_started_call(tried, SpawnError{125, 0, "confinement unavailable: " + sel.error()}, {});
-  }
+  auto sel = confine.try_select("run");
+  if (!sel)
+    return not_started_call(confine.tried(), SpawnError{125, 0, "confinement unavailable: " + sel.error()}, {});
   report_passed_over(*sel, verbose > 0, quiet);
   if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
 
@@ -210,6 +179,13 @@ int run_main(const std::vector<std::string>& args) {
   opts.own_all_children = true;
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
+  std::unique_ptr<PtyRelay> relay;
+  if (pty) {
+    auto r = PtyRelay::start();
+    if (!r) die("run: --pty: cannot open a pseudo-terminal: " + r.error().message());
+    relay = std::move(*r);
+    opts.spawn.pty_slave = relay->slave_fd();
+  }
   ReportContext ctx;
   ctx.passed_over = sel->passed_over;
   ctx.weak = sel->backend->kind() == ConfineKind::pgroup;

@@ -84,6 +84,13 @@ class Runner final : public StopWaiter {
   std::string wait_for_end();  // "" (main exited), "timeout" or "cancel"
   RunResult finish(std::string reason);
 
+  // finish() without blocking (Call::begin_finish): the phases it waits in.
+  enum class Phase { none, waiting_tree, stopping, collecting_main, done };
+  bool async_begin(std::string reason);
+  bool async_resume(bool escalate);
+  Watch async_watch();
+  int64_t async_deadline() const;
+
   // StopWaiter: the stop keeps reaping and hears a second cancel signal.
   StopWake wait(int64_t deadline, const Watch& w) override {
     bool was = escalate_;
@@ -109,6 +116,11 @@ class Runner final : public StopWaiter {
   void stop(const std::string& reason);
   bool wait_until_empty(Boundary& b, std::string* reason);
   void stop_escapes(std::string* reason);
+  // The parts of finish() before and after the stop.
+  std::string settle(std::string reason);
+  void stop_context(StopContext& ctx);
+  RunResult complete(std::string reason);
+  bool async_after_stop();
 
   Backend& backend_;
   RunOptions opts_;
@@ -131,6 +143,11 @@ class Runner final : public StopWaiter {
   bool started_ = false;
   bool finished_ = false;
   RunResult result_;
+  // The non-blocking finish.
+  Phase phase_ = Phase::none;
+  std::string reason_;
+  std::unique_ptr<StopMachine> machine_;
+  int64_t collect_deadline_ = 0;
 };
 
 Wake Runner::wait(int64_t deadline, bool watch_main, const Watch* w) {
@@ -339,8 +356,16 @@ void Runner::finish_reaping() {
 
 void Runner::stop(const std::string& reason) {
   res_.stop.reason = reason;
-  if (leftovers_.empty()) leftovers_.snapshot(*b_, child_.pid);
   StopContext ctx;
+  stop_context(ctx);
+  trace("stopping the tree (" + reason + "): " + signal_name(opts_.stop.steps.empty() ? SIGKILL : opts_.stop.steps.front().signal) +
+        ", then SIGKILL");
+  res_.cleanup_verified = execute_stop(ctx, res_.stop);
+  trace(res_.cleanup_verified ? "boundary confirmed empty" : "boundary NOT confirmed empty");
+}
+
+void Runner::stop_context(StopContext& ctx) {
+  if (leftovers_.empty()) leftovers_.snapshot(*b_, child_.pid);
   ctx.boundary = b_.get();
   ctx.plan = &opts_.stop;
   ctx.waiter = this;
@@ -348,10 +373,6 @@ void Runner::stop(const std::string& reason) {
   ctx.main_pidfd = main_exited_ ? -1 : child_.pidfd.get();
   ctx.t0_ns = t0_;
   ctx.skip_grace = escalate_;
-  trace("stopping the tree (" + reason + "): " + signal_name(opts_.stop.steps.empty() ? SIGKILL : opts_.stop.steps.front().signal) +
-        ", then SIGKILL");
-  res_.cleanup_verified = execute_stop(ctx, res_.stop);
-  trace(res_.cleanup_verified ? "boundary confirmed empty" : "boundary NOT confirmed empty");
 }
 
 // --wait-tree: waits until `b` is empty; false when the deadline or a
@@ -489,26 +510,31 @@ std::string Runner::wait_for_end() {
   }
 }
 
-RunResult Runner::finish(std::string reason) {
+// What the end of the call needs: "" (nothing left, verified), "wait-tree"
+// (leftovers to wait for), or the reason the tree must be stopped.
+std::string Runner::settle(std::string reason) {
   if (reason == "timeout") res_.timed_out = true;
   if (reason == "cancel") cancelled_ = true;
-  if (reason.empty()) {
-    auto e = b_->empty();
-    if (e && *e) {
+  if (!reason.empty()) return reason;
+  auto e = b_->empty();
+  if (e && *e) {
+    res_.cleanup_verified = true;
+    res_.stop.empty_confirmed_ms = since_start_ms();
+    return "";
+  }
+  leftovers_.snapshot(*b_, child_.pid);
+  trace(count_of(leftovers_.size(), "process", "processes") + " still running after the main process exited");
+  return opts_.wait_tree ? "wait-tree" : "leftovers";
+}
+
+RunResult Runner::finish(std::string reason) {
+  reason = settle(reason);
+  if (reason == "wait-tree") {
+    reason.clear();
+    if (wait_until_empty(*b_, &reason)) {
+      leftovers_.label_rest("waited");
       res_.cleanup_verified = true;
       res_.stop.empty_confirmed_ms = since_start_ms();
-    } else {
-      leftovers_.snapshot(*b_, child_.pid);
-      trace(count_of(leftovers_.size(), "process", "processes") + " still running after the main process exited");
-      if (opts_.wait_tree) {
-        if (wait_until_empty(*b_, &reason)) {
-          leftovers_.label_rest("waited");
-          res_.cleanup_verified = true;
-          res_.stop.empty_confirmed_ms = since_start_ms();
-        }
-      } else {
-        reason = "leftovers";
-      }
     }
   }
   if (!reason.empty()) stop(reason);
@@ -520,6 +546,11 @@ RunResult Runner::finish(std::string reason) {
     (void)retry_eintr([&] { return ::poll(&p, 1, 5000); });
     note_main_exit();
   }
+  return complete(reason);
+}
+
+// After the stop (or none): reap, drain, and say what happened.
+RunResult Runner::complete(std::string reason) {
   struct rusage ru {};
   siginfo_t si{};
   if (!main_reaped_ &&
@@ -570,6 +601,101 @@ RunResult Runner::finish(std::string reason) {
   b_->release(boundary_empty && main_exited_);
   res_.duration_ms = since_start_ms();
   return std::move(res_);
+}
+
+bool Runner::async_begin(std::string reason) {
+  reason = settle(reason);
+  if (reason == "wait-tree") {
+    reason_.clear();
+    phase_ = Phase::waiting_tree;
+    return async_resume(false);
+  }
+  reason_ = reason;
+  if (reason_.empty()) return async_after_stop();
+  res_.stop.reason = reason_;
+  StopContext ctx;
+  stop_context(ctx);
+  ctx.waiter = nullptr;  // the caller's event loop waits
+  machine_ = std::make_unique<StopMachine>(ctx, res_.stop);
+  phase_ = Phase::stopping;
+  machine_->start();
+  return machine_->done() ? async_after_stop() : false;
+}
+
+// The stop is over (or there was none): the main process is collected
+// without blocking, then the call completes.
+bool Runner::async_after_stop() {
+  if (machine_) res_.cleanup_verified = machine_->verified();
+  machine_.reset();
+  if (!main_exited_) note_main_exit();
+  if (!main_exited_) {
+    if (phase_ != Phase::collecting_main) {
+      phase_ = Phase::collecting_main;
+      collect_deadline_ = sys::monotonic_ns() + 5'000'000'000;
+      return false;
+    }
+    if (sys::monotonic_ns() < collect_deadline_) return false;
+  }
+  result_ = complete(reason_);
+  finished_ = true;
+  phase_ = Phase::done;
+  return true;
+}
+
+bool Runner::async_resume(bool escalate) {
+  switch (phase_) {
+    case Phase::waiting_tree: {
+      if (b_->empty().value_or(false)) {
+        leftovers_.label_rest("waited");
+        res_.cleanup_verified = true;
+        res_.stop.empty_confirmed_ms = since_start_ms();
+        return async_after_stop();
+      }
+      if (deadline_ != kForever && sys::monotonic_ns() >= deadline_) {
+        res_.timed_out = true;
+        phase_ = Phase::none;
+        return async_begin("timeout");
+      }
+      if (escalate) {
+        phase_ = Phase::none;
+        return async_begin("cancel");
+      }
+      return false;
+    }
+    case Phase::stopping: {
+      StopWake wake = escalate ? StopWake::escalate
+                      : sys::monotonic_ns() >= machine_->deadline() ? StopWake::deadline
+                                                                    : StopWake::changed;
+      machine_->on_wake(wake);
+      return machine_->done() ? async_after_stop() : false;
+    }
+    case Phase::collecting_main: return async_after_stop();
+    case Phase::done: return true;
+    case Phase::none: return false;
+  }
+  return false;
+}
+
+Watch Runner::async_watch() {
+  switch (phase_) {
+    case Phase::waiting_tree: return b_->watch();
+    case Phase::stopping: return machine_->watch();
+    case Phase::collecting_main: {
+      Watch w;
+      w.fds.push_back({child_.pidfd.get(), POLLIN, 0});
+      return w;
+    }
+    default: return {};
+  }
+}
+
+int64_t Runner::async_deadline() const {
+  switch (phase_) {
+    case Phase::waiting_tree: return deadline_;
+    case Phase::stopping: return machine_->deadline();
+    case Phase::collecting_main: return collect_deadline_;
+    default: return kForever;
+  }
 }
 
 std::expected<RunResult, SpawnError> run_call(Backend& backend, const RunOptions& opts) {
@@ -627,6 +753,12 @@ std::vector<sys::ProcStat> Call::members() {
 void Call::set_stop_plan(StopPlan plan) { r_->opts_.stop = std::move(plan); }
 
 const RunResult& Call::finish(End why) {
+  // A finish begun without blocking is driven to its end here.
+  while (finishing()) {
+    Watch w = r_->async_watch();
+    (void)r_->wait(r_->async_deadline(), false, &w);
+    (void)r_->async_resume(false);
+  }
   if (r_->started_ && !r_->finished_) {
     std::string reason = why == End::timeout ? "timeout" : why == End::cancel ? "cancel" : "";
     // A main process that already exited ended the call, whatever the
@@ -639,5 +771,40 @@ const RunResult& Call::finish(End why) {
 }
 
 bool Call::finished() const noexcept { return r_->finished_; }
+
+bool Call::begin_finish(End why) {
+  if (!r_->started_ || r_->finished_) return true;
+  if (r_->phase_ != Runner::Phase::none) return false;
+  std::string reason = why == End::timeout ? "timeout" : why == End::cancel ? "cancel" : "";
+  if (why == End::timeout && main_exited()) reason.clear();
+  return r_->async_begin(reason);
+}
+
+bool Call::finishing() const noexcept {
+  return r_->phase_ != Runner::Phase::none && r_->phase_ != Runner::Phase::done;
+}
+
+bool Call::waiting_for_tree() const noexcept { return r_->phase_ == Runner::Phase::waiting_tree; }
+
+std::optional<uint64_t> Call::cpu_usec() {
+  if (finished() || !r_->b_) return finished() ? r_->result_.cpu_usec : std::nullopt;
+  return r_->b_->cpu_usec();
+}
+
+std::optional<uint64_t> Call::memory_peak_bytes() {
+  if (finished() || !r_->b_) return finished() ? r_->result_.memory_peak_bytes : std::nullopt;
+  return r_->b_->memory_peak_bytes();
+}
+
+bool Call::resume_finish(bool escalate) {
+  if (r_->finished_) return true;
+  return r_->async_resume(escalate);
+}
+
+Watch Call::finish_watch() { return r_->async_watch(); }
+
+int64_t Call::finish_deadline() const { return r_->async_deadline(); }
+
+const RunResult& Call::result() const noexcept { return r_->result_; }
 
 }  // namespace pmon

@@ -127,6 +127,25 @@ class Call {
   const RunResult& finish(End why);
   bool finished() const noexcept;
 
+  // finish() for a caller whose one thread must not block (pmon serve):
+  // begin_finish() starts it and returns true when it is already over;
+  // otherwise the caller polls finish_watch() until finish_deadline()
+  // (CLOCK_MONOTONIC ns; it may change after every wake) and calls
+  // resume_finish() on each wake until that returns true. The same stop
+  // plan runs as in finish(), step by step. escalate skips the grace.
+  bool begin_finish(End why);
+  bool finishing() const noexcept;  // begun, not over
+  // Finishing with wait_tree: the main process is gone and the tree is
+  // waited for; resume_finish(true) stops it instead.
+  bool waiting_for_tree() const noexcept;
+  // While the call runs: what its boundary has used so far, where known.
+  std::optional<uint64_t> cpu_usec();
+  std::optional<uint64_t> memory_peak_bytes();
+  bool resume_finish(bool escalate = false);
+  Watch finish_watch();
+  int64_t finish_deadline() const;
+  const RunResult& result() const noexcept;
+
  private:
   std::unique_ptr<Runner> r_;
 };

@@ -116,41 +116,91 @@ bool wait_until_empty(Boundary& b, StopWaiter& waiter, int64_t deadline,
   }
 }
 
-bool execute_stop(const StopContext& ctx, StopRecord& record) {
-  Boundary& b = *ctx.boundary;
-  auto since_ms = [&] { return (sys::monotonic_ns() - ctx.t0_ns) / 1e6; };
-  bool skip_grace = ctx.skip_grace;
-  bool verified = false;
-  for (const StopStep& step : ctx.plan->steps) {
+double StopMachine::since_ms() const { return (sys::monotonic_ns() - ctx_.t0_ns) / 1e6; }
+
+bool StopMachine::step_is_kill() const {
+  return ctx_.plan->steps[i_].action == StopStep::Action::kill;
+}
+
+void StopMachine::start() {
+  skip_grace_ = ctx_.skip_grace;
+  i_ = 0;
+  run_steps();
+}
+
+void StopMachine::run_steps() {
+  Boundary& b = *ctx_.boundary;
+  for (; i_ < ctx_.plan->steps.size(); ++i_) {
+    const StopStep& step = ctx_.plan->steps[i_];
     const bool kill = step.action == StopStep::Action::kill;
-    if (!kill && skip_grace) continue;
+    if (!kill && skip_grace_) continue;
     int64_t step_start = sys::monotonic_ns();
     if (!kill) {
-      record.first_signal = step.signal;
-      record.signal_sent_ms = since_ms();
-      if (ctx.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx.main_pidfd, step.signal);
+      record_.first_signal = step.signal;
+      record_.signal_sent_ms = since_ms();
+      if (ctx_.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
       (void)b.signal_all(step.signal);
       if (step.with_cont) (void)b.signal_all(SIGCONT);
     } else {
-      record.kill_sent_ms = since_ms();
+      record_.kill_sent_ms = since_ms();
       (void)b.kill_all();
-      if (ctx.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx.main_pidfd, SIGKILL);
+      if (ctx_.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx_.main_pidfd, SIGKILL);
     }
-    bool escalated = false;
-    verified = wait_until_empty(b, *ctx.waiter, step_start + step.wait.count(), kill, &escalated);
-    if (verified) record.empty_confirmed_ms = since_ms();
-    if (ctx.leftovers) {
-      // A cgroup reads empty as its last process leaves it, a moment before
-      // that process has finished exiting (its pidfd turns readable then):
-      // those went in this step too, not in a later one.
-      if (verified) ctx.leftovers->wait_exited(sys::monotonic_ns() + 100'000'000);
-      ctx.leftovers->label_dead(kill ? "SIGKILL" : signal_name(step.signal));
+    deadline_ = step_start + step.wait.count();
+    auto e = b.empty();
+    if (e && *e) {
+      end_step(true);
+      return;
     }
-    if (verified) break;
-    if (escalated) skip_grace = true;
+    return;  // wait for a wake
   }
-  if (ctx.leftovers) ctx.leftovers->label_rest(verified ? "SIGKILL" : "survived");
-  return verified;
+  finish(false);
+}
+
+void StopMachine::on_wake(StopWake wake) {
+  if (done_) return;
+  Boundary& b = *ctx_.boundary;
+  // A wake that comes after the step's deadline is the deadline's.
+  if (wake == StopWake::changed && sys::monotonic_ns() >= deadline_) wake = StopWake::deadline;
+  if (wake == StopWake::changed) {
+    // A scan is a snapshot: kill again whatever was forked since the last.
+    if (step_is_kill()) (void)b.kill_all();
+    auto e = b.empty();
+    if (e && *e) end_step(true);
+    return;
+  }
+  bool emptied = b.empty().value_or(false);
+  end_step(emptied);
+  if (done_) return;
+  if (wake == StopWake::escalate) skip_grace_ = true;
+  ++i_;
+  run_steps();
+}
+
+void StopMachine::end_step(bool emptied) {
+  if (emptied) record_.empty_confirmed_ms = since_ms();
+  if (ctx_.leftovers) {
+    // A cgroup reads empty as its last process leaves it, a moment before
+    // that process has finished exiting (its pidfd turns readable then):
+    // those went in this step too, not in a later one.
+    if (emptied) ctx_.leftovers->wait_exited(sys::monotonic_ns() + 100'000'000);
+    const StopStep& step = ctx_.plan->steps[i_];
+    ctx_.leftovers->label_dead(step_is_kill() ? "SIGKILL" : signal_name(step.signal));
+  }
+  if (emptied) finish(true);
+}
+
+void StopMachine::finish(bool verified) {
+  if (ctx_.leftovers) ctx_.leftovers->label_rest(verified ? "SIGKILL" : "survived");
+  verified_ = verified;
+  done_ = true;
+}
+
+bool execute_stop(const StopContext& ctx, StopRecord& record) {
+  StopMachine m(ctx, record);
+  m.start();
+  while (!m.done()) m.on_wake(ctx.waiter->wait(m.deadline(), m.watch()));
+  return m.verified();
 }
 
 }  // namespace pmon

@@ -87,6 +87,39 @@ struct StopContext {
   bool skip_grace = false; // start at the first kill step
 };
 
+// The plan as a state machine, for a caller whose one thread serves other
+// work while a tree stops (pmon serve): start() sends the first step's
+// action; the caller waits on watch() and deadline() in its own event loop
+// and hands each wake to on_wake(). execute_stop is this machine driven by
+// a StopWaiter, so every front end escalates the same way.
+class StopMachine {
+ public:
+  StopMachine(const StopContext& ctx, StopRecord& record) : ctx_(ctx), record_(record) {}
+  void start();
+  void on_wake(StopWake wake);
+  bool done() const noexcept { return done_; }
+  bool verified() const noexcept { return verified_; }
+  // CLOCK_MONOTONIC ns at which the current step gives up waiting.
+  int64_t deadline() const noexcept { return deadline_; }
+  // What to poll until the boundary may have changed (refreshed per call).
+  Watch watch() { return ctx_.boundary->watch(); }
+
+ private:
+  void run_steps();  // from step i_ on, until one has to wait
+  bool step_is_kill() const;
+  void end_step(bool emptied);
+  void finish(bool verified);
+  double since_ms() const;
+
+  StopContext ctx_;
+  StopRecord& record_;
+  size_t i_ = 0;
+  bool skip_grace_ = false;
+  int64_t deadline_ = 0;
+  bool done_ = false;
+  bool verified_ = false;
+};
+
 // Runs the plan; true when the boundary was confirmed empty.
 bool execute_stop(const StopContext& ctx, StopRecord& record);
 

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""pmon serve figures (no asserts): job throughput against `pmon run` per
+call, SIGKILL of the service to every job gone, and 1000 idle jobs (RSS,
+CPU while idle, session/close of all of them to every tree verified gone).
+
+usage: serve_bench.py PMON [N_CALLS]
+"""
+import functools, json, os, select, socket, subprocess, sys, tempfile, time
+
+print = functools.partial(print, flush=True)
+
+PMON = sys.argv[1]
+N = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+
+
+class Client:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.f = self.s.makefile("rwb")
+        self.id = 0
+        self.notes = []
+
+    def send(self, method, params):
+        self.id += 1
+        self.f.write((json.dumps({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}) + "\n").encode())
+        self.f.flush()
+        return self.id
+
+    def reply(self, i):
+        while True:
+            m = json.loads(self.f.readline())
+            if m.get("id") == i:
+                if "error" in m:
+                    raise RuntimeError(m["error"]["message"])
+                return m["result"]
+            self.notes.append(m)
+
+    def call(self, method, params):
+        return self.reply(self.send(method, params))
+
+
+def start_service(d, *args):
+    path = os.path.join(d, "s.sock")
+    p = subprocess.Popen([PMON, "serve", "-q", "--listen", path, *args])
+    while not os.path.exists(path):
+        time.sleep(0.01)
+    return p, path
+
+
+def cpu_ticks(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+
+
+def rss_kib(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+
+with tempfile.TemporaryDirectory() as d:
+    # 1. /bin/true through the socket against pmon run per call.
+    p, path = start_service(d)
+    c = Client(path)
+    t0 = time.monotonic()
+    for _ in range(N):
+        tid = c.call("terminal/create", {"command": "/bin/true"})["terminalId"]
+        c.call("terminal/wait_for_exit", {"terminalId": tid})
+        c.call("terminal/report", {"terminalId": tid})
+        c.call("terminal/release", {"terminalId": tid})
+    serve_rate = N / (time.monotonic() - t0)
+    t0 = time.monotonic()
+    for _ in range(N):
+        subprocess.run([PMON, "run", "-q", "--", "/bin/true"], check=True)
+    run_rate = N / (time.monotonic() - t0)
+    print("job /bin/true start->exit->report->release: %.0f calls/s; pmon run: %.0f calls/s; ratio %.2fx"
+          % (serve_rate, run_rate, serve_rate / run_rate))
+
+    # 2. 1000 idle jobs.
+    jobs = 1000
+    t0 = time.monotonic()
+    for _ in range(jobs):
+        c.call("terminal/create", {"command": "sleep", "args": ["600"], "sessionId": "s"})
+    made = time.monotonic() - t0
+    time.sleep(1)
+    rss = rss_kib(p.pid)
+    before = cpu_ticks(p.pid)
+    time.sleep(10)
+    idle_ms = (cpu_ticks(p.pid) - before) * 1000 / os.sysconf("SC_CLK_TCK")
+    t0 = time.monotonic()
+    c.call("session/close", {"sessionId": "s"})
+    # Jobs that ended at once were announced before the answer came.
+    gone = sum(1 for m in c.notes if m.get("method") == "terminal/exited" and m["params"]["cleanupVerified"])
+    while gone < jobs:
+        m = json.loads(c.f.readline())
+        if m.get("method") == "terminal/exited" and m["params"]["cleanupVerified"]:
+            gone += 1
+    close_ms = (time.monotonic() - t0) * 1000
+    print("1000 sleep jobs: started in %.2f s; service RSS %d KiB; CPU over 10 s idle %.0f ms; "
+          "session/close to all 1000 verified gone %.0f ms" % (made, rss, idle_ms, close_ms))
+    p.terminate()
+    p.wait()
+
+    # 3. SIGKILL of the service: every job gone (the cgroup guard).
+    p, path = start_service(d, "--confine", "cgroup")
+    c = Client(path)
+    pids = []
+    for _ in range(50):
+        tid = c.call("terminal/create", {"command": "sleep", "args": ["600"], "keep": True})["terminalId"]
+    for t in c.call("terminal/list", {})["terminals"]:
+        pids.append(t["pid"])
+    fds = [os.pidfd_open(x) for x in pids]
+    t0 = time.monotonic()
+    p.kill()
+    p.wait()
+    left = set(fds)
+    while left:
+        r, _, _ = select.select(list(left), [], [], 10)
+        if not r:
+            break
+        left -= set(r)
+    print("SIGKILL of the service -> 50 jobs gone: %.1f ms%s" % ((time.monotonic() - t0) * 1000,
+                                                              "" if not left else " (%d left!)" % len(left)))

@@ -1,0 +1,59 @@
+#include "cli/confine_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/cli.h"
+#include "confine/pidns.h"
+
+namespace pmon::cli {
+
+void ConfineFlags::add_to(CLI::App& app) {
+  app.add_option("--confine", confine, "auto|cgroup|pidns|subreaper|pgroup (default auto)")->type_name("B");
+  app.add_option("--cgroup-root", cgroup_root,
+                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)")
+      ->type_name("DIR");
+  app.add_flag("--isolate", isolate,
+               "the cgroup leaf inside new PID, cgroup, mount and user namespaces: a hostile call cannot escape");
+}
+
+Selection ConfineFlags::select(const std::string& sub, bool verbose, bool quiet) const {
+  auto sel = try_select(sub);
+  if (!sel) die("confinement unavailable: " + sel.error());
+  report_passed_over(*sel, verbose, quiet);
+  return std::move(*sel);
+}
+
+ConfineKind ConfineFlags::tried() const {
+  if (isolate) return ConfineKind::pidns;
+  return parse_confine_kind(confine).value_or(ConfineKind::cgroup);
+}
+
+std::expected<Selection, std::string> ConfineFlags::try_select(const std::string& sub) const {
+  ConfineRequest req;
+  req.cgroup_root = cgroup_root;
+  if (confine != "auto") {
+    auto k = parse_confine_kind(confine);
+    if (!k) die(sub + ": --confine: unknown backend '" + confine + "' (use auto, cgroup, pidns, subreaper or pgroup)");
+    req.kind = *k;
+  }
+  if (isolate && req.kind && *req.kind != ConfineKind::pidns)
+    die(sub + ": --isolate is the cgroup and pidns backends together; it cannot be combined with --confine " +
+        confine);
+  // --isolate: a cgroup leaf inside PID, cgroup, mount and user namespaces.
+  // Without the cgroup backend it fails closed: a PID namespace alone does
+  // not stop a call from moving itself to another cgroup.
+  auto isolated = [&]() -> std::expected<Selection, std::string> {
+    PidnsOptions po;
+    po.isolate = true;
+    po.cgroup_root = cgroup_root;
+    auto b = open_pidns_backend(po);
+    if (!b) return std::unexpected("--isolate: " + b.error());
+    Selection s;
+    s.backend = std::move(*b);
+    return s;
+  };
+  return isolate ? isolated() : select_backend(req);
+}
+
+}  // namespace pmon::cli

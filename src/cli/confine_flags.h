@@ -1,0 +1,34 @@
+// The confinement options every subcommand that starts calls shares
+// (--confine, --cgroup-root, --isolate): declared once, added to each.
+#pragma once
+
+#include <string>
+
+#include "confine/boundary.h"
+
+namespace CLI {
+class App;
+}
+
+namespace pmon::cli {
+
+struct ConfineFlags {
+  std::string confine = "auto";
+  std::string cgroup_root;
+  bool isolate = false;
+
+  void add_to(CLI::App& app);
+  // The backend they ask for; bad flags or an unavailable backend end with
+  // die(), naming the subcommand. Says on stderr why stronger backends were
+  // passed over as report_passed_over() does.
+  Selection select(const std::string& sub, bool verbose, bool quiet) const;
+  // The same, but an unavailable backend is returned (for a caller that
+  // reports it), not fatal, and nothing is said of what was passed over;
+  // bad flags still end with die().
+  std::expected<Selection, std::string> try_select(const std::string& sub) const;
+  // The backend asked for (auto: cgroup), for a report of a call that
+  // could not start.
+  ConfineKind tried() const;
+};
+
+}  // namespace pmon::cli

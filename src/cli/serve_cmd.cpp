@@ -1,0 +1,79 @@
+// pmon serve [--stdio | --listen PATH] [options]
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/cli.h"
+#include "cli/confine_flags.h"
+#include "core/units.h"
+#include "serve/service.h"
+#include "serve/socket.h"
+
+namespace pmon::cli {
+
+namespace {
+
+constexpr const char* kServeFooter = R"(
+Jobs are requested in JSON-RPC 2.0, one message per line, on stdin/stdout
+(--stdio) or on a Unix socket (--listen; default $XDG_RUNTIME_DIR/pmon/serve.sock,
+/run/pmon/serve.sock for root, /tmp/pmon-UID/serve.sock otherwise). Only
+clients with the service's uid, or root, are served.
+
+Each job is stopped and verified gone when it is released, when its
+session or its connection closes (unless created with keep), when its
+timeout fires, and when the service stops: SIGTERM, SIGINT, EOF on --stdio,
+or the parent's death with --die-with-parent. Exit status 0 when every job
+was verified gone, 125 otherwise.
+
+pmon start, jobs, logs, stop and wait talk to the service on the socket.)";
+
+}  // namespace
+
+int serve_main(const std::vector<std::string>& args) {
+  CLI::App app{"Run background jobs whose lifetime a client owns.", "pmon serve"};
+  app.footer(kServeFooter);
+  bool stdio = false, die_with_parent = false, quiet = false;
+  std::string listen, grace_s = "2s";
+  size_t max_jobs = 1024;
+  ConfineFlags confine;
+  app.add_flag("--stdio", stdio, "serve one client on stdin/stdout");
+  CLI::Option* listen_opt = app.add_option("--listen", listen, "serve clients on the Unix socket PATH");
+  app.add_flag("--die-with-parent", die_with_parent, "stop every job and exit when the parent process dies");
+  confine.add_to(app);
+  app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)");
+  app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)");
+  app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
+  if (!parse_options(app, args, "serve")) return 0;
+  if (stdio && listen_opt->count() > 0) die("serve: --stdio and --listen exclude each other");
+  if (max_jobs == 0) die("serve: --max-jobs must be at least 1");
+  auto grace = parse_duration(grace_s);
+  if (!grace) die("serve: --grace: " + describe_duration_error(grace_s, grace.error()));
+
+  Selection sel = confine.select("serve", false, quiet);
+  // A subreaper boundary is everything reparented to this process: with
+  // many jobs in one process it cannot tell whose orphan is whose.
+  if (sel.backend->kind() == ConfineKind::subreaper)
+    die("serve: the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
+
+  serve::ServeOptions opts;
+  opts.stdio = stdio;
+  opts.die_with_parent = die_with_parent;
+  opts.max_jobs = max_jobs;
+  opts.stop = StopPlan::standard(SIGTERM, *grace);
+  opts.passed_over = sel.passed_over;
+  Fd listener;
+  std::string path;
+  if (!stdio) {
+    path = listen_opt->count() > 0 ? listen : serve::default_socket_path(false);
+    auto l = serve::listen_unix(path, listen_opt->count() == 0);
+    if (!l) die("serve: " + l.error());
+    listener = std::move(*l);
+    opts.listen_fd = listener.get();
+    if (!quiet) std::fprintf(stderr, "pmon: serving on %s\n", path.c_str());
+  }
+  int rc = serve::serve(*sel.backend, opts);
+  if (!path.empty()) (void)::unlink(path.c_str());
+  if (rc != 0) std::fprintf(stderr, "pmon: serve: a job's tree could not be confirmed gone\n");
+  return rc;
+}
+
+}  // namespace pmon::cli

@@ -1,0 +1,268 @@
+#include "serve/protocol.h"
+
+#include <limits>
+#include <map>
+
+#include "core/units.h"
+
+namespace pmon::serve {
+
+namespace {
+
+// Reads the fields of one params object; the first problem is kept and
+// names the field.
+class Fields {
+ public:
+  explicit Fields(const Json& obj) : obj_(obj) {}
+
+  std::optional<std::string> error() const { return error_; }
+
+  std::optional<std::string> str(const char* name, bool required) {
+    const Json* v = find(name, required);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) return bad(name, "must be a string"), std::nullopt;
+    return v->get<std::string>();
+  }
+
+  std::optional<uint64_t> uint(const char* name, bool required, uint64_t max) {
+    const Json* v = find(name, required);
+    if (!v) return std::nullopt;
+    if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0))
+      return bad(name, "must be a non-negative integer"), std::nullopt;
+    uint64_t n = v->get<uint64_t>();
+    if (n > max) return bad(name, "must be at most " + std::to_string(max)), std::nullopt;
+    return n;
+  }
+
+  bool flag(const char* name) {
+    const Json* v = find(name, false);
+    if (!v) return false;
+    if (!v->is_boolean()) return bad(name, "must be true or false"), false;
+    return v->get<bool>();
+  }
+
+  std::vector<std::string> strings(const char* name) {
+    std::vector<std::string> out;
+    const Json* v = find(name, false);
+    if (!v) return out;
+    if (!v->is_array()) return bad(name, "must be an array of strings"), out;
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) return bad(std::string(name) + "[" + std::to_string(i) + "]", "must be a string"), out;
+      out.push_back((*v)[i].get<std::string>());
+    }
+    return out;
+  }
+
+  std::vector<EnvVar> env(const char* name) {
+    std::vector<EnvVar> out;
+    const Json* v = find(name, false);
+    if (!v) return out;
+    if (!v->is_array()) return bad(name, "must be an array of {name, value}"), out;
+    for (size_t i = 0; i < v->size(); ++i) {
+      std::string at = std::string(name) + "[" + std::to_string(i) + "]";
+      const Json& e = (*v)[i];
+      if (!e.is_object()) return bad(at, "must be an object {name, value}"), out;
+      auto n = e.find("name");
+      auto val = e.find("value");
+      if (n == e.end() || !n->is_string() || n->get<std::string>().empty() ||
+          n->get<std::string>().find('=') != std::string::npos)
+        return bad(at + ".name", "must be a non-empty string without '='"), out;
+      if (val == e.end() || !val->is_string()) return bad(at + ".value", "must be a string"), out;
+      out.push_back({n->get<std::string>(), val->get<std::string>()});
+    }
+    return out;
+  }
+
+  std::optional<PtySize> size(const char* name, bool required) {
+    const Json* v = find(name, required);
+    if (!v) return std::nullopt;
+    if (!v->is_object()) return bad(name, "must be an object {rows, cols}"), std::nullopt;
+    Fields inner(*v);
+    inner.prefix_ = std::string(name) + ".";
+    auto rows = inner.uint("rows", true, 65535);
+    auto cols = inner.uint("cols", true, 65535);
+    if (inner.error_) return error_ = inner.error_, std::nullopt;
+    if (*rows == 0 || *cols == 0) return bad(name, "rows and cols must be at least 1"), std::nullopt;
+    return PtySize{static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols)};
+  }
+
+ private:
+  const Json* find(const char* name, bool required) {
+    if (error_) return nullptr;
+    auto it = obj_.find(name);
+    if (it == obj_.end() || it->is_null()) {
+      if (required) bad(name, "is required");
+      return nullptr;
+    }
+    return &*it;
+  }
+  void bad(const std::string& name, const std::string& why) {
+    if (!error_) error_ = "invalid params: '" + prefix_ + name + "' " + why;
+  }
+
+  const Json& obj_;
+  std::string prefix_;
+  std::optional<std::string> error_;
+};
+
+constexpr uint64_t kMaxMs = uint64_t{1} << 40;
+constexpr uint64_t kMaxOutputLimit = uint64_t{1} << 30;
+
+std::optional<Params> parse_params(Method m, const Json& p, std::string& err) {
+  Fields f(p);
+  Params out;
+  auto id = [&] { return f.str("terminalId", true).value_or(""); };
+  switch (m) {
+    case Method::create: {
+      CreateParams c;
+      c.session_id = f.str("sessionId", false);
+      c.command = f.str("command", true).value_or("");
+      if (!f.error() && c.command.empty()) {
+        err = "invalid params: 'command' must not be empty";
+        return std::nullopt;
+      }
+      c.args = f.strings("args");
+      c.env = f.env("env");
+      c.cwd = f.str("cwd", false);
+      c.output_byte_limit = f.uint("outputByteLimit", false, kMaxOutputLimit).value_or(1 << 20);
+      c.timeout_ms = f.uint("timeoutMs", false, kMaxMs);
+      c.pty = f.size("pty", false);
+      c.keep = f.flag("keep");
+      c.wait_tree = f.flag("waitTree");
+      c.name = f.str("name", false);
+      out = std::move(c);
+      break;
+    }
+    case Method::kill:
+    case Method::release:
+    case Method::report: out = TerminalParams{id()}; break;
+    case Method::output: {
+      OutputParams o{id(), std::nullopt, std::nullopt};
+      o.since = f.uint("since", false, std::numeric_limits<uint64_t>::max());
+      o.wait_ms = f.uint("waitMs", false, kMaxMs);
+      out = o;
+      break;
+    }
+    case Method::wait_for_exit: {
+      WaitForExitParams w{id(), std::nullopt};
+      w.timeout_ms = f.uint("timeoutMs", false, kMaxMs);
+      out = w;
+      break;
+    }
+    case Method::write: {
+      WriteParams w;
+      w.terminal_id = id();
+      w.data = f.str("data", false).value_or("");
+      w.eof = f.flag("eof");
+      out = std::move(w);
+      break;
+    }
+    case Method::resize: {
+      ResizeParams r;
+      r.terminal_id = id();
+      // ACP-style flat {rows, cols}.
+      auto rows = f.uint("rows", true, 65535);
+      auto cols = f.uint("cols", true, 65535);
+      if (rows && cols) r.size = {static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols)};
+      out = r;
+      break;
+    }
+    case Method::wait_for_port: {
+      WaitForPortParams w;
+      w.terminal_id = id();
+      auto port = f.uint("port", false, 65535);
+      if (port) w.port = static_cast<uint16_t>(*port);
+      w.timeout_ms = f.uint("timeoutMs", false, kMaxMs);
+      out = w;
+      break;
+    }
+    case Method::list: out = ListParams{f.str("sessionId", false)}; break;
+    case Method::session_close: out = SessionCloseParams{f.str("sessionId", true).value_or("")}; break;
+  }
+  if (f.error()) {
+    err = *f.error();
+    return std::nullopt;
+  }
+  return out;
+}
+
+const std::map<std::string, Method, std::less<>>& methods() {
+  static const std::map<std::string, Method, std::less<>> m = {
+      {"terminal/create", Method::create},
+      {"terminal/output", Method::output},
+      {"terminal/wait_for_exit", Method::wait_for_exit},
+      {"terminal/write", Method::write},
+      {"terminal/resize", Method::resize},
+      {"terminal/kill", Method::kill},
+      {"terminal/release", Method::release},
+      {"terminal/list", Method::list},
+      {"terminal/report", Method::report},
+      {"terminal/wait_for_port", Method::wait_for_port},
+      {"session/close", Method::session_close},
+  };
+  return m;
+}
+
+}  // namespace
+
+std::variant<Request, BadRequest> parse_request(std::string_view line) {
+  Json j = Json::parse(line, nullptr, false);
+  if (j.is_discarded()) return BadRequest{nullptr, {rpc::kParseError, "parse error: not valid JSON"}};
+  if (!j.is_object()) return BadRequest{nullptr, {rpc::kInvalidRequest, "invalid request: not a JSON object"}};
+  Json id = nullptr;
+  bool notification = true;
+  if (auto it = j.find("id"); it != j.end()) {
+    if (!it->is_string() && !it->is_number_integer() && !it->is_null())
+      return BadRequest{nullptr, {rpc::kInvalidRequest, "invalid request: 'id' must be a string or an integer"}};
+    id = *it;
+    notification = false;
+  }
+  auto ver = j.find("jsonrpc");
+  if (ver == j.end() || *ver != "2.0")
+    return BadRequest{id, {rpc::kInvalidRequest, "invalid request: 'jsonrpc' must be \"2.0\""}};
+  auto m = j.find("method");
+  if (m == j.end() || !m->is_string())
+    return BadRequest{id, {rpc::kInvalidRequest, "invalid request: 'method' must be a string"}};
+  auto known = methods().find(m->get<std::string>());
+  if (known == methods().end())
+    return BadRequest{id, {rpc::kMethodNotFound, "unknown method '" + m->get<std::string>() + "'"}};
+  Json params = Json::object();
+  if (auto p = j.find("params"); p != j.end()) {
+    if (!p->is_object())
+      return BadRequest{id, {rpc::kInvalidParams, "invalid params: 'params' must be an object"}};
+    params = *p;
+  }
+  std::string err;
+  auto typed = parse_params(known->second, params, err);
+  if (!typed) return BadRequest{id, {rpc::kInvalidParams, err}};
+  Request r;
+  r.id = id;
+  r.notification = notification;
+  r.method = known->second;
+  r.params = std::move(*typed);
+  return r;
+}
+
+std::string result_line(const Json& id, const Json& result) {
+  Json j = {{"jsonrpc", "2.0"}, {"id", id}, {"result", result}};
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string error_line(const Json& id, const RpcError& error) {
+  Json j = {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", error.code}, {"message", error.message}}}};
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string notification_line(std::string_view method, const Json& params) {
+  Json j = {{"jsonrpc", "2.0"}, {"method", method}, {"params", params}};
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal) {
+  Json j = Json::object();
+  j["exitCode"] = exit_code ? Json(*exit_code) : Json(nullptr);
+  j["signal"] = signal ? Json(signal_name(*signal)) : Json(nullptr);
+  return j;
+}
+
+}  // namespace pmon::serve

@@ -1,0 +1,124 @@
+// JSON-RPC 2.0 of pmon serve, one message per line: parsing a line into a
+// typed request, validated in one place (naming the bad field), and the
+// replies as text. Data in, data out: nothing here touches a socket.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace pmon::serve {
+
+using Json = nlohmann::json;
+
+namespace rpc {
+constexpr int kParseError = -32700;
+constexpr int kInvalidRequest = -32600;
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidParams = -32602;
+constexpr int kServerError = -32000;  // unknown terminal, spawn failure, ...
+}  // namespace rpc
+
+struct RpcError {
+  int code = rpc::kServerError;
+  std::string message;
+};
+
+struct PtySize {
+  uint16_t rows = 24;
+  uint16_t cols = 80;
+};
+
+struct EnvVar {
+  std::string name;
+  std::string value;
+};
+
+struct CreateParams {
+  std::optional<std::string> session_id;
+  std::string command;
+  std::vector<std::string> args;
+  std::vector<EnvVar> env;
+  std::optional<std::string> cwd;
+  uint64_t output_byte_limit = 1 << 20;
+  std::optional<uint64_t> timeout_ms;
+  std::optional<PtySize> pty;
+  bool keep = false;
+  bool wait_tree = false;
+  std::optional<std::string> name;
+};
+
+// terminal/kill, terminal/release, terminal/report.
+struct TerminalParams {
+  std::string terminal_id;
+};
+struct OutputParams {
+  std::string terminal_id;
+  std::optional<uint64_t> since;
+  // pmon's: with nothing new past `since` on a running job, wait up to this
+  // long for more (or its end) before answering.
+  std::optional<uint64_t> wait_ms;
+};
+struct WaitForExitParams {
+  std::string terminal_id;
+  std::optional<uint64_t> timeout_ms;
+};
+struct WriteParams {
+  std::string terminal_id;
+  std::string data;
+  bool eof = false;
+};
+struct ResizeParams {
+  std::string terminal_id;
+  PtySize size;
+};
+struct WaitForPortParams {
+  std::string terminal_id;
+  std::optional<uint16_t> port;
+  std::optional<uint64_t> timeout_ms;
+};
+struct ListParams {
+  std::optional<std::string> session_id;
+};
+struct SessionCloseParams {
+  std::string session_id;
+};
+
+enum class Method {
+  create, output, wait_for_exit, write, resize, kill, release, list, report, wait_for_port,
+  session_close
+};
+
+using Params = std::variant<CreateParams, TerminalParams, OutputParams, WaitForExitParams,
+                            WriteParams, ResizeParams, WaitForPortParams, ListParams,
+                            SessionCloseParams>;
+
+struct Request {
+  Json id;            // null for a notification
+  bool notification = false;
+  Method method = Method::list;
+  Params params;
+};
+
+// A line that is no valid request: the error to answer, and the id when
+// the line had a readable one.
+struct BadRequest {
+  Json id;
+  RpcError error;
+};
+
+std::variant<Request, BadRequest> parse_request(std::string_view line);
+
+// One line each, ending in '\n'.
+std::string result_line(const Json& id, const Json& result);
+std::string error_line(const Json& id, const RpcError& error);
+std::string notification_line(std::string_view method, const Json& params);
+
+// What a job's exit status reads as: {exitCode, signal}, one of them null.
+Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal);
+
+}  // namespace pmon::serve

@@ -1,0 +1,1006 @@
+#include "serve/service.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "core/report.h"
+#include "core/run.h"
+#include "serve/output_buffer.h"
+#include "serve/ports.h"
+#include "serve/protocol.h"
+#include "sys/pty.h"
+#include "sys/syscalls.h"
+
+extern char** environ;
+
+namespace pmon::serve {
+
+namespace {
+
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+
+// What an epoll event is about: the kind in the top byte, an id below.
+enum class Tag : uint64_t {
+  listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop
+};
+uint64_t tag(Tag t, uint64_t id = 0) { return (static_cast<uint64_t>(t) << 56) | id; }
+Tag tag_kind(uint64_t v) { return static_cast<Tag>(v >> 56); }
+uint64_t tag_id(uint64_t v) { return v & ((uint64_t{1} << 56) - 1); }
+
+std::string iso_time(std::chrono::system_clock::time_point t) {
+  std::time_t s = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  (void)::gmtime_r(&s, &tm);
+  char buf[64];
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
+void set_nonblocking(int fd) {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+// A reply that is owed later (wait_for_exit, a kill or release that waits
+// for the tree to be verified gone, an output read that waits for bytes).
+struct Pending {
+  enum class Kind { exit, stopped, output, port };
+  Kind kind = Kind::exit;
+  uint64_t conn = 0;
+  Json id;
+  int64_t deadline = kForever;
+  std::optional<uint64_t> since;  // Kind::output
+  std::optional<uint16_t> port;   // Kind::port: this one, or any
+  int64_t next_scan = 0;          // Kind::port
+  uint64_t timeout_ms = 0;        // Kind::port, for the error
+};
+
+// A listening socket can only be seen in the kernel's tables, with no event
+// when one appears: while (and only while) somebody waits for a port, the
+// job's processes are looked at this often.
+constexpr int64_t kPortScanNs = 50'000'000;
+
+struct Job {
+  uint64_t num = 0;  // epoll tags
+  std::string id;
+  std::string name;
+  std::vector<std::string> command;
+  uint64_t owner = 0;   // the connection whose end stops it; 0: the service's (keep)
+  uint64_t creator = 0; // gets terminal/exited
+  std::optional<std::string> session;
+  bool keep = false;
+  bool pty = false;  // out and in are the pty's master (two fds of it)
+  std::unique_ptr<Call> call;
+  Fd out;  // stdout and stderr of the job, one pipe
+  Fd in;   // its stdin
+  OutputBuffer buffer;
+  std::string in_pending;
+  bool in_eof = false;  // close stdin once in_pending is written
+  bool main_watched = false;
+  bool in_watched = false;
+  Fd stop_ep;           // the stop's watch, an epoll of its own inside ours
+  int64_t deadline = kForever;  // the job's own timeout
+  int64_t rescan_at = kForever;
+  std::chrono::system_clock::time_point started;
+  std::string ended_by;  // why pmon stopped it: "kill", "release", ...
+  bool forget = false;   // dropped once over (release, its owner's end)
+  bool done = false;
+  std::vector<Pending> pending;
+
+  explicit Job(size_t limit) : buffer(limit) {}
+
+  const char* status() const {
+    if (done) return "exited";
+    return call->finishing() ? "stopping" : "running";
+  }
+};
+
+struct Conn {
+  uint64_t id = 0;
+  Fd sock;          // a socket connection; for --stdio the two fds below
+  int in_fd = -1;
+  int out_fd = -1;
+  std::string inbuf;
+  bool discarding = false;  // inside a line that was too long
+  std::string outq;
+  size_t out_off = 0;
+  bool out_watched = false;
+  bool doomed = false;  // dropped after this batch of events
+};
+
+class Service {
+ public:
+  Service(Backend& backend, const ServeOptions& opts) : backend_(backend), opts_(opts) {}
+  int run();
+
+ private:
+  using Answer = std::variant<Json, RpcError, std::monostate>;  // monostate: deferred
+
+  // The event loop.
+  bool setup();
+  void watch_fd(int fd, uint32_t events, uint64_t t);
+  void unwatch_fd(int fd);
+  void on_event(uint64_t t, uint32_t events);
+  void on_signals();
+  void on_accept();
+  void on_conn_readable(Conn& c);
+  void on_conn_writable(Conn& c);
+  void on_line(Conn& c, std::string_view line);
+  void send(uint64_t conn, std::string line);
+  void drop_conn(uint64_t conn);
+  void schedule_drop(Conn& c);
+  void drop_doomed();
+  void arm_timer();
+  void on_time();
+  void begin_shutdown();
+
+  // Jobs.
+  Job* find_job(const std::string& id);
+  void on_job_output(Job& j);
+  void on_job_stdin(Job& j);
+  void on_main_exit(Job& j);
+  void begin_stop(Job& j, Call::End why, const std::string& by);
+  void after_finish_step(Job& j, bool over);
+  void job_over(Job& j);
+  void settle_pending(Job& j);
+  void erase_job(const std::string& id);
+  Json output_json(const Job& j, std::optional<uint64_t> since) const;
+  Json ports_of(Job& j);
+  Json job_json(Job& j);
+  std::string report_of(const Job& j) const;
+
+  // The methods: typed params in, an answer out. None touches a socket.
+  Answer handle(Conn& c, const Request& r);
+  Answer create(Conn& c, const CreateParams& p);
+  Answer output(Conn& c, const Json& id, const OutputParams& p);
+  Answer wait_for_exit(Conn& c, const Json& id, const WaitForExitParams& p);
+  Answer write(const WriteParams& p);
+  Answer kill(Conn& c, const Json& id, const TerminalParams& p, bool release);
+  Answer list(const ListParams& p);
+  Answer resize(const ResizeParams& p);
+  Answer wait_for_port(Conn& c, const Json& id, const WaitForPortParams& p);
+  Answer report(const TerminalParams& p);
+  Answer session_close(Conn& c, const Json& id, const SessionCloseParams& p);
+
+  Backend& backend_;
+  ServeOptions opts_;
+  Fd ep_, sig_, timer_, parent_;
+  std::map<uint64_t, Conn> conns_;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  std::map<uint64_t, std::string> job_keys_;  // numeric id -> terminal id
+  uint64_t next_conn_ = 1;
+  uint64_t next_job_ = 1;
+  std::vector<uint64_t> doomed_;
+  bool shutting_down_ = false;
+  bool all_verified_ = true;
+};
+
+std::string port_words(std::optional<uint16_t> port) {
+  return port ? "TCP port " + std::to_string(*port) : std::string("any TCP port");
+}
+
+RpcError unknown_terminal(const std::string& id) {
+  return {rpc::kServerError, "unknown terminal '" + id + "'"};
+}
+
+bool Service::setup() {
+  ep_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+  (void)::sigprocmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  sig_ = Fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  timer_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!ep_ || !sig_ || !timer_) return false;
+  watch_fd(sig_.get(), EPOLLIN, tag(Tag::signals));
+  watch_fd(timer_.get(), EPOLLIN, tag(Tag::timer));
+  if (opts_.listen_fd >= 0) watch_fd(opts_.listen_fd, EPOLLIN, tag(Tag::listener));
+  if (opts_.die_with_parent) {
+    pid_t ppid = ::getppid();
+    auto pfd = sys::pidfd_open(ppid);
+    // The parent may have died before its pidfd was opened: then we were
+    // reparented already and getppid() says so.
+    if (!pfd || ::getppid() != ppid) return begin_shutdown(), true;
+    parent_ = std::move(*pfd);
+    watch_fd(parent_.get(), EPOLLIN, tag(Tag::parent));
+  }
+  if (opts_.stdio) {
+    Conn c;
+    c.id = next_conn_++;
+    c.in_fd = STDIN_FILENO;
+    c.out_fd = STDOUT_FILENO;
+    set_nonblocking(c.in_fd);
+    set_nonblocking(c.out_fd);
+    watch_fd(c.in_fd, EPOLLIN, tag(Tag::conn_in, c.id));
+    conns_.emplace(c.id, std::move(c));
+  }
+  return true;
+}
+
+void Service::watch_fd(int fd, uint32_t events, uint64_t t) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = t;
+  if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
+    (void)::epoll_ctl(ep_.get(), EPOLL_CTL_MOD, fd, &ev);
+}
+
+void Service::unwatch_fd(int fd) {
+  if (fd >= 0) (void)::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
+int Service::run() {
+  if (!setup()) return 125;
+  std::vector<epoll_event> evs(256);
+  for (;;) {
+    if (shutting_down_ && jobs_.empty()) break;
+    arm_timer();
+    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return 125;
+    }
+    for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
+    on_time();
+    drop_doomed();
+  }
+  // Last words to the clients still here, without waiting for slow ones.
+  for (auto& [id, c] : conns_)
+    if (!c.doomed) on_conn_writable(c);
+  return all_verified_ ? 0 : 125;
+}
+
+// Connections are dropped between events, never inside a handler: a reply
+// that overflows a queue must not end jobs under the code that sent it.
+void Service::schedule_drop(Conn& c) {
+  if (c.doomed) return;
+  c.doomed = true;
+  doomed_.push_back(c.id);
+}
+
+void Service::drop_doomed() {
+  while (!doomed_.empty()) {
+    std::vector<uint64_t> v = std::move(doomed_);
+    doomed_.clear();
+    for (uint64_t id : v) drop_conn(id);
+  }
+}
+
+void Service::on_event(uint64_t t, uint32_t events) {
+  const uint64_t id = tag_id(t);
+  switch (tag_kind(t)) {
+    case Tag::listener: on_accept(); return;
+    case Tag::signals: on_signals(); return;
+    case Tag::timer: {
+      uint64_t v;
+      (void)!::read(timer_.get(), &v, sizeof v);
+      return;  // on_time() runs after every batch
+    }
+    case Tag::parent: unwatch_fd(parent_.get()); begin_shutdown(); return;
+    case Tag::conn_in:
+    case Tag::conn_out: {
+      auto it = conns_.find(id);
+      if (it == conns_.end()) return;
+      Conn& c = it->second;
+      if (c.doomed) return;
+      // A socket is one fd for both directions (tagged conn_in).
+      if (tag_kind(t) == Tag::conn_out || (events & EPOLLOUT)) on_conn_writable(c);
+      if (tag_kind(t) == Tag::conn_in && !c.doomed && (events & ~uint32_t{EPOLLOUT}) != 0) on_conn_readable(c);
+      return;
+    }
+    default: break;
+  }
+  auto key = job_keys_.find(id);
+  if (key == job_keys_.end()) return;
+  Job* j = find_job(key->second);
+  if (!j) return;
+  switch (tag_kind(t)) {
+    case Tag::job_main: on_main_exit(*j); return;
+    case Tag::job_out: on_job_output(*j); return;
+    case Tag::job_in: on_job_stdin(*j); return;
+    case Tag::job_stop: {
+      // Empty the inner epoll's ready list; the stop re-reads the boundary.
+      epoll_event inner[16];
+      (void)::epoll_wait(j->stop_ep.get(), inner, 16, 0);
+      after_finish_step(*j, j->call->resume_finish());
+      return;
+    }
+    default: return;
+  }
+}
+
+void Service::on_signals() {
+  signalfd_siginfo info;
+  while (::read(sig_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) begin_shutdown();
+}
+
+void Service::begin_shutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  if (opts_.listen_fd >= 0) unwatch_fd(opts_.listen_fd);
+  std::vector<std::string> ids;
+  for (auto& [id, j] : jobs_) ids.push_back(id);
+  for (const std::string& id : ids)
+    if (Job* j = find_job(id)) {
+      j->forget = true;
+      if (j->done) erase_job(id);
+      else begin_stop(*j, Call::End::cancel, "service stopped");
+    }
+}
+
+void Service::on_accept() {
+  for (;;) {
+    int fd = ::accept4(opts_.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;  // EAGAIN, or out of fds: the next event retries
+    Fd sock(fd);
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+        (cred.uid != ::geteuid() && cred.uid != 0)) {
+      std::string line = error_line(nullptr, {rpc::kServerError,
+                                              "permission denied: this service serves uid " +
+                                                  std::to_string(::geteuid()) + " and root only"});
+      (void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      continue;  // closed by Fd
+    }
+    Conn c;
+    c.id = next_conn_++;
+    c.in_fd = c.out_fd = fd;
+    c.sock = std::move(sock);
+    watch_fd(fd, EPOLLIN | EPOLLRDHUP, tag(Tag::conn_in, c.id));
+    conns_.emplace(c.id, std::move(c));
+  }
+}
+
+void Service::on_conn_readable(Conn& c) {
+  const uint64_t cid = c.id;
+  char buf[65536];
+  // A bounded number of reads per wake, so one busy client cannot starve
+  // the others.
+  for (int round = 0; round < 16; ++round) {
+    ssize_t n = ::read(c.in_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {
+      // EOF: a socket client went; on --stdio the service stops.
+      if (opts_.stdio && c.sock.get() < 0) {
+        unwatch_fd(c.in_fd);
+        begin_shutdown();
+        return;
+      }
+      schedule_drop(c);
+      return;
+    }
+    size_t start = 0;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+      if (buf[i] != '\n') continue;
+      if (c.discarding) {
+        c.discarding = false;
+      } else {
+        c.inbuf.append(buf + start, i - start);
+        std::string line = std::move(c.inbuf);
+        c.inbuf.clear();
+        on_line(c, line);
+        if (c.doomed) return;
+      }
+      start = i + 1;
+    }
+    if (!c.discarding) c.inbuf.append(buf + start, static_cast<size_t>(n) - start);
+    if (!c.discarding && c.inbuf.size() > opts_.max_line) {
+      c.inbuf.clear();
+      c.discarding = true;
+      send(cid, error_line(nullptr, {rpc::kInvalidRequest, "invalid request: line longer than " +
+                                                                std::to_string(opts_.max_line) + " bytes"}));
+      if (c.doomed) return;
+    }
+  }
+}
+
+void Service::on_line(Conn& c, std::string_view line) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+  const uint64_t cid = c.id;
+  auto parsed = parse_request(line);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    send(cid, error_line(bad->id, bad->error));
+    return;
+  }
+  const Request& r = std::get<Request>(parsed);
+  Answer a = handle(c, r);
+  if (r.notification) return;
+  if (auto* res = std::get_if<Json>(&a)) send(cid, result_line(r.id, *res));
+  else if (auto* err = std::get_if<RpcError>(&a)) send(cid, error_line(r.id, *err));
+}
+
+void Service::send(uint64_t conn, std::string line) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end() || it->second.doomed) return;
+  Conn& c = it->second;
+  // A client that does not read its replies is dropped once they pile up;
+  // it never blocks the service.
+  if (c.outq.size() - c.out_off > opts_.max_queue) {
+    schedule_drop(c);
+    return;
+  }
+  if (c.out_off > 0 && c.out_off == c.outq.size()) {
+    c.outq.clear();
+    c.out_off = 0;
+  }
+  c.outq += line;
+  on_conn_writable(c);
+}
+
+void Service::on_conn_writable(Conn& c) {
+  while (c.out_off < c.outq.size()) {
+    ssize_t n = c.sock ? ::send(c.out_fd, c.outq.data() + c.out_off, c.outq.size() - c.out_off,
+                                MSG_NOSIGNAL | MSG_DONTWAIT)
+                       : ::write(c.out_fd, c.outq.data() + c.out_off, c.outq.size() - c.out_off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      if (!c.out_watched) {
+        // --stdio has its two fds; a socket is one fd watched for both.
+        if (c.sock) watch_fd(c.out_fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, tag(Tag::conn_in, c.id));
+        else watch_fd(c.out_fd, EPOLLOUT, tag(Tag::conn_out, c.id));
+        c.out_watched = true;
+      }
+      return;
+    }
+    if (n < 0) {
+      if (!opts_.stdio || c.sock) schedule_drop(c);
+      else c.outq.clear(), c.out_off = 0;  // stdout gone: keep serving until stdin ends
+      return;
+    }
+    c.out_off += static_cast<size_t>(n);
+  }
+  c.outq.clear();
+  c.out_off = 0;
+  if (c.out_watched) {
+    if (c.sock) watch_fd(c.out_fd, EPOLLIN | EPOLLRDHUP, tag(Tag::conn_in, c.id));
+    else unwatch_fd(c.out_fd);
+    c.out_watched = false;
+  }
+}
+
+// A connection's end ends what it owns (unless kept): each job is stopped,
+// verified gone and forgotten.
+void Service::drop_conn(uint64_t conn) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end()) return;
+  unwatch_fd(it->second.in_fd);
+  conns_.erase(it);
+  std::vector<std::string> ids;
+  for (auto& [id, j] : jobs_)
+    if (j->owner == conn) ids.push_back(id);
+  for (const std::string& id : ids)
+    if (Job* j = find_job(id)) {
+      j->forget = true;
+      if (j->done) erase_job(id);
+      else begin_stop(*j, Call::End::cancel, "connection closed");
+    }
+  for (auto& [id, j] : jobs_)
+    std::erase_if(j->pending, [&](const Pending& p) { return p.conn == conn; });
+}
+
+// --- jobs -----------------------------------------------------------------
+
+Job* Service::find_job(const std::string& id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+void Service::on_job_output(Job& j) {
+  char buf[65536];
+  // At most 1 MiB per wake: a job that writes flat out shares the thread.
+  for (int round = 0; round < 16; ++round) {
+    ssize_t n = ::read(j.out.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n <= 0) {
+      unwatch_fd(j.out.get());
+      j.out.reset();
+      break;
+    }
+    j.buffer.append(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  settle_pending(j);
+}
+
+void Service::on_job_stdin(Job& j) {
+  while (!j.in_pending.empty() && j.in) {
+    ssize_t n = ::write(j.in.get(), j.in_pending.data(), j.in_pending.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      if (!j.in_watched) watch_fd(j.in.get(), EPOLLOUT, tag(Tag::job_in, j.num));
+      j.in_watched = true;
+      return;
+    }
+    if (n < 0) {  // the reader is gone (EPIPE): what was not taken is dropped
+      j.in_pending.clear();
+      j.in_eof = true;
+      break;
+    }
+    j.in_pending.erase(0, static_cast<size_t>(n));
+  }
+  if (j.in_watched) unwatch_fd(j.in.get());
+  j.in_watched = false;
+  if (j.in_eof) j.in.reset();
+}
+
+void Service::on_main_exit(Job& j) {
+  if (!j.main_watched) return;
+  unwatch_fd(j.call->pidfd());
+  j.main_watched = false;
+  if (j.call->finishing() || j.done) return;
+  after_finish_step(j, j.call->begin_finish(Call::End::main_exited));
+}
+
+void Service::begin_stop(Job& j, Call::End why, const std::string& by) {
+  if (j.done) return;
+  if (j.call->waiting_for_tree() && why != Call::End::main_exited) {
+    // waitTree: the main process is gone and its tree is waited for; an
+    // owner's end stops the tree instead.
+    if (j.ended_by.empty()) j.ended_by = by;
+    after_finish_step(j, j.call->resume_finish(true));
+    return;
+  }
+  if (j.call->finishing()) return;
+  if (j.ended_by.empty()) j.ended_by = by;
+  if (j.main_watched) {
+    unwatch_fd(j.call->pidfd());
+    j.main_watched = false;
+  }
+  after_finish_step(j, j.call->begin_finish(why));
+}
+
+// After begin_finish/resume_finish: the call is over, or its stop waits on
+// a fresh watch until a fresh deadline.
+void Service::after_finish_step(Job& j, bool over) {
+  if (j.stop_ep) unwatch_fd(j.stop_ep.get());
+  j.stop_ep.reset();
+  j.rescan_at = kForever;
+  if (over) {
+    job_over(j);
+    return;
+  }
+  Watch w = j.call->finish_watch();
+  j.stop_ep = Fd(::epoll_create1(EPOLL_CLOEXEC));
+  for (const pollfd& p : w.fds) {
+    epoll_event ev{};
+    ev.events = ((p.events & POLLIN) ? EPOLLIN : 0u) | ((p.events & POLLPRI) ? EPOLLPRI : 0u);
+    (void)::epoll_ctl(j.stop_ep.get(), EPOLL_CTL_ADD, p.fd, &ev);
+  }
+  if (w.rescan_ms >= 0) j.rescan_at = sys::monotonic_ns() + int64_t{w.rescan_ms} * 1'000'000;
+  watch_fd(j.stop_ep.get(), EPOLLIN, tag(Tag::job_stop, j.num));
+}
+
+void Service::job_over(Job& j) {
+  j.done = true;
+  const RunResult& r = j.call->result();
+  if (!r.cleanup_verified) all_verified_ = false;
+  // Every writer is gone: what is left in the pipe is read to EOF (or, for
+  // an escapee of a weak boundary that holds it, to what is there).
+  if (j.out) {
+    set_nonblocking(j.out.get());
+    on_job_output(j);
+    while (j.out) {
+      size_t before = j.buffer.total();
+      on_job_output(j);
+      if (j.buffer.total() == before) break;
+    }
+    if (j.out) unwatch_fd(j.out.get());
+    j.out.reset();
+  }
+  j.buffer.close();
+  if (j.in_watched) unwatch_fd(j.in.get());
+  j.in.reset();
+  Json note = {{"terminalId", j.id},
+               {"exitStatus", exit_status_json(r.exit_code, r.signal)},
+               {"cleanupVerified", r.cleanup_verified}};
+  if (j.session) note["sessionId"] = *j.session;
+  send(j.creator, notification_line("terminal/exited", note));
+  settle_pending(j);
+  if (j.forget) erase_job(j.id);
+}
+
+// Answers what is owed: exits once over, output once there is some, and
+// any whose deadline has passed.
+void Service::settle_pending(Job& j) {
+  const int64_t now = sys::monotonic_ns();
+  std::vector<std::pair<uint64_t, std::string>> out;
+  std::erase_if(j.pending, [&](Pending& p) {
+    const bool due = now >= p.deadline;
+    switch (p.kind) {
+      case Pending::Kind::exit:
+        if (j.done) {
+          const RunResult& r = j.call->result();
+          out.push_back({p.conn, result_line(p.id, exit_status_json(r.exit_code, r.signal))});
+        } else if (due) {
+          Json res = exit_status_json(std::nullopt, std::nullopt);
+          res["running"] = true;
+          out.push_back({p.conn, result_line(p.id, res)});
+        } else {
+          return false;
+        }
+        return true;
+      case Pending::Kind::stopped:
+        if (!j.done) return false;
+        out.push_back({p.conn, result_line(p.id, {{"cleanupVerified", j.call->result().cleanup_verified}})});
+        return true;
+      case Pending::Kind::output:
+        if (!j.done && !due && j.buffer.total() <= p.since.value_or(0)) return false;
+        out.push_back({p.conn, result_line(p.id, output_json(j, p.since))});
+        return true;
+      case Pending::Kind::port: {
+        if (!j.done && now < p.next_scan) return false;
+        if (!j.done) {
+          for (const Json& l : ports_of(j))
+            if (!p.port || l["port"] == *p.port) {
+              out.push_back({p.conn, result_line(p.id, l)});
+              return true;
+            }
+        }
+        if (j.done) {
+          out.push_back({p.conn, error_line(p.id, {rpc::kServerError, "terminal '" + j.id +
+                                                       "' ended before it listened on " + port_words(p.port)})});
+          return true;
+        }
+        if (due) {
+          out.push_back({p.conn, error_line(p.id, {rpc::kServerError,
+                                                   "terminal '" + j.id + "' did not listen on " + port_words(p.port) +
+                                                       " within " + std::to_string(p.timeout_ms) + " ms"})});
+          return true;
+        }
+        p.next_scan = now + kPortScanNs;
+        return false;
+      }
+    }
+    return false;
+  });
+  for (auto& [conn, line] : out) send(conn, std::move(line));
+}
+
+void Service::erase_job(const std::string& id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  Job& j = *it->second;
+  if (!j.done) return;  // forgotten once over
+  job_keys_.erase(j.num);
+  jobs_.erase(it);
+}
+
+Json Service::output_json(const Job& j, std::optional<uint64_t> since) const {
+  OutputBuffer::Read rd = j.buffer.read(since);
+  Json res = {{"output", rd.text}, {"truncated", rd.truncated}, {"next", rd.next}};
+  res["exitStatus"] = j.done ? exit_status_json(j.call->result().exit_code, j.call->result().signal)
+                             : Json(nullptr);
+  return res;
+}
+
+std::string Service::report_of(const Job& j) const {
+  ReportContext ctx;
+  ctx.passed_over = opts_.passed_over;
+  ctx.weak = backend_.kind() == ConfineKind::pgroup;
+  Json rep = Json::parse(report_json(j.call->result(), ctx), nullptr, false);
+  rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
+                {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}};
+  return rep.dump();
+}
+
+// The TCP ports the job's processes listen on, each {port, address, v6, pid}.
+Json Service::ports_of(Job& j) {
+  Json arr = Json::array();
+  if (j.done) return arr;
+  std::vector<pid_t> pids;
+  for (const sys::ProcStat& p : j.call->members()) pids.push_back(p.pid);
+  for (const ListeningPort& l : listening_ports(pids))
+    arr.push_back({{"port", l.port}, {"address", l.address}, {"v6", l.v6}, {"pid", l.pid}});
+  return arr;
+}
+
+Json Service::job_json(Job& j) {
+  Json o = {{"terminalId", j.id},
+            {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
+            {"command", j.command},
+            {"pid", j.call->result().pid != 0 ? j.call->result().pid : j.call->pid()},
+            {"status", j.status()},
+            {"started", iso_time(j.started)},
+            {"keep", j.keep},
+            {"pty", j.pty},
+            {"sessionId", j.session ? Json(*j.session) : Json(nullptr)},
+            {"ports", ports_of(j)}};
+  if (j.done) {
+    const RunResult& r = j.call->result();
+    o["exitStatus"] = exit_status_json(r.exit_code, r.signal);
+    o["cpuUsec"] = r.cpu_usec ? Json(*r.cpu_usec) : Json(nullptr);
+    o["memoryPeakBytes"] = r.memory_peak_bytes ? Json(*r.memory_peak_bytes) : Json(nullptr);
+    o["cleanupVerified"] = r.cleanup_verified;
+  } else {
+    o["exitStatus"] = nullptr;
+    auto cpu = j.call->cpu_usec();
+    o["cpuUsec"] = cpu ? Json(*cpu) : Json(nullptr);
+    auto mem = j.call->memory_peak_bytes();
+    o["memoryPeakBytes"] = mem ? Json(*mem) : Json(nullptr);
+  }
+  return o;
+}
+
+// --- deadlines --------------------------------------------------------------
+
+void Service::arm_timer() {
+  int64_t next = kForever;
+  for (auto& [id, j] : jobs_) {
+    if (!j->done && !j->call->finishing()) next = std::min(next, j->deadline);
+    if (j->call->finishing()) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
+    for (const Pending& p : j->pending)
+      next = std::min(next, p.kind == Pending::Kind::port ? std::min(p.deadline, p.next_scan) : p.deadline);
+  }
+  itimerspec its{};
+  if (next != kForever) {
+    next = std::max<int64_t>(next, 1);
+    its.it_value.tv_sec = next / 1'000'000'000;
+    its.it_value.tv_nsec = next % 1'000'000'000;
+  }
+  (void)::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
+}
+
+void Service::on_time() {
+  const int64_t now = sys::monotonic_ns();
+  std::vector<std::string> ids;
+  for (auto& [id, j] : jobs_) ids.push_back(id);
+  for (const std::string& id : ids) {
+    Job* j = find_job(id);
+    if (!j) continue;
+    if (!j->done && !j->call->finishing() && now >= j->deadline) begin_stop(*j, Call::End::timeout, "timeout");
+    j = find_job(id);
+    if (j && j->call->finishing() && (now >= j->call->finish_deadline() || now >= j->rescan_at))
+      after_finish_step(*j, j->call->resume_finish());
+    j = find_job(id);
+    if (j && !j->pending.empty()) settle_pending(*j);
+  }
+}
+
+// --- methods ----------------------------------------------------------------
+
+Service::Answer Service::handle(Conn& c, const Request& r) {
+  if (shutting_down_) return RpcError{rpc::kServerError, "the service is stopping"};
+  switch (r.method) {
+    case Method::create: return create(c, std::get<CreateParams>(r.params));
+    case Method::output: return output(c, r.id, std::get<OutputParams>(r.params));
+    case Method::wait_for_exit: return wait_for_exit(c, r.id, std::get<WaitForExitParams>(r.params));
+    case Method::write: return write(std::get<WriteParams>(r.params));
+    case Method::kill: return kill(c, r.id, std::get<TerminalParams>(r.params), false);
+    case Method::release: return kill(c, r.id, std::get<TerminalParams>(r.params), true);
+    case Method::list: return list(std::get<ListParams>(r.params));
+    case Method::report: return report(std::get<TerminalParams>(r.params));
+    case Method::session_close: return session_close(c, r.id, std::get<SessionCloseParams>(r.params));
+    case Method::resize: return resize(std::get<ResizeParams>(r.params));
+    case Method::wait_for_port: return wait_for_port(c, r.id, std::get<WaitForPortParams>(r.params));
+  }
+  return RpcError{rpc::kMethodNotFound, "unknown method"};
+}
+
+Service::Answer Service::create(Conn& c, const CreateParams& p) {
+  if (jobs_.size() >= opts_.max_jobs)
+    return RpcError{rpc::kServerError, "too many jobs (at most " + std::to_string(opts_.max_jobs) +
+                                           "); release some first"};
+  // Our ends (out_r, in_w) and the child's (out_w, in_r): two pipes, or a
+  // pty whose master is both of ours and whose slave is all of the child's.
+  Fd out_r, out_w, in_r, in_w;
+  if (p.pty) {
+    auto pair = sys::open_pty(p.pty->rows, p.pty->cols);
+    if (!pair) return RpcError{rpc::kServerError, "cannot open a pseudo-terminal: " + pair.error().message()};
+    in_w = Fd(::fcntl(pair->master.get(), F_DUPFD_CLOEXEC, 0));
+    if (!in_w) return RpcError{rpc::kServerError, std::string("cannot open a pseudo-terminal: ") + std::strerror(errno)};
+    out_r = std::move(pair->master);
+    out_w = std::move(pair->slave);
+  } else {
+    int out_pipe[2], in_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    out_r = Fd(out_pipe[0]);
+    out_w = Fd(out_pipe[1]);
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0)
+      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    in_r = Fd(in_pipe[0]);
+    in_w = Fd(in_pipe[1]);
+  }
+
+  RunOptions ro;
+  ro.spawn.argv.push_back(p.command);
+  ro.spawn.argv.insert(ro.spawn.argv.end(), p.args.begin(), p.args.end());
+  if (p.cwd) ro.spawn.cwd = *p.cwd;
+  if (!p.env.empty()) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+      std::string_view kv(*e);
+      std::string_view name = kv.substr(0, kv.find('='));
+      if (std::none_of(p.env.begin(), p.env.end(), [&](const EnvVar& v) { return v.name == name; }))
+        env.emplace_back(kv);
+    }
+    for (const EnvVar& v : p.env) env.push_back(v.name + "=" + v.value);
+    ro.spawn.env = std::move(env);
+  }
+  if (p.pty) ro.spawn.pty_slave = out_w.get();
+  else ro.spawn.stdio = {in_r.get(), out_w.get(), out_w.get()};
+  ro.spawn.close_other_fds = true;
+  ro.stop = opts_.stop;
+  ro.wait_tree = p.wait_tree;
+  if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
+
+  const uint64_t n = next_job_++;
+  auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit));
+  Job& j = *job;
+  j.num = n;
+  j.id = "t" + std::to_string(n);
+  j.name = p.name.value_or("");
+  j.command = ro.spawn.argv;
+  j.creator = c.id;
+  j.owner = p.keep ? 0 : c.id;
+  j.keep = p.keep;
+  j.pty = p.pty.has_value();
+  j.session = p.session_id;
+  j.started = std::chrono::system_clock::now();
+  j.call = std::make_unique<Call>(backend_, std::move(ro));
+  if (auto s = j.call->start(); !s) return RpcError{rpc::kServerError, s.error().message};
+  if (p.timeout_ms) j.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
+  // Our copies of the child's ends go, or EOF never comes.
+  out_w.reset();
+  in_r.reset();
+  set_nonblocking(out_r.get());
+  set_nonblocking(in_w.get());
+  j.out = std::move(out_r);
+  j.in = std::move(in_w);
+  job_keys_[n] = j.id;
+  watch_fd(j.call->pidfd(), EPOLLIN, tag(Tag::job_main, n));
+  j.main_watched = true;
+  watch_fd(j.out.get(), EPOLLIN, tag(Tag::job_out, n));
+  std::string id = j.id;
+  jobs_.emplace(id, std::move(job));
+  return Json{{"terminalId", id}};
+}
+
+Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  if (!p.wait_ms || j->done || j->buffer.total() > p.since.value_or(0)) return output_json(*j, p.since);
+  Pending w;
+  w.kind = Pending::Kind::output;
+  w.conn = c.id;
+  w.id = id;
+  w.since = p.since;
+  w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.wait_ms) * 1'000'000;
+  j->pending.push_back(std::move(w));
+  return std::monostate{};
+}
+
+Service::Answer Service::wait_for_exit(Conn& c, const Json& id, const WaitForExitParams& p) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  if (j->done) return exit_status_json(j->call->result().exit_code, j->call->result().signal);
+  Pending w;
+  w.kind = Pending::Kind::exit;
+  w.conn = c.id;
+  w.id = id;
+  if (p.timeout_ms) w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
+  j->pending.push_back(std::move(w));
+  return std::monostate{};
+}
+
+Service::Answer Service::write(const WriteParams& p) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  if (!j->in || j->in_eof) return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' has no open stdin"};
+  if (j->in_pending.size() + p.data.size() > (size_t{8} << 20))
+    return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' is not reading its stdin; try again later"};
+  j->in_pending += p.data;
+  // A terminal's end of input is its EOF character; closing the master
+  // would hang the terminal up instead.
+  if (p.eof && j->pty) j->in_pending += '\x04';
+  else if (p.eof) j->in_eof = true;
+  on_job_stdin(*j);
+  return Json::object();
+}
+
+Service::Answer Service::kill(Conn& c, const Json& id, const TerminalParams& p, bool release) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  if (release) j->forget = true;
+  if (j->done) {
+    bool verified = j->call->result().cleanup_verified;
+    if (release) erase_job(p.terminal_id);
+    return Json{{"cleanupVerified", verified}};
+  }
+  Pending w;
+  w.kind = Pending::Kind::stopped;
+  w.conn = c.id;
+  w.id = id;
+  j->pending.push_back(std::move(w));
+  std::string tid = j->id;
+  begin_stop(*j, Call::End::cancel, release ? "release" : "kill");
+  // begin_stop may have ended it (and a release forgotten it) already.
+  if (Job* still = find_job(tid)) {
+    if (still->done) settle_pending(*still);
+  }
+  return std::monostate{};
+}
+
+Service::Answer Service::wait_for_port(Conn& c, const Json& id, const WaitForPortParams& p) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  Pending w;
+  w.kind = Pending::Kind::port;
+  w.conn = c.id;
+  w.id = id;
+  w.port = p.port;
+  w.timeout_ms = p.timeout_ms.value_or(30'000);
+  w.deadline = sys::monotonic_ns() + static_cast<int64_t>(w.timeout_ms) * 1'000'000;
+  j->pending.push_back(std::move(w));
+  settle_pending(*j);  // answered at once when it already listens (or is over)
+  return std::monostate{};
+}
+
+Service::Answer Service::resize(const ResizeParams& p) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  if (!j->pty) return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' has no pseudo-terminal"};
+  if (j->done || !j->in) return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' has ended"};
+  if (auto r = sys::resize_pty(j->in.get(), p.size.rows, p.size.cols); !r)
+    return RpcError{rpc::kServerError, "cannot resize terminal '" + p.terminal_id + "': " + r.error().message()};
+  return Json::object();
+}
+
+Service::Answer Service::list(const ListParams& p) {
+  Json arr = Json::array();
+  for (auto& [id, j] : jobs_)
+    if (!p.session_id || j->session == p.session_id) arr.push_back(job_json(*j));
+  return Json{{"terminals", arr}};
+}
+
+Service::Answer Service::report(const TerminalParams& p) {
+  Job* j = find_job(p.terminal_id);
+  if (!j) return unknown_terminal(p.terminal_id);
+  if (!j->done)
+    return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' is still running; its report is made when it ends"};
+  return Json::parse(report_of(*j));
+}
+
+Service::Answer Service::session_close(Conn& c, const Json& id, const SessionCloseParams& p) {
+  std::vector<std::string> ids;
+  for (auto& [tid, j] : jobs_)
+    if (j->session == p.session_id && j->creator == c.id) ids.push_back(tid);
+  for (const std::string& tid : ids)
+    if (Job* j = find_job(tid)) {
+      j->forget = true;
+      if (j->done) erase_job(tid);
+      else begin_stop(*j, Call::End::cancel, "session closed");
+    }
+  (void)id;
+  // Answered at once; the stops are verified as each job ends (its report).
+  return Json{{"stopping", ids.size()}};
+}
+
+}  // namespace
+
+int serve(Backend& backend, const ServeOptions& opts) {
+  Service s(backend, opts);
+  return s.run();
+}
+
+}  // namespace pmon::serve

@@ -1,0 +1,35 @@
+// pmon serve: one process, one thread, one epoll, many jobs. Each job is a
+// full call (core/run.h Call: its own boundary, stop plan, verification and
+// report) started in the background, owned by the session that created it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "confine/boundary.h"
+#include "core/stop.h"
+#include "sys/fd.h"
+
+namespace pmon::serve {
+
+struct ServeOptions {
+  // The listening socket (already bound and listening), or -1 for --stdio.
+  int listen_fd = -1;
+  bool stdio = false;
+  bool die_with_parent = false;
+  size_t max_jobs = 1024;
+  StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
+  size_t max_line = 1 << 20;            // longer requests are refused
+  size_t max_queue = size_t{16} << 20;  // unread replies before a client is dropped
+  // For the report of every job.
+  std::vector<std::string> passed_over;
+};
+
+// Runs the service until SIGTERM/SIGINT, EOF on stdin (--stdio) or the
+// parent's death (die_with_parent); every job is stopped and verified gone
+// before it returns. 0 when every job was, 125 otherwise.
+// Blocks SIGTERM, SIGINT and SIGHUP (read from a signalfd), ignores SIGPIPE.
+int serve(Backend& backend, const ServeOptions& opts);
+
+}  // namespace pmon::serve

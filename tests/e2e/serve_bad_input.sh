@@ -1,0 +1,101 @@
+# Bad input never takes the service down: malformed JSON, a message that is
+# no request, an unknown method, missing and ill-typed params (named), an
+# unknown terminal, a command that cannot start, a line over the limit, a
+# thousand connections opened and dropped, and a client that never reads
+# its replies. Through all of it a job keeps running with its output, and
+# the service answers afterwards.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+client_open c
+r=$(call c terminal/create '{"command":"sh","args":["-c","echo survivor; exec sleep 1000"],"keep":true}')
+job=$(jf "$r" 'm["result"]["terminalId"]')
+
+expect_error() {  # expect_error CODE MESSAGE-PART REPLY
+  [ "$(jf "$3" 'm["error"]["code"]')" = "$1" ] || fail "expected error $1, got: $3"
+  case $(jf "$3" 'm["error"]["message"]') in *"$2"*) ;; *) fail "error message lacks '$2': $3" ;; esac
+}
+# last_line: the newest line the service sent on connection c.
+last_line() { tail -n 1 "$t/c.out"; }
+raw() {  # raw TEXT: sends TEXT, waits for one more line on c, prints it
+  local n
+  n=$(wc -l < "$t/c.out")
+  send_raw c "$1"
+  for i in $(seq 200); do
+    [ "$(wc -l < "$t/c.out")" -gt "$n" ] && { last_line; return 0; }
+    sleep 0.05
+  done
+  fail "no answer to: ${1:0:80}"
+}
+
+expect_error -32700 "parse error" "$(raw '{"jsonrpc":"2.0","id":"raw","method":')"
+expect_error -32600 "not a JSON object" "$(raw '[1,2,3]')"
+expect_error -32600 "'jsonrpc'" "$(raw '{"id":"raw","method":"terminal/list"}')"
+expect_error -32600 "'method'" "$(raw '{"jsonrpc":"2.0","id":"raw","method":7}')"
+expect_error -32601 "terminal/frobnicate" "$(call c terminal/frobnicate)"
+expect_error -32602 "'command' is required" "$(call c terminal/create '{"args":["x"]}')"
+expect_error -32602 "'args[1]' must be a string" "$(call c terminal/create '{"command":"ls","args":["a",2]}')"
+expect_error -32602 "'env[0].value' must be a string" "$(call c terminal/create '{"command":"ls","env":[{"name":"A"}]}')"
+expect_error -32602 "'outputByteLimit' must be a non-negative integer" \
+  "$(call c terminal/create '{"command":"ls","outputByteLimit":"big"}')"
+expect_error -32602 "'params' must be an object" "$(call c terminal/list '[1]')"
+expect_error -32602 "'terminalId' is required" "$(call c terminal/output '{}')"
+expect_error -32602 "'since' must be a non-negative integer" "$(call c terminal/output '{"terminalId":"t1","since":-4}')"
+expect_error -32000 "unknown terminal 'nope'" "$(call c terminal/kill '{"terminalId":"nope"}')"
+expect_error -32000 "command not found" "$(call c terminal/create '{"command":"no-such-command-pmon-test"}')"
+chmod -x "$t/c.seen"
+expect_error -32000 "cannot run '$t/c.seen'" "$(call c terminal/create '{"command":"'"$t/c.seen"'"}')"
+expect_error -32000 "cannot change directory" "$(call c terminal/create '{"command":"ls","cwd":"/no/such/dir"}')"
+
+# A line over the limit (1 MiB) is refused; the connection goes on.
+long=$(head -c 1200000 /dev/zero | tr '\0' 'x')
+expect_error -32600 "line longer than" "$(raw "{\"jsonrpc\":\"2.0\",\"id\":\"raw\",\"method\":\"terminal/list\",\"params\":{\"x\":\"$long\"}}")"
+r=$(call c terminal/list)
+[ "$(jf "$r" 'len(m["result"]["terminals"])')" = 1 ] || fail "the connection did not go on after the long line: $r"
+
+# A thousand connections, opened and dropped at once (some mid-request).
+python3 - "$SOCK" <<'PY'
+import socket, sys
+socks = []
+for i in range(1000):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    if i % 3 == 0:
+        s.send(b'{"jsonrpc":"2.0","id":1,"method":"terminal/li')
+    socks.append(s)
+for s in socks:
+    s.close()
+PY
+
+# A client that asks for the job's output over and over and never reads:
+# it is dropped once its replies pile up; nobody else waits for it.
+python3 - "$SOCK" "$job" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(sys.argv[1])
+req = ('{"jsonrpc":"2.0","id":1,"method":"terminal/list"}\n' * 2000).encode()
+deadline = time.time() + 60
+dropped = False
+while time.time() < deadline:
+    try:
+        s.send(req)
+    except (BrokenPipeError, ConnectionResetError):
+        dropped = True
+        break
+sys.exit(0 if dropped else 1)
+PY
+[ $? = 0 ] || fail "a client that never reads was not dropped"
+
+# The service still answers, the job and its output are still there.
+client_open d
+r=$(call d terminal/output '{"terminalId":"'"$job"'"}')
+[ "$(jf "$r" 'm["result"]["output"]')" = survivor ] || fail "the job's output after the bad input: $r"
+r=$(call d terminal/list)
+[ "$(jf "$r" '[t["status"] for t in m["result"]["terminals"]]')" = '["running"]' ] || fail "list: $r"
+client_close d
+client_close c
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass

@@ -1,0 +1,48 @@
+# The CLI verbs on a running service: pmon start (a kept job, its id on
+# stdout), jobs, logs (-f follows until the job ends), stop, wait (the
+# job's exit status); $PMON_SOCKET or --socket names the service; with no
+# service there, one line says how to start one.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+export PMON_SOCKET=$SOCK
+id1=$("$PMON" start --name web -- sh -c "echo hello from \$0; exec sleep 1000" web) || fail "pmon start failed"
+[ "$id1" = t1 ] || fail "pmon start printed '$id1'"
+"$PMON" jobs > "$t/jobs" || fail "pmon jobs failed"
+grep -q '^t1 *web *running ' "$t/jobs" || fail "pmon jobs: $(cat "$t/jobs")"
+"$PMON" jobs --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j[0]["name"]=="web" and j[0]["status"]=="running", j' ||
+  fail "pmon jobs --json"
+for i in $(seq 100); do
+  [ "$("$PMON" logs t1)" = "hello from web" ] && break
+  sleep 0.05
+done
+[ "$("$PMON" logs t1)" = "hello from web" ] || fail "pmon logs t1: $("$PMON" logs t1)"
+
+# The job runs in the directory pmon start was called from, with its env.
+mkdir "$t/here"
+id2=$(cd "$t/here" && PMON_TEST_VAR=42 "$PMON" start -- sh -c 'echo "$PWD $PMON_TEST_VAR"; sleep 0.5; echo two; exit 3')
+"$PMON" logs -f "$id2" > "$t/logs" || fail "pmon logs -f failed"
+[ "$(cat "$t/logs")" = "$t/here 42
+two" ] || fail "pmon logs -f: $(cat "$t/logs")"
+rc=0; "$PMON" wait "$id2" || rc=$?
+[ $rc = 3 ] || fail "pmon wait: exit $rc, not the job's 3"
+
+"$PMON" stop t1 || fail "pmon stop failed"
+"$PMON" jobs > "$t/jobs"
+grep -q '^t1 *web *exited SIGTERM ' "$t/jobs" || fail "pmon jobs after stop: $(cat "$t/jobs")"
+rc=0; "$PMON" wait t1 || rc=$?
+[ $rc = 143 ] || fail "pmon wait of a stopped job: exit $rc"
+
+rc=0; "$PMON" logs t9 2> "$t/err" || rc=$?
+[ $rc = 125 ] && grep -q "^pmon: unknown terminal 't9'$" "$t/err" || fail "logs of an unknown job: $rc $(cat "$t/err")"
+
+# No service on the socket.
+rc=0; "$PMON" jobs --socket "$t/none.sock" 2> "$t/err" || rc=$?
+[ $rc = 125 ] || fail "pmon jobs with no service: exit $rc"
+[ "$(wc -l < "$t/err")" = 1 ] && grep -q "no service answers on $t/none.sock.*pmon serve --listen $t/none.sock" "$t/err" ||
+  fail "no-service message: $(cat "$t/err")"
+
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass

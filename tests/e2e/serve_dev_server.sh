@@ -1,0 +1,43 @@
+# A dev server started as a job (python's http.server behind sh -c, with a
+# setsid daemon beside it): terminal/wait_for_port says which port it
+# listens on, terminal/list shows it, and terminal/release stops the whole
+# tree, the daemon too, so the port can be bound again at once.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+client_open c
+script='setsid sh -c "'"$HOSTPID_SH"'; echo \$hp \$(cut -d\" \" -f22 /proc/\$\$/stat) > '"$t"'/daemon.tmp;
+          mv '"$t"'/daemon.tmp '"$t"'/daemon; exec sleep 1000" &
+        while [ ! -f '"$t"'/daemon ]; do sleep 0.01; done
+        exec python3 -m http.server 0 --bind 127.0.0.1'
+params=$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1]],"name":"web"}))' "$script")
+r=$(call c terminal/create "$params")
+id=$(jf "$r" 'm["result"]["terminalId"]')
+
+r=$(call c terminal/wait_for_port '{"terminalId":"'"$id"'","timeoutMs":20000}')
+port=$(jf "$r" 'm["result"]["port"]')
+[ "$(jf "$r" 'm["result"]["address"]')" = 127.0.0.1 ] || fail "wait_for_port: $r"
+case $port in ''|*[!0-9]*|0) fail "wait_for_port gave no port: $r" ;; esac
+# The port is really the server's: it answers HTTP there.
+python3 -c 'import sys,urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/" % sys.argv[1], timeout=10).read()' "$port" ||
+  fail "nothing answers HTTP on port $port"
+read -r dpid dst < "$t/daemon"
+echo "$dpid $dst" >> "$t/pids"; echo "$dpid $dst" >> "$STATE/pids"
+
+r=$(call c terminal/list)
+[ "$(jf "$r" '[p["port"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$id"'" for p in t["ports"]]')" = "[$port]" ] ||
+  fail "terminal/list does not show port $port: $r"
+[ "$(jf "$r" 'm["result"]["terminals"][0]["name"]')" = web ] || fail "terminal/list: name: $r"
+
+r=$(call c terminal/release '{"terminalId":"'"$id"'"}')
+[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release: $r"
+! alive "$dpid" "$dst" || fail "the setsid daemon $dpid survived the release"
+python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()' "$port" ||
+  fail "port $port cannot be bound again after the release"
+r=$(call c terminal/output '{"terminalId":"'"$id"'"}')
+[ "$(jf "$r" 'm["error"]["code"]')" = -32000 ] || fail "a released terminal is still known: $r"
+client_close c
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass

@@ -1,0 +1,53 @@
+# A job whose tree ignores SIGTERM is killed once its grace is over, and the
+# one-thread service keeps serving everybody meanwhile: during the grace
+# another client lists the jobs and runs a job to its end, and the kill's
+# own answer comes only after that, with the tree verified gone.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start --grace 20s  # long: the other client is served well within it, even on a loaded machine
+client_open a
+client_open b
+params=$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1]]}))' '
+  trap "" TERM
+  setsid sh -c "'"$HOSTPID_SH"'; echo \$hp \$(cut -d\" \" -f22 /proc/\$\$/stat) > '"$t"'/d.tmp; mv '"$t"'/d.tmp '"$t"'/d; exec sleep 1000" &
+  exec sleep 1000')
+r=$(call a terminal/create "$params")
+id=$(jf "$r" 'm["result"]["terminalId"]')
+daemon_of "$t/d"
+
+# The kill is sent and not waited for here: its answer is owed until the
+# tree is gone.
+send_raw a '{"jsonrpc":"2.0","id":"kill","method":"terminal/kill","params":{"terminalId":"'"$id"'"}}'
+r=$(call b terminal/list)
+[ "$(jf "$r" '[t["status"] for t in m["result"]["terminals"]]')" = '["stopping"]' ] || fail "list during the grace: $r"
+r=$(call b terminal/create '{"command":"echo","args":["served meanwhile"]}')
+other=$(jf "$r" 'm["result"]["terminalId"]')
+r=$(call b terminal/wait_for_exit '{"terminalId":"'"$other"'"}')
+[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "the other client's job: $r"
+r=$(call b terminal/output '{"terminalId":"'"$other"'"}')
+[ "$(jf "$r" 'm["result"]["output"]')" = "served meanwhile" ] || fail "the other client's output: $r"
+! grep -q '"id":"kill"' "$t/a.out" || fail "the kill was answered before the other client was served"
+alive "$dpid" "$dst" || fail "the TERM-ignoring daemon died before its grace was over"
+
+for i in $(seq 1000); do
+  grep -q '"id":"kill"' "$t/a.out" && break
+  sleep 0.05
+done
+r=$(grep '"id":"kill"' "$t/a.out") || fail "no answer to the kill"
+[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "kill: $r"
+! alive "$dpid" "$dst" || fail "the daemon survived the kill"
+r=$(call a terminal/report '{"terminalId":"'"$id"'"}')
+[ "$(jf "$r" 'm["result"]["outcome"]')" = cancelled ] || fail "report: $r"
+[ "$(jf "$r" 'm["result"]["stop"]["kill_sent_ms"] is not None')" = true ] || fail "report has no SIGKILL: $r"
+[ "$(jf "$r" '[l["action"] for l in m["result"]["leftovers"] if l["pid"]=='"$dpid"']')" = '["SIGKILL"]' ] ||
+  fail "report: the daemon was not killed with SIGKILL: $r"
+[ "$(jf "$r" 'm["result"]["job"]["stoppedBy"]')" = kill ] || fail "report: stoppedBy: $r"
+# The output of a killed job stays readable.
+r=$(call a terminal/output '{"terminalId":"'"$id"'"}')
+[ "$(jf "$r" 'm["result"]["exitStatus"]["signal"]')" = SIGKILL ] || fail "output after the kill: $r"
+client_close a
+client_close b
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass

@@ -1,0 +1,113 @@
+// The JSON-RPC layer of pmon serve: every line becomes a typed request or
+// the error to answer, naming the field that is wrong.
+#include <gtest/gtest.h>
+
+#include "serve/protocol.h"
+
+namespace pmon::serve {
+namespace {
+
+BadRequest bad(std::string_view line) {
+  auto r = parse_request(line);
+  EXPECT_TRUE(std::holds_alternative<BadRequest>(r)) << line;
+  return std::holds_alternative<BadRequest>(r) ? std::get<BadRequest>(r) : BadRequest{};
+}
+
+Request good(std::string_view line) {
+  auto r = parse_request(line);
+  EXPECT_TRUE(std::holds_alternative<Request>(r))
+      << line << ": " << (std::holds_alternative<BadRequest>(r) ? std::get<BadRequest>(r).error.message : "");
+  return std::holds_alternative<Request>(r) ? std::get<Request>(r) : Request{};
+}
+
+TEST(ServeProtocol, CreateCarriesEveryField) {
+  Request r = good(R"({"jsonrpc":"2.0","id":"a","method":"terminal/create","params":{"sessionId":"s",
+    "command":"ls","args":["-l","/"],"env":[{"name":"A","value":"1"}],"cwd":"/tmp","outputByteLimit":10,
+    "timeoutMs":500,"pty":{"rows":30,"cols":100},"keep":true,"waitTree":true,"name":"n"}})");
+  EXPECT_EQ(r.id, "a");
+  EXPECT_FALSE(r.notification);
+  ASSERT_EQ(r.method, Method::create);
+  const auto& c = std::get<CreateParams>(r.params);
+  EXPECT_EQ(c.session_id, "s");
+  EXPECT_EQ(c.command, "ls");
+  EXPECT_EQ(c.args, (std::vector<std::string>{"-l", "/"}));
+  ASSERT_EQ(c.env.size(), 1u);
+  EXPECT_EQ(c.env[0].name, "A");
+  EXPECT_EQ(c.env[0].value, "1");
+  EXPECT_EQ(c.cwd, "/tmp");
+  EXPECT_EQ(c.output_byte_limit, 10u);
+  EXPECT_EQ(c.timeout_ms, 500u);
+  ASSERT_TRUE(c.pty);
+  EXPECT_EQ(c.pty->rows, 30);
+  EXPECT_EQ(c.pty->cols, 100);
+  EXPECT_TRUE(c.keep);
+  EXPECT_TRUE(c.wait_tree);
+  EXPECT_EQ(c.name, "n");
+}
+
+TEST(ServeProtocol, DefaultsAndNotifications) {
+  Request r = good(R"({"jsonrpc":"2.0","method":"terminal/create","params":{"command":"true"}})");
+  EXPECT_TRUE(r.notification);
+  const auto& c = std::get<CreateParams>(r.params);
+  EXPECT_EQ(c.output_byte_limit, 1u << 20);
+  EXPECT_FALSE(c.keep);
+  EXPECT_FALSE(c.pty);
+  Request l = good(R"({"jsonrpc":"2.0","id":3,"method":"terminal/list"})");
+  EXPECT_EQ(l.method, Method::list);
+}
+
+TEST(ServeProtocol, ErrorsNameWhatIsWrong) {
+  EXPECT_EQ(bad("{nope").error.code, rpc::kParseError);
+  EXPECT_EQ(bad("[]").error.code, rpc::kInvalidRequest);
+  EXPECT_EQ(bad(R"({"id":1,"method":"terminal/list"})").error.code, rpc::kInvalidRequest);
+  BadRequest b = bad(R"({"jsonrpc":"2.0","id":{"x":1},"method":"terminal/list"})");
+  EXPECT_EQ(b.error.code, rpc::kInvalidRequest);
+  EXPECT_TRUE(b.id.is_null());
+  b = bad(R"({"jsonrpc":"2.0","id":7,"method":"terminal/nope"})");
+  EXPECT_EQ(b.error.code, rpc::kMethodNotFound);
+  EXPECT_EQ(b.id, 7);
+  struct Case {
+    const char* params;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{R"({})", "invalid params: 'command' is required"},
+           Case{R"({"command":""})", "invalid params: 'command' must not be empty"},
+           Case{R"({"command":5})", "invalid params: 'command' must be a string"},
+           Case{R"({"command":"x","args":"a"})", "invalid params: 'args' must be an array of strings"},
+           Case{R"({"command":"x","args":["a",1]})", "invalid params: 'args[1]' must be a string"},
+           Case{R"({"command":"x","env":[{"name":"A=B","value":""}]})",
+                "invalid params: 'env[0].name' must be a non-empty string without '='"},
+           Case{R"({"command":"x","outputByteLimit":-1})",
+                "invalid params: 'outputByteLimit' must be a non-negative integer"},
+           Case{R"({"command":"x","pty":{"rows":0,"cols":80}})",
+                "invalid params: 'pty' rows and cols must be at least 1"},
+           Case{R"({"command":"x","pty":{"rows":24}})", "invalid params: 'pty.cols' is required"},
+           Case{R"({"command":"x","keep":"yes"})", "invalid params: 'keep' must be true or false"},
+       }) {
+    std::string line = std::string(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":)") + c.params + "}";
+    BadRequest e = bad(line);
+    EXPECT_EQ(e.error.code, rpc::kInvalidParams) << c.params;
+    EXPECT_EQ(e.error.message, c.message) << c.params;
+  }
+  EXPECT_EQ(bad(R"({"jsonrpc":"2.0","id":1,"method":"terminal/output","params":{}})").error.message,
+            "invalid params: 'terminalId' is required");
+  EXPECT_EQ(bad(R"({"jsonrpc":"2.0","id":1,"method":"terminal/resize","params":{"terminalId":"t1","rows":3}})")
+                .error.message,
+            "invalid params: 'cols' is required");
+  EXPECT_EQ(bad(R"({"jsonrpc":"2.0","id":1,"method":"terminal/list","params":[1]})").error.code,
+            rpc::kInvalidParams);
+}
+
+TEST(ServeProtocol, RepliesAreOneLine) {
+  EXPECT_EQ(result_line(1, {{"a", 1}}), "{\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"a\":1}}\n");
+  EXPECT_EQ(error_line(nullptr, {rpc::kParseError, "x"}),
+            "{\"error\":{\"code\":-32700,\"message\":\"x\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n");
+  // Invalid UTF-8 in a value never breaks the line.
+  std::string line = result_line(1, {{"o", std::string("\xff\n")}});
+  EXPECT_EQ(line.find('\n'), line.size() - 1);
+  EXPECT_EQ(exit_status_json(std::nullopt, 9)["signal"], "SIGKILL");
+}
+
+}  // namespace
+}  // namespace pmon::serve
