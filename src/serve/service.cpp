@@ -36,7 +36,7 @@ constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 
 // What an epoll event is about: the kind in the top byte, an id below.
 enum class Tag : uint64_t {
-  listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop
+  listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop, job_err
 };
 uint64_t tag(Tag t, uint64_t id = 0) { return (static_cast<uint64_t>(t) << 56) | id; }
 Tag tag_kind(uint64_t v) { return static_cast<Tag>(v >> 56); }
@@ -67,6 +67,7 @@ struct Pending {
   Json id;
   int64_t deadline = kForever;
   std::optional<uint64_t> since;  // Kind::output
+  std::optional<uint64_t> stderr_since;
   std::optional<uint16_t> port;   // Kind::port: this one, or any
   int64_t next_scan = 0;          // Kind::port
   uint64_t timeout_ms = 0;        // Kind::port, for the error
@@ -88,9 +89,11 @@ struct Job {
   bool keep = false;
   bool pty = false;  // out and in are the pty's master (two fds of it)
   std::unique_ptr<Call> call;
-  Fd out;  // stdout and stderr of the job, one pipe
+  Fd out;  // stdout and stderr of the job, one pipe (stdout alone with separateStderr)
   Fd in;   // its stdin
   OutputBuffer buffer;
+  Fd err;  // separateStderr: stderr, kept in err_buffer
+  std::unique_ptr<OutputBuffer> err_buffer;
   std::string in_pending;
   bool in_eof = false;  // close stdin once in_pending is written
   bool main_watched = false;
@@ -154,6 +157,7 @@ class Service {
   // Jobs.
   Job* find_job(const std::string& id);
   void on_job_output(Job& j);
+  void on_job_stderr(Job& j);
   void on_job_stdin(Job& j);
   void on_main_exit(Job& j);
   void begin_stop(Job& j, Call::End why, const std::string& by);
@@ -161,7 +165,7 @@ class Service {
   void job_over(Job& j);
   void settle_pending(Job& j);
   void erase_job(const std::string& id);
-  Json output_json(const Job& j, std::optional<uint64_t> since) const;
+  Json output_json(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
   Json ports_of(Job& j);
   Json job_json(Job& j);
   std::string report_of(const Job& j) const;
@@ -191,6 +195,11 @@ class Service {
   bool shutting_down_ = false;
   bool all_verified_ = true;
 };
+
+bool has_new_output(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) {
+  if (j.buffer.total() > since.value_or(0)) return true;
+  return j.err_buffer && j.err_buffer->total() > stderr_since.value_or(0);
+}
 
 std::string port_words(std::optional<uint16_t> port) {
   return port ? "TCP port " + std::to_string(*port) : std::string("any TCP port");
@@ -315,6 +324,7 @@ void Service::on_event(uint64_t t, uint32_t events) {
   switch (tag_kind(t)) {
     case Tag::job_main: on_main_exit(*j); return;
     case Tag::job_out: on_job_output(*j); return;
+    case Tag::job_err: on_job_stderr(*j); return;
     case Tag::job_in: on_job_stdin(*j); return;
     case Tag::job_stop: {
       // Empty the inner epoll's ready list; the stop re-reads the boundary.
@@ -505,21 +515,44 @@ Job* Service::find_job(const std::string& id) {
   return it == jobs_.end() ? nullptr : it->second.get();
 }
 
-void Service::on_job_output(Job& j) {
+// Reads what a pipe has into its buffer; at EOF the pipe is closed.
+void drain_pipe(Fd& fd, OutputBuffer& buffer, int ep) {
   char buf[65536];
   // At most 1 MiB per wake: a job that writes flat out shares the thread.
   for (int round = 0; round < 16; ++round) {
-    ssize_t n = ::read(j.out.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) break;
     if (n <= 0) {
-      unwatch_fd(j.out.get());
-      j.out.reset();
+      (void)::epoll_ctl(ep, EPOLL_CTL_DEL, fd.get(), nullptr);
+      fd.reset();
       break;
     }
-    j.buffer.append(std::string_view(buf, static_cast<size_t>(n)));
+    buffer.append(std::string_view(buf, static_cast<size_t>(n)));
   }
+}
+
+void Service::on_job_output(Job& j) {
+  drain_pipe(j.out, j.buffer, ep_.get());
   settle_pending(j);
+}
+
+void Service::on_job_stderr(Job& j) {
+  if (j.err_buffer) drain_pipe(j.err, *j.err_buffer, ep_.get());
+  settle_pending(j);
+}
+
+// Every writer is gone: what is left in a pipe is read to EOF (or, for an
+// escapee of a weak boundary that holds it, to what is there).
+void drain_to_end(Fd& fd, OutputBuffer& buffer, int ep) {
+  if (!fd) return;
+  while (fd) {
+    uint64_t before = buffer.total();
+    drain_pipe(fd, buffer, ep);
+    if (buffer.total() == before) break;
+  }
+  if (fd) (void)::epoll_ctl(ep, EPOLL_CTL_DEL, fd.get(), nullptr);
+  fd.reset();
 }
 
 void Service::on_job_stdin(Job& j) {
@@ -594,20 +627,12 @@ void Service::job_over(Job& j) {
   j.done = true;
   const RunResult& r = j.call->result();
   if (!r.cleanup_verified) all_verified_ = false;
-  // Every writer is gone: what is left in the pipe is read to EOF (or, for
-  // an escapee of a weak boundary that holds it, to what is there).
-  if (j.out) {
-    set_nonblocking(j.out.get());
-    on_job_output(j);
-    while (j.out) {
-      size_t before = j.buffer.total();
-      on_job_output(j);
-      if (j.buffer.total() == before) break;
-    }
-    if (j.out) unwatch_fd(j.out.get());
-    j.out.reset();
-  }
+  drain_to_end(j.out, j.buffer, ep_.get());
   j.buffer.close();
+  if (j.err_buffer) {
+    drain_to_end(j.err, *j.err_buffer, ep_.get());
+    j.err_buffer->close();
+  }
   if (j.in_watched) unwatch_fd(j.in.get());
   j.in.reset();
   Json note = {{"terminalId", j.id},
@@ -644,8 +669,8 @@ void Service::settle_pending(Job& j) {
         out.push_back({p.conn, result_line(p.id, {{"cleanupVerified", j.call->result().cleanup_verified}})});
         return true;
       case Pending::Kind::output:
-        if (!j.done && !due && j.buffer.total() <= p.since.value_or(0)) return false;
-        out.push_back({p.conn, result_line(p.id, output_json(j, p.since))});
+        if (!j.done && !due && !has_new_output(j, p.since, p.stderr_since)) return false;
+        out.push_back({p.conn, result_line(p.id, output_json(j, p.since, p.stderr_since))});
         return true;
       case Pending::Kind::port: {
         if (!j.done && now < p.next_scan) return false;
@@ -685,9 +710,14 @@ void Service::erase_job(const std::string& id) {
   jobs_.erase(it);
 }
 
-Json Service::output_json(const Job& j, std::optional<uint64_t> since) const {
+Json Service::output_json(const Job& j, std::optional<uint64_t> since,
+                          std::optional<uint64_t> stderr_since) const {
   OutputBuffer::Read rd = j.buffer.read(since);
   Json res = {{"output", rd.text}, {"truncated", rd.truncated}, {"next", rd.next}};
+  if (j.err_buffer) {
+    OutputBuffer::Read er = j.err_buffer->read(stderr_since);
+    res["stderr"] = {{"output", er.text}, {"truncated", er.truncated}, {"next", er.next}};
+  }
   res["exitStatus"] = j.done ? exit_status_json(j.call->result().exit_code, j.call->result().signal)
                              : Json(nullptr);
   return res;
@@ -821,14 +851,22 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
     in_r = Fd(in_pipe[0]);
     in_w = Fd(in_pipe[1]);
   }
+  Fd err_r, err_w;
+  if (p.separate_stderr && !p.pty) {
+    int err_pipe[2];
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0)
+      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    err_r = Fd(err_pipe[0]);
+    err_w = Fd(err_pipe[1]);
+  }
 
   RunOptions ro;
   ro.spawn.argv.push_back(p.command);
   ro.spawn.argv.insert(ro.spawn.argv.end(), p.args.begin(), p.args.end());
   if (p.cwd) ro.spawn.cwd = *p.cwd;
-  if (!p.env.empty()) {
+  if (!p.env.empty() || p.clear_env) {
     std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) {
+    for (char** e = p.clear_env ? nullptr : environ; e && *e; ++e) {
       std::string_view kv(*e);
       std::string_view name = kv.substr(0, kv.find('='));
       if (std::none_of(p.env.begin(), p.env.end(), [&](const EnvVar& v) { return v.name == name; }))
@@ -838,15 +876,18 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
     ro.spawn.env = std::move(env);
   }
   if (p.pty) ro.spawn.pty_slave = out_w.get();
-  else ro.spawn.stdio = {in_r.get(), out_w.get(), out_w.get()};
+  else ro.spawn.stdio = {in_r.get(), out_w.get(), err_w ? err_w.get() : out_w.get()};
   ro.spawn.close_other_fds = true;
   ro.stop = opts_.stop;
+  if (p.kill_signal && !ro.stop.steps.empty() && ro.stop.steps[0].action == StopStep::Action::signal)
+    ro.stop.steps[0].signal = *p.kill_signal;
   ro.wait_tree = p.wait_tree;
   if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
 
   const uint64_t n = next_job_++;
   auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit));
   Job& j = *job;
+  if (err_r) j.err_buffer = std::make_unique<OutputBuffer>(static_cast<size_t>(p.output_byte_limit));
   j.num = n;
   j.id = "t" + std::to_string(n);
   j.name = p.name.value_or("");
@@ -862,6 +903,7 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (p.timeout_ms) j.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
   // Our copies of the child's ends go, or EOF never comes.
   out_w.reset();
+  err_w.reset();
   in_r.reset();
   set_nonblocking(out_r.get());
   set_nonblocking(in_w.get());
@@ -871,6 +913,11 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   watch_fd(j.call->pidfd(), EPOLLIN, tag(Tag::job_main, n));
   j.main_watched = true;
   watch_fd(j.out.get(), EPOLLIN, tag(Tag::job_out, n));
+  if (err_r) {
+    set_nonblocking(err_r.get());
+    j.err = std::move(err_r);
+    watch_fd(j.err.get(), EPOLLIN, tag(Tag::job_err, n));
+  }
   std::string id = j.id;
   jobs_.emplace(id, std::move(job));
   return Json{{"terminalId", id}};
@@ -879,12 +926,14 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
 Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) {
   Job* j = find_job(p.terminal_id);
   if (!j) return unknown_terminal(p.terminal_id);
-  if (!p.wait_ms || j->done || j->buffer.total() > p.since.value_or(0)) return output_json(*j, p.since);
+  if (!p.wait_ms || j->done || has_new_output(*j, p.since, p.stderr_since))
+    return output_json(*j, p.since, p.stderr_since);
   Pending w;
   w.kind = Pending::Kind::output;
   w.conn = c.id;
   w.id = id;
   w.since = p.since;
+  w.stderr_since = p.stderr_since;
   w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.wait_ms) * 1'000'000;
   j->pending.push_back(std::move(w));
   return std::monostate{};
