@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
       libbenchmark-dev tini strace hyperfine python3 jq
       pybind11-dev python3-dev python3-pytest python3-venv util-linux passwd procps
-      pkg-config libsystemd-dev)
+      pkg-config libsystemd-dev nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

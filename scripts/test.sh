@@ -23,3 +23,10 @@ if [ -d "$dir/python/pmon" ]; then
   PYTHONPATH="$PWD/$dir/python" PMON_HELPERS="$PWD/$dir/tests/helpers" \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests
 fi
+# The Node package (a client of the pmon just built): its node --test suite,
+# with the SDKs its ACP and MCP tests use installed from the lockfile.
+if [ "${PMON_SANITIZE:-0}" != 1 ]; then
+  (cd node && npm ci --no-audit --no-fund --loglevel=error)
+  (cd node && PMON="$PWD/../$dir/pmon" PMON_HELPERS="$PWD/../$dir/tests/helpers" \
+    node --test --test-concurrency=1 test/)
+fi
