@@ -150,3 +150,6 @@ export function findPmon(): string;
 
 /** The pid of this process's pmon service, once started. */
 export function servicePid(): number | null;
+
+/** One request to this process's pmon service by its JSON-RPC method name (terminal/create, ...). */
+export function request(method: string, params: Record<string, unknown>): Promise<any>;

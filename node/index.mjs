@@ -382,6 +382,12 @@ export async function list() {
   return (await getService().request('terminal/list', {})).terminals;
 }
 
+// One request to this process's pmon service, by its JSON-RPC method name
+// (terminal/create, terminal/output, ...): for front ends such as ./acp.mjs.
+export function request(method, params) {
+  return getService().request(method, params);
+}
+
 // The pid of the service, once started (for tests and diagnostics).
 export function servicePid() {
   return service?.child.pid ?? null;
