@@ -20,6 +20,7 @@
 
 #include "core/report.h"
 #include "core/run.h"
+#include "serve/mcp.h"
 #include "serve/output_buffer.h"
 #include "serve/ports.h"
 #include "serve/protocol.h"
@@ -61,10 +62,11 @@ void set_nonblocking(int fd) {
 // A reply that is owed later (wait_for_exit, a kill or release that waits
 // for the tree to be verified gone, an output read that waits for bytes).
 struct Pending {
-  enum class Kind { exit, stopped, output, port };
+  enum class Kind { exit, stopped, output, port, run };
   Kind kind = Kind::exit;
   uint64_t conn = 0;
   Json id;
+  std::optional<mcp::Tool> tool;  // answered as this MCP tool's result
   int64_t deadline = kForever;
   std::optional<uint64_t> since;  // Kind::output
   std::optional<uint64_t> stderr_since;
@@ -146,6 +148,7 @@ class Service {
   void on_conn_readable(Conn& c);
   void on_conn_writable(Conn& c);
   void on_line(Conn& c, std::string_view line);
+  void on_mcp_line(Conn& c, std::string_view line);
   void send(uint64_t conn, std::string line);
   void drop_conn(uint64_t conn);
   void schedule_drop(Conn& c);
@@ -183,6 +186,14 @@ class Service {
   Answer report(const TerminalParams& p);
   Answer session_close(Conn& c, const Json& id, const SessionCloseParams& p);
 
+  // MCP: a tool call on the same methods, its answer shaped as the tool's.
+  Answer tool_call(Conn& c, const Json& id, const mcp::ToolCall& call);
+  Answer run_tool(Conn& c, const Json& id, const mcp::RunArgs& a);
+  Json run_summary(const Job& j) const;
+  void cancel_request(uint64_t conn, const Json& id);
+  std::string reply_line(const Pending& p, const Json& result) const;
+  std::string reply_error(const Pending& p, const RpcError& e) const;
+
   Backend& backend_;
   ServeOptions opts_;
   Fd ep_, sig_, timer_, parent_;
@@ -194,6 +205,7 @@ class Service {
   std::vector<uint64_t> doomed_;
   bool shutting_down_ = false;
   bool all_verified_ = true;
+  std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
 };
 
 bool has_new_output(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) {
@@ -426,6 +438,7 @@ void Service::on_conn_readable(Conn& c) {
 
 void Service::on_line(Conn& c, std::string_view line) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+  if (opts_.mcp) return on_mcp_line(c, line);
   const uint64_t cid = c.id;
   auto parsed = parse_request(line);
   if (auto* bad = std::get_if<BadRequest>(&parsed)) {
@@ -639,7 +652,8 @@ void Service::job_over(Job& j) {
                {"exitStatus", exit_status_json(r.exit_code, r.signal)},
                {"cleanupVerified", r.cleanup_verified}};
   if (j.session) note["sessionId"] = *j.session;
-  send(j.creator, notification_line("terminal/exited", note));
+  // MCP has no such notification; its clients ask (wait, output, list).
+  if (!opts_.mcp) send(j.creator, notification_line("terminal/exited", note));
   settle_pending(j);
   if (j.forget) erase_job(j.id);
 }
@@ -655,39 +669,39 @@ void Service::settle_pending(Job& j) {
       case Pending::Kind::exit:
         if (j.done) {
           const RunResult& r = j.call->result();
-          out.push_back({p.conn, result_line(p.id, exit_status_json(r.exit_code, r.signal))});
+          out.push_back({p.conn, reply_line(p, exit_status_json(r.exit_code, r.signal))});
         } else if (due) {
           Json res = exit_status_json(std::nullopt, std::nullopt);
           res["running"] = true;
-          out.push_back({p.conn, result_line(p.id, res)});
+          out.push_back({p.conn, reply_line(p, res)});
         } else {
           return false;
         }
         return true;
       case Pending::Kind::stopped:
         if (!j.done) return false;
-        out.push_back({p.conn, result_line(p.id, {{"cleanupVerified", j.call->result().cleanup_verified}})});
+        out.push_back({p.conn, reply_line(p, {{"cleanupVerified", j.call->result().cleanup_verified}})});
         return true;
       case Pending::Kind::output:
         if (!j.done && !due && !has_new_output(j, p.since, p.stderr_since)) return false;
-        out.push_back({p.conn, result_line(p.id, output_json(j, p.since, p.stderr_since))});
+        out.push_back({p.conn, reply_line(p, output_json(j, p.since, p.stderr_since))});
         return true;
       case Pending::Kind::port: {
         if (!j.done && now < p.next_scan) return false;
         if (!j.done) {
           for (const Json& l : ports_of(j))
             if (!p.port || l["port"] == *p.port) {
-              out.push_back({p.conn, result_line(p.id, l)});
+              out.push_back({p.conn, reply_line(p, l)});
               return true;
             }
         }
         if (j.done) {
-          out.push_back({p.conn, error_line(p.id, {rpc::kServerError, "terminal '" + j.id +
+          out.push_back({p.conn, reply_error(p, {rpc::kServerError, "terminal '" + j.id +
                                                        "' ended before it listened on " + port_words(p.port)})});
           return true;
         }
         if (due) {
-          out.push_back({p.conn, error_line(p.id, {rpc::kServerError,
+          out.push_back({p.conn, reply_error(p, {rpc::kServerError,
                                                    "terminal '" + j.id + "' did not listen on " + port_words(p.port) +
                                                        " within " + std::to_string(p.timeout_ms) + " ms"})});
           return true;
@@ -695,6 +709,13 @@ void Service::settle_pending(Job& j) {
         p.next_scan = now + kPortScanNs;
         return false;
       }
+      case Pending::Kind::run:
+        // MCP run: the summary once over (then the job is forgotten), or
+        // what it wrote so far once it goes on in the background.
+        if (!j.done && !due) return false;
+        out.push_back({p.conn, reply_line(p, run_summary(j))});
+        if (j.done) j.forget = true;
+        return true;
     }
     return false;
   });
@@ -929,6 +950,7 @@ Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) 
   if (!p.wait_ms || j->done || has_new_output(*j, p.since, p.stderr_since))
     return output_json(*j, p.since, p.stderr_since);
   Pending w;
+  w.tool = current_tool_;
   w.kind = Pending::Kind::output;
   w.conn = c.id;
   w.id = id;
@@ -944,6 +966,7 @@ Service::Answer Service::wait_for_exit(Conn& c, const Json& id, const WaitForExi
   if (!j) return unknown_terminal(p.terminal_id);
   if (j->done) return exit_status_json(j->call->result().exit_code, j->call->result().signal);
   Pending w;
+  w.tool = current_tool_;
   w.kind = Pending::Kind::exit;
   w.conn = c.id;
   w.id = id;
@@ -977,6 +1000,7 @@ Service::Answer Service::kill(Conn& c, const Json& id, const TerminalParams& p, 
     return Json{{"cleanupVerified", verified}};
   }
   Pending w;
+  w.tool = current_tool_;
   w.kind = Pending::Kind::stopped;
   w.conn = c.id;
   w.id = id;
@@ -994,6 +1018,7 @@ Service::Answer Service::wait_for_port(Conn& c, const Json& id, const WaitForPor
   Job* j = find_job(p.terminal_id);
   if (!j) return unknown_terminal(p.terminal_id);
   Pending w;
+  w.tool = current_tool_;
   w.kind = Pending::Kind::port;
   w.conn = c.id;
   w.id = id;
@@ -1043,6 +1068,143 @@ Service::Answer Service::session_close(Conn& c, const Json& id, const SessionClo
   (void)id;
   // Answered at once; the stops are verified as each job ends (its report).
   return Json{{"stopping", ids.size()}};
+}
+
+// --- MCP ----------------------------------------------------------------------
+
+// What the engine says of a job, in MCP's words ("job 't1'").
+std::string job_words(std::string message) {
+  const std::string from = "terminal '";
+  for (size_t at = message.find(from); at != std::string::npos; at = message.find(from, at))
+    message.replace(at, from.size(), "job '");
+  return message;
+}
+
+std::string Service::reply_line(const Pending& p, const Json& result) const {
+  if (!p.tool) return result_line(p.id, result);
+  return result_line(p.id, mcp::tool_result(*p.tool, result));
+}
+
+std::string Service::reply_error(const Pending& p, const RpcError& e) const {
+  if (!p.tool) return error_line(p.id, e);
+  return result_line(p.id, mcp::tool_error(job_words(e.message)));
+}
+
+void Service::on_mcp_line(Conn& c, std::string_view line) {
+  const uint64_t cid = c.id;
+  auto parsed = mcp::parse_message(line);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    if (bad->error.code != 0) send(cid, error_line(bad->id, bad->error));
+    return;
+  }
+  const mcp::Message& m = std::get<mcp::Message>(parsed);
+  if (m.notification) {
+    if (m.method == "notifications/cancelled" && m.params.contains("requestId"))
+      cancel_request(cid, m.params["requestId"]);
+    return;  // notifications/initialized and any other: nothing to answer
+  }
+  Answer a;
+  if (m.method == "initialize") a = mcp::initialize_result(m.params);
+  else if (m.method == "ping") a = Json::object();
+  else if (m.method == "tools/list") a = mcp::tools_list();
+  else if (m.method == "tools/call") {
+    if (shutting_down_) {
+      a = mcp::tool_error("pmon is stopping");
+    } else {
+      auto call = mcp::parse_tool_call(m.params);
+      if (auto* err = std::get_if<mcp::CallError>(&call))
+        a = err->protocol ? Answer(RpcError{rpc::kInvalidParams, err->message}) : Answer(mcp::tool_error(err->message));
+      else
+        a = tool_call(c, m.id, std::get<mcp::ToolCall>(call));
+    }
+  } else {
+    a = RpcError{rpc::kMethodNotFound, "unknown method '" + m.method + "'"};
+  }
+  if (auto* res = std::get_if<Json>(&a)) send(cid, result_line(m.id, *res));
+  else if (auto* err = std::get_if<RpcError>(&a)) send(cid, error_line(m.id, *err));
+}
+
+Service::Answer Service::tool_call(Conn& c, const Json& id, const mcp::ToolCall& call) {
+  using mcp::Tool;
+  Answer a;
+  if (call.tool == Tool::run) return run_tool(c, id, std::get<mcp::RunArgs>(call.args));
+  // Every answer the engine defers for this request is shaped as the tool's.
+  current_tool_ = call.tool;
+  switch (call.tool) {
+    case Tool::run: break;
+    case Tool::start: a = create(c, std::get<CreateParams>(call.args)); break;
+    case Tool::output: a = output(c, id, std::get<OutputParams>(call.args)); break;
+    case Tool::wait: a = wait_for_exit(c, id, std::get<WaitForExitParams>(call.args)); break;
+    case Tool::write: {
+      const WriteParams& w = std::get<WriteParams>(call.args);
+      a = write(w);
+      if (auto* res = std::get_if<Json>(&a)) (*res)["written"] = w.data.size();
+      break;
+    }
+    case Tool::kill: a = kill(c, id, std::get<TerminalParams>(call.args), false); break;
+    case Tool::list: a = list(std::get<ListParams>(call.args)); break;
+    case Tool::wait_for_port: a = wait_for_port(c, id, std::get<WaitForPortParams>(call.args)); break;
+  }
+  current_tool_.reset();
+  if (auto* res = std::get_if<Json>(&a)) return mcp::tool_result(call.tool, *res);
+  if (auto* err = std::get_if<RpcError>(&a)) return mcp::tool_error(job_words(err->message));
+  return std::monostate{};  // answered by settle_pending, shaped as the tool's
+}
+
+// run: a job whose answer is its summary when it ends, or, past
+// background_after, what it wrote so far (it then goes on as a job).
+Service::Answer Service::run_tool(Conn& c, const Json& id, const mcp::RunArgs& a) {
+  Answer created = create(c, a.create);
+  if (auto* err = std::get_if<RpcError>(&created)) return mcp::tool_error(err->message);
+  Job* j = find_job(std::get<Json>(created)["terminalId"].get<std::string>());
+  if (!j) return mcp::tool_error("the job ended before it could be watched");
+  // Its stdin is closed: a command that reads it gets EOF, not a hang.
+  j->in_eof = true;
+  on_job_stdin(*j);
+  Pending w;
+  w.kind = Pending::Kind::run;
+  w.conn = c.id;
+  w.id = id;
+  w.tool = mcp::Tool::run;
+  if (a.background_after_ms)
+    w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*a.background_after_ms) * 1'000'000;
+  j->pending.push_back(std::move(w));
+  return std::monostate{};
+}
+
+Json Service::run_summary(const Job& j) const {
+  Json o = output_json(j, std::nullopt, std::nullopt);
+  Json s = {{"terminalId", j.id}, {"output", o["output"]}, {"truncated", o["truncated"]}, {"running", !j.done}};
+  if (!j.done) return s;
+  Json rep = Json::parse(report_of(j), nullptr, false);
+  const RunResult& r = j.call->result();
+  Json st = exit_status_json(r.exit_code, r.signal);
+  s["exit_code"] = st["exitCode"];
+  s["signal"] = st["signal"];
+  s["timed_out"] = rep.value("timed_out", false);
+  s["leftovers"] = rep.contains("leftovers") ? rep["leftovers"] : Json::array();
+  s["cleanup_verified"] = r.cleanup_verified;
+  s["duration_ms"] = rep.value("duration_ms", 0.0);
+  return s;
+}
+
+// notifications/cancelled: the request is not answered; a run it was
+// waiting for is stopped (the model no longer wants it).
+void Service::cancel_request(uint64_t conn, const Json& id) {
+  std::vector<std::string> stop;
+  for (auto& [tid, j] : jobs_) {
+    std::erase_if(j->pending, [&](const Pending& p) {
+      if (p.conn != conn || p.id != id) return false;
+      if (p.kind == Pending::Kind::run) stop.push_back(tid);
+      return true;
+    });
+  }
+  for (const std::string& tid : stop)
+    if (Job* j = find_job(tid)) {
+      j->forget = true;
+      if (j->done) erase_job(tid);
+      else begin_stop(*j, Call::End::cancel, "cancelled");
+    }
 }
 
 }  // namespace
