@@ -25,6 +25,9 @@ async function connect() {
   const transport = new StdioClientTransport({ command: PMON, args: ['mcp'], stderr: 'inherit' });
   const client = new Client({ name: 'pmon-test', version: '1.0.0' });
   await client.connect(transport);
+  // As a client does first; the SDK then checks every structuredContent
+  // against the tool's outputSchema.
+  await client.listTools();
   const server = { pid: transport.pid, start: procStat(transport.pid).start, name: 'pmon mcp' };
   started.push(server);
   return { client, transport, server };
