@@ -28,5 +28,5 @@ fi
 if [ "${PMON_SANITIZE:-0}" != 1 ]; then
   (cd node && npm ci --no-audit --no-fund --loglevel=error)
   (cd node && PMON="$PWD/../$dir/pmon" PMON_HELPERS="$PWD/../$dir/tests/helpers" \
-    node --test --test-concurrency=1 test/*.test.mjs)
+    node --test test/*.test.mjs)
 fi
