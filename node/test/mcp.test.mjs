@@ -198,6 +198,25 @@ test('run with background_after_s goes on as a job: output, write, wait', async 
   await client.close();
 });
 
+test('a run the client cancels (notifications/cancelled) is stopped with its tree', async () => {
+  const { client } = await connect();
+  const file = tmp.path('cancel');
+  const ac = new AbortController();
+  const p = client.callTool(
+    { name: 'run', arguments: { command: `exec ${ESCAPER} ${file} -x sleep name=d,orphan,setsid name=t,trap` } },
+    undefined,
+    { signal: ac.signal },
+  );
+  const recs = await waitRecords(file, 3);
+  started.push(...recs);
+  ac.abort();
+  await assert.rejects(p);
+  assert.deepEqual(await gone(recs), [], 'the cancelled run is stopped');
+  const l = await call(client, 'list', {});
+  assert.deepEqual(l.structuredContent.jobs.filter((j) => j.status === 'running'), [], 'none runs on');
+  await client.close();
+});
+
 async function threeJobs(client, label) {
   const recs = [];
   for (let i = 0; i < 3; i++) {
