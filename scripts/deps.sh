@@ -12,6 +12,11 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Node and npm for the Node package's tests: Debian's, unless a node and an
+# npm are there already (a NodeSource nodejs carries its own npm, which
+# Debian's npm package would conflict with).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "pmon: installing ${missing[*]}"
   sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo

@@ -41,6 +41,13 @@ elif [ $strict = 1 ] && [ "${PMON_SANITIZE:-0}" != 1 ]; then
   echo "pmon: the Python package was not built, so its tests cannot run" >&2
   rc=1
 fi
+# The Node package (a client of the pmon just built): its node --test suite,
+# with the SDKs its ACP and MCP tests use installed from the lockfile.
+if [ "${PMON_SANITIZE:-0}" != 1 ]; then
+  (cd node && npm ci --no-audit --no-fund --loglevel=error) || rc=1
+  (cd node && PMON="$PWD/../$dir/pmon" PMON_HELPERS="$PWD/../$dir/tests/helpers" \
+    node --test test/*.test.mjs) || rc=1
+fi
 # Every skip, with its reason; in strict mode the ones not allowed fail.
 python3 tests/list_skips.py "$results" tests/allowed_skips.txt "$strict" || rc=1
 exit $rc

@@ -42,6 +42,7 @@ int gc_main(const std::vector<std::string>& args);
 int ps_main(const std::vector<std::string>& args);
 int doctor_main(const std::vector<std::string>& args);
 int serve_main(const std::vector<std::string>& args);
+int mcp_main(const std::vector<std::string>& args);
 int start_main(const std::vector<std::string>& args);
 int jobs_main(const std::vector<std::string>& args);
 int logs_main(const std::vector<std::string>& args);

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  pmon ps [--json] [-a]                     live calls (cgroup leaves) and their process trees\n"
     "  pmon gc [--dry-run] [-v]                  stop and remove the leaves of pmon processes that died\n"
     "  pmon serve [--stdio|--listen PATH]        background jobs with an owned lifetime (JSON-RPC)\n"
+    "  pmon mcp                                  the same jobs as MCP tools on stdin/stdout, for any agent\n"
     "  pmon start [options] -- CMD [ARG...]      start CMD as a kept job of the service; prints its id\n"
     "  pmon jobs [--json] / logs ID [-f] / stop ID / wait ID   the service's jobs\n"
     "  pmon --version\n"
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   if (sub == "ps") return pmon::cli::ps_main(rest);
   if (sub == "doctor") return pmon::cli::doctor_main(rest);
   if (sub == "serve") return pmon::cli::serve_main(rest);
+  if (sub == "mcp") return pmon::cli::mcp_main(rest);
   if (sub == "start") return pmon::cli::start_main(rest);
   if (sub == "jobs") return pmon::cli::jobs_main(rest);
   if (sub == "logs") return pmon::cli::logs_main(rest);

@@ -1,4 +1,5 @@
 // pmon serve [--stdio | --listen PATH] [options]
+// pmon mcp [options]: the same service on stdio, speaking MCP
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -73,6 +74,47 @@ int serve_main(const std::vector<std::string>& args) {
   int rc = serve::serve(*sel.backend, opts);
   if (!path.empty()) (void)::unlink(path.c_str());
   if (rc != 0) std::fprintf(stderr, "pmon: serve: a job's tree could not be confirmed gone\n");
+  return rc;
+}
+
+constexpr const char* kMcpFooter = R"(
+An MCP server on stdin/stdout (JSON-RPC, one message per line) for any
+agent that speaks the Model Context Protocol. Its tools: run (a shell
+command, waited for; whatever it leaves running is stopped), start (a job
+that runs on), output, wait, write, kill, list and wait_for_port.
+
+When the client closes stdin or dies, every job is stopped and verified
+gone before pmon exits. Configure it in an MCP client as
+  {"command": "pmon", "args": ["mcp"]})";
+
+int mcp_main(const std::vector<std::string>& args) {
+  CLI::App app{"Serve jobs as MCP tools on stdin/stdout.", "pmon mcp"};
+  app.footer(kMcpFooter);
+  std::string grace_s = "2s";
+  size_t max_jobs = 1024;
+  ConfineFlags confine;
+  confine.add_to(app);
+  app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)");
+  app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)");
+  if (!parse_options(app, args, "mcp")) return 0;
+  if (max_jobs == 0) die("mcp: --max-jobs must be at least 1");
+  auto grace = parse_duration(grace_s);
+  if (!grace) die("mcp: --grace: invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  // stdout is the protocol: pmon's own words go to stderr only, and only errors.
+  Selection sel = confine.select("mcp", true);
+  if (sel.backend->kind() == ConfineKind::subreaper)
+    die("mcp: the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
+  serve::ServeOptions opts;
+  opts.stdio = true;
+  opts.mcp = true;
+  // The client is the parent: when it dies without closing our stdin (a
+  // pipe some child of its inherited), the jobs go with it all the same.
+  opts.die_with_parent = true;
+  opts.max_jobs = max_jobs;
+  opts.stop = StopPlan::standard(SIGTERM, *grace);
+  opts.passed_over = sel.passed_over;
+  int rc = serve::serve(*sel.backend, opts);
+  if (rc != 0) std::fprintf(stderr, "pmon: mcp: a job's tree could not be confirmed gone\n");
   return rc;
 }
 

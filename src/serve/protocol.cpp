@@ -73,6 +73,17 @@ class Fields {
     return out;
   }
 
+  // A signal by name ("TERM", "SIGTERM") or number.
+  std::optional<int> signal(const char* name) {
+    const Json* v = find(name, false);
+    if (!v) return std::nullopt;
+    std::optional<int> sig;
+    if (v->is_string()) sig = parse_signal(v->get<std::string>());
+    else if (v->is_number_integer()) sig = parse_signal(std::to_string(v->get<int64_t>()));
+    if (!sig) return bad(name, "must be a signal name or number"), std::nullopt;
+    return sig;
+  }
+
   std::optional<PtySize> size(const char* name, bool required) {
     const Json* v = find(name, required);
     if (!v) return std::nullopt;
@@ -130,6 +141,9 @@ std::optional<Params> parse_params(Method m, const Json& p, std::string& err) {
       c.keep = f.flag("keep");
       c.wait_tree = f.flag("waitTree");
       c.name = f.str("name", false);
+      c.separate_stderr = f.flag("separateStderr");
+      c.clear_env = f.flag("clearEnv");
+      c.kill_signal = f.signal("killSignal");
       out = std::move(c);
       break;
     }
@@ -137,8 +151,9 @@ std::optional<Params> parse_params(Method m, const Json& p, std::string& err) {
     case Method::release:
     case Method::report: out = TerminalParams{id()}; break;
     case Method::output: {
-      OutputParams o{id(), std::nullopt, std::nullopt};
+      OutputParams o{id(), std::nullopt, std::nullopt, std::nullopt};
       o.since = f.uint("since", false, std::numeric_limits<uint64_t>::max());
+      o.stderr_since = f.uint("stderrSince", false, std::numeric_limits<uint64_t>::max());
       o.wait_ms = f.uint("waitMs", false, kMaxMs);
       out = o;
       break;

@@ -50,6 +50,12 @@ struct CreateParams {
   bool keep = false;
   bool wait_tree = false;
   std::optional<std::string> name;
+  // pmon's, for clients shaped like child_process: stderr kept in a buffer of
+  // its own (terminal/output then returns it apart), the environment given
+  // whole instead of laid over the service's, the first signal of a stop.
+  bool separate_stderr = false;
+  bool clear_env = false;
+  std::optional<int> kill_signal;
 };
 
 // terminal/kill, terminal/release, terminal/report.
@@ -59,6 +65,7 @@ struct TerminalParams {
 struct OutputParams {
   std::string terminal_id;
   std::optional<uint64_t> since;
+  std::optional<uint64_t> stderr_since;  // a job created with separateStderr
   // pmon's: with nothing new past `since` on a running job, wait up to this
   // long for more (or its end) before answering.
   std::optional<uint64_t> wait_ms;

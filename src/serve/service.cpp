@@ -20,6 +20,7 @@
 
 #include "core/report.h"
 #include "core/run.h"
+#include "serve/mcp.h"
 #include "serve/output_buffer.h"
 #include "serve/ports.h"
 #include "serve/protocol.h"
@@ -36,7 +37,7 @@ constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 
 // What an epoll event is about: the kind in the top byte, an id below.
 enum class Tag : uint64_t {
-  listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop
+  listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop, job_err
 };
 uint64_t tag(Tag t, uint64_t id = 0) { return (static_cast<uint64_t>(t) << 56) | id; }
 Tag tag_kind(uint64_t v) { return static_cast<Tag>(v >> 56); }
@@ -61,12 +62,14 @@ void set_nonblocking(int fd) {
 // A reply that is owed later (wait_for_exit, a kill or release that waits
 // for the tree to be verified gone, an output read that waits for bytes).
 struct Pending {
-  enum class Kind { exit, stopped, output, port };
+  enum class Kind { exit, stopped, output, port, run };
   Kind kind = Kind::exit;
   uint64_t conn = 0;
   Json id;
+  std::optional<mcp::Tool> tool;  // answered as this MCP tool's result
   int64_t deadline = kForever;
   std::optional<uint64_t> since;  // Kind::output
+  std::optional<uint64_t> stderr_since;
   std::optional<uint16_t> port;   // Kind::port: this one, or any
   int64_t next_scan = 0;          // Kind::port
   uint64_t timeout_ms = 0;        // Kind::port, for the error
@@ -88,9 +91,11 @@ struct Job {
   bool keep = false;
   bool pty = false;  // out and in are the pty's master (two fds of it)
   std::unique_ptr<Call> call;
-  Fd out;  // stdout and stderr of the job, one pipe
+  Fd out;  // stdout and stderr of the job, one pipe (stdout alone with separateStderr)
   Fd in;   // its stdin
   OutputBuffer buffer;
+  Fd err;  // separateStderr: stderr, kept in err_buffer
+  std::unique_ptr<OutputBuffer> err_buffer;
   std::string in_pending;
   bool in_eof = false;  // close stdin once in_pending is written
   bool main_watched = false;
@@ -143,6 +148,7 @@ class Service {
   void on_conn_readable(Conn& c);
   void on_conn_writable(Conn& c);
   void on_line(Conn& c, std::string_view line);
+  void on_mcp_line(Conn& c, std::string_view line);
   void send(uint64_t conn, std::string line);
   void drop_conn(uint64_t conn);
   void schedule_drop(Conn& c);
@@ -154,6 +160,7 @@ class Service {
   // Jobs.
   Job* find_job(const std::string& id);
   void on_job_output(Job& j);
+  void on_job_stderr(Job& j);
   void on_job_stdin(Job& j);
   void on_main_exit(Job& j);
   void begin_stop(Job& j, Call::End why, const std::string& by);
@@ -161,7 +168,7 @@ class Service {
   void job_over(Job& j);
   void settle_pending(Job& j);
   void erase_job(const std::string& id);
-  Json output_json(const Job& j, std::optional<uint64_t> since) const;
+  Json output_json(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
   Json ports_of(Job& j);
   Json job_json(Job& j);
   std::string report_of(const Job& j) const;
@@ -179,6 +186,14 @@ class Service {
   Answer report(const TerminalParams& p);
   Answer session_close(Conn& c, const Json& id, const SessionCloseParams& p);
 
+  // MCP: a tool call on the same methods, its answer shaped as the tool's.
+  Answer tool_call(Conn& c, const Json& id, const mcp::ToolCall& call);
+  Answer run_tool(Conn& c, const Json& id, const mcp::RunArgs& a);
+  Json run_summary(const Job& j) const;
+  void cancel_request(uint64_t conn, const Json& id);
+  std::string reply_line(const Pending& p, const Json& result) const;
+  std::string reply_error(const Pending& p, const RpcError& e) const;
+
   Backend& backend_;
   ServeOptions opts_;
   Fd ep_, sig_, timer_, parent_;
@@ -190,7 +205,13 @@ class Service {
   std::vector<uint64_t> doomed_;
   bool shutting_down_ = false;
   bool all_verified_ = true;
+  std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
 };
+
+bool has_new_output(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) {
+  if (j.buffer.total() > since.value_or(0)) return true;
+  return j.err_buffer && j.err_buffer->total() > stderr_since.value_or(0);
+}
 
 std::string port_words(std::optional<uint16_t> port) {
   return port ? "TCP port " + std::to_string(*port) : std::string("any TCP port");
@@ -315,6 +336,7 @@ void Service::on_event(uint64_t t, uint32_t events) {
   switch (tag_kind(t)) {
     case Tag::job_main: on_main_exit(*j); return;
     case Tag::job_out: on_job_output(*j); return;
+    case Tag::job_err: on_job_stderr(*j); return;
     case Tag::job_in: on_job_stdin(*j); return;
     case Tag::job_stop: {
       // Empty the inner epoll's ready list; the stop re-reads the boundary.
@@ -416,6 +438,7 @@ void Service::on_conn_readable(Conn& c) {
 
 void Service::on_line(Conn& c, std::string_view line) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+  if (opts_.mcp) return on_mcp_line(c, line);
   const uint64_t cid = c.id;
   auto parsed = parse_request(line);
   if (auto* bad = std::get_if<BadRequest>(&parsed)) {
@@ -505,21 +528,44 @@ Job* Service::find_job(const std::string& id) {
   return it == jobs_.end() ? nullptr : it->second.get();
 }
 
-void Service::on_job_output(Job& j) {
+// Reads what a pipe has into its buffer; at EOF the pipe is closed.
+void drain_pipe(Fd& fd, OutputBuffer& buffer, int ep) {
   char buf[65536];
   // At most 1 MiB per wake: a job that writes flat out shares the thread.
   for (int round = 0; round < 16; ++round) {
-    ssize_t n = ::read(j.out.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) break;
     if (n <= 0) {
-      unwatch_fd(j.out.get());
-      j.out.reset();
+      (void)::epoll_ctl(ep, EPOLL_CTL_DEL, fd.get(), nullptr);
+      fd.reset();
       break;
     }
-    j.buffer.append(std::string_view(buf, static_cast<size_t>(n)));
+    buffer.append(std::string_view(buf, static_cast<size_t>(n)));
   }
+}
+
+void Service::on_job_output(Job& j) {
+  drain_pipe(j.out, j.buffer, ep_.get());
   settle_pending(j);
+}
+
+void Service::on_job_stderr(Job& j) {
+  if (j.err_buffer) drain_pipe(j.err, *j.err_buffer, ep_.get());
+  settle_pending(j);
+}
+
+// Every writer is gone: what is left in a pipe is read to EOF (or, for an
+// escapee of a weak boundary that holds it, to what is there).
+void drain_to_end(Fd& fd, OutputBuffer& buffer, int ep) {
+  if (!fd) return;
+  while (fd) {
+    uint64_t before = buffer.total();
+    drain_pipe(fd, buffer, ep);
+    if (buffer.total() == before) break;
+  }
+  if (fd) (void)::epoll_ctl(ep, EPOLL_CTL_DEL, fd.get(), nullptr);
+  fd.reset();
 }
 
 void Service::on_job_stdin(Job& j) {
@@ -594,27 +640,20 @@ void Service::job_over(Job& j) {
   j.done = true;
   const RunResult& r = j.call->result();
   if (!r.cleanup_verified) all_verified_ = false;
-  // Every writer is gone: what is left in the pipe is read to EOF (or, for
-  // an escapee of a weak boundary that holds it, to what is there).
-  if (j.out) {
-    set_nonblocking(j.out.get());
-    on_job_output(j);
-    while (j.out) {
-      size_t before = j.buffer.total();
-      on_job_output(j);
-      if (j.buffer.total() == before) break;
-    }
-    if (j.out) unwatch_fd(j.out.get());
-    j.out.reset();
-  }
+  drain_to_end(j.out, j.buffer, ep_.get());
   j.buffer.close();
+  if (j.err_buffer) {
+    drain_to_end(j.err, *j.err_buffer, ep_.get());
+    j.err_buffer->close();
+  }
   if (j.in_watched) unwatch_fd(j.in.get());
   j.in.reset();
   Json note = {{"terminalId", j.id},
                {"exitStatus", exit_status_json(r.exit_code, r.signal)},
                {"cleanupVerified", r.cleanup_verified}};
   if (j.session) note["sessionId"] = *j.session;
-  send(j.creator, notification_line("terminal/exited", note));
+  // MCP has no such notification; its clients ask (wait, output, list).
+  if (!opts_.mcp) send(j.creator, notification_line("terminal/exited", note));
   settle_pending(j);
   if (j.forget) erase_job(j.id);
 }
@@ -630,39 +669,39 @@ void Service::settle_pending(Job& j) {
       case Pending::Kind::exit:
         if (j.done) {
           const RunResult& r = j.call->result();
-          out.push_back({p.conn, result_line(p.id, exit_status_json(r.exit_code, r.signal))});
+          out.push_back({p.conn, reply_line(p, exit_status_json(r.exit_code, r.signal))});
         } else if (due) {
           Json res = exit_status_json(std::nullopt, std::nullopt);
           res["running"] = true;
-          out.push_back({p.conn, result_line(p.id, res)});
+          out.push_back({p.conn, reply_line(p, res)});
         } else {
           return false;
         }
         return true;
       case Pending::Kind::stopped:
         if (!j.done) return false;
-        out.push_back({p.conn, result_line(p.id, {{"cleanupVerified", j.call->result().cleanup_verified}})});
+        out.push_back({p.conn, reply_line(p, {{"cleanupVerified", j.call->result().cleanup_verified}})});
         return true;
       case Pending::Kind::output:
-        if (!j.done && !due && j.buffer.total() <= p.since.value_or(0)) return false;
-        out.push_back({p.conn, result_line(p.id, output_json(j, p.since))});
+        if (!j.done && !due && !has_new_output(j, p.since, p.stderr_since)) return false;
+        out.push_back({p.conn, reply_line(p, output_json(j, p.since, p.stderr_since))});
         return true;
       case Pending::Kind::port: {
         if (!j.done && now < p.next_scan) return false;
         if (!j.done) {
           for (const Json& l : ports_of(j))
             if (!p.port || l["port"] == *p.port) {
-              out.push_back({p.conn, result_line(p.id, l)});
+              out.push_back({p.conn, reply_line(p, l)});
               return true;
             }
         }
         if (j.done) {
-          out.push_back({p.conn, error_line(p.id, {rpc::kServerError, "terminal '" + j.id +
+          out.push_back({p.conn, reply_error(p, {rpc::kServerError, "terminal '" + j.id +
                                                        "' ended before it listened on " + port_words(p.port)})});
           return true;
         }
         if (due) {
-          out.push_back({p.conn, error_line(p.id, {rpc::kServerError,
+          out.push_back({p.conn, reply_error(p, {rpc::kServerError,
                                                    "terminal '" + j.id + "' did not listen on " + port_words(p.port) +
                                                        " within " + std::to_string(p.timeout_ms) + " ms"})});
           return true;
@@ -670,6 +709,13 @@ void Service::settle_pending(Job& j) {
         p.next_scan = now + kPortScanNs;
         return false;
       }
+      case Pending::Kind::run:
+        // MCP run: the summary once over (then the job is forgotten), or
+        // what it wrote so far once it goes on in the background.
+        if (!j.done && !due) return false;
+        out.push_back({p.conn, reply_line(p, run_summary(j))});
+        if (j.done) j.forget = true;
+        return true;
     }
     return false;
   });
@@ -685,9 +731,14 @@ void Service::erase_job(const std::string& id) {
   jobs_.erase(it);
 }
 
-Json Service::output_json(const Job& j, std::optional<uint64_t> since) const {
+Json Service::output_json(const Job& j, std::optional<uint64_t> since,
+                          std::optional<uint64_t> stderr_since) const {
   OutputBuffer::Read rd = j.buffer.read(since);
   Json res = {{"output", rd.text}, {"truncated", rd.truncated}, {"next", rd.next}};
+  if (j.err_buffer) {
+    OutputBuffer::Read er = j.err_buffer->read(stderr_since);
+    res["stderr"] = {{"output", er.text}, {"truncated", er.truncated}, {"next", er.next}};
+  }
   res["exitStatus"] = j.done ? exit_status_json(j.call->result().exit_code, j.call->result().signal)
                              : Json(nullptr);
   return res;
@@ -821,14 +872,22 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
     in_r = Fd(in_pipe[0]);
     in_w = Fd(in_pipe[1]);
   }
+  Fd err_r, err_w;
+  if (p.separate_stderr && !p.pty) {
+    int err_pipe[2];
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0)
+      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    err_r = Fd(err_pipe[0]);
+    err_w = Fd(err_pipe[1]);
+  }
 
   RunOptions ro;
   ro.spawn.argv.push_back(p.command);
   ro.spawn.argv.insert(ro.spawn.argv.end(), p.args.begin(), p.args.end());
   if (p.cwd) ro.spawn.cwd = *p.cwd;
-  if (!p.env.empty()) {
+  if (!p.env.empty() || p.clear_env) {
     std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) {
+    for (char** e = p.clear_env ? nullptr : environ; e && *e; ++e) {
       std::string_view kv(*e);
       std::string_view name = kv.substr(0, kv.find('='));
       if (std::none_of(p.env.begin(), p.env.end(), [&](const EnvVar& v) { return v.name == name; }))
@@ -838,15 +897,18 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
     ro.spawn.env = std::move(env);
   }
   if (p.pty) ro.spawn.pty_slave = out_w.get();
-  else ro.spawn.stdio = {in_r.get(), out_w.get(), out_w.get()};
+  else ro.spawn.stdio = {in_r.get(), out_w.get(), err_w ? err_w.get() : out_w.get()};
   ro.spawn.close_other_fds = true;
   ro.stop = opts_.stop;
+  if (p.kill_signal && !ro.stop.steps.empty() && ro.stop.steps[0].action == StopStep::Action::signal)
+    ro.stop.steps[0].signal = *p.kill_signal;
   ro.wait_tree = p.wait_tree;
   if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
 
   const uint64_t n = next_job_++;
   auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit));
   Job& j = *job;
+  if (err_r) j.err_buffer = std::make_unique<OutputBuffer>(static_cast<size_t>(p.output_byte_limit));
   j.num = n;
   j.id = "t" + std::to_string(n);
   j.name = p.name.value_or("");
@@ -862,6 +924,7 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (p.timeout_ms) j.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
   // Our copies of the child's ends go, or EOF never comes.
   out_w.reset();
+  err_w.reset();
   in_r.reset();
   set_nonblocking(out_r.get());
   set_nonblocking(in_w.get());
@@ -871,6 +934,11 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   watch_fd(j.call->pidfd(), EPOLLIN, tag(Tag::job_main, n));
   j.main_watched = true;
   watch_fd(j.out.get(), EPOLLIN, tag(Tag::job_out, n));
+  if (err_r) {
+    set_nonblocking(err_r.get());
+    j.err = std::move(err_r);
+    watch_fd(j.err.get(), EPOLLIN, tag(Tag::job_err, n));
+  }
   std::string id = j.id;
   jobs_.emplace(id, std::move(job));
   return Json{{"terminalId", id}};
@@ -879,12 +947,15 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
 Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) {
   Job* j = find_job(p.terminal_id);
   if (!j) return unknown_terminal(p.terminal_id);
-  if (!p.wait_ms || j->done || j->buffer.total() > p.since.value_or(0)) return output_json(*j, p.since);
+  if (!p.wait_ms || j->done || has_new_output(*j, p.since, p.stderr_since))
+    return output_json(*j, p.since, p.stderr_since);
   Pending w;
+  w.tool = current_tool_;
   w.kind = Pending::Kind::output;
   w.conn = c.id;
   w.id = id;
   w.since = p.since;
+  w.stderr_since = p.stderr_since;
   w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.wait_ms) * 1'000'000;
   j->pending.push_back(std::move(w));
   return std::monostate{};
@@ -895,6 +966,7 @@ Service::Answer Service::wait_for_exit(Conn& c, const Json& id, const WaitForExi
   if (!j) return unknown_terminal(p.terminal_id);
   if (j->done) return exit_status_json(j->call->result().exit_code, j->call->result().signal);
   Pending w;
+  w.tool = current_tool_;
   w.kind = Pending::Kind::exit;
   w.conn = c.id;
   w.id = id;
@@ -928,6 +1000,7 @@ Service::Answer Service::kill(Conn& c, const Json& id, const TerminalParams& p, 
     return Json{{"cleanupVerified", verified}};
   }
   Pending w;
+  w.tool = current_tool_;
   w.kind = Pending::Kind::stopped;
   w.conn = c.id;
   w.id = id;
@@ -945,6 +1018,7 @@ Service::Answer Service::wait_for_port(Conn& c, const Json& id, const WaitForPor
   Job* j = find_job(p.terminal_id);
   if (!j) return unknown_terminal(p.terminal_id);
   Pending w;
+  w.tool = current_tool_;
   w.kind = Pending::Kind::port;
   w.conn = c.id;
   w.id = id;
@@ -994,6 +1068,143 @@ Service::Answer Service::session_close(Conn& c, const Json& id, const SessionClo
   (void)id;
   // Answered at once; the stops are verified as each job ends (its report).
   return Json{{"stopping", ids.size()}};
+}
+
+// --- MCP ----------------------------------------------------------------------
+
+// What the engine says of a job, in MCP's words ("job 't1'").
+std::string job_words(std::string message) {
+  const std::string from = "terminal '";
+  for (size_t at = message.find(from); at != std::string::npos; at = message.find(from, at))
+    message.replace(at, from.size(), "job '");
+  return message;
+}
+
+std::string Service::reply_line(const Pending& p, const Json& result) const {
+  if (!p.tool) return result_line(p.id, result);
+  return result_line(p.id, mcp::tool_result(*p.tool, result));
+}
+
+std::string Service::reply_error(const Pending& p, const RpcError& e) const {
+  if (!p.tool) return error_line(p.id, e);
+  return result_line(p.id, mcp::tool_error(job_words(e.message)));
+}
+
+void Service::on_mcp_line(Conn& c, std::string_view line) {
+  const uint64_t cid = c.id;
+  auto parsed = mcp::parse_message(line);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    if (bad->error.code != 0) send(cid, error_line(bad->id, bad->error));
+    return;
+  }
+  const mcp::Message& m = std::get<mcp::Message>(parsed);
+  if (m.notification) {
+    if (m.method == "notifications/cancelled" && m.params.contains("requestId"))
+      cancel_request(cid, m.params["requestId"]);
+    return;  // notifications/initialized and any other: nothing to answer
+  }
+  Answer a;
+  if (m.method == "initialize") a = mcp::initialize_result(m.params);
+  else if (m.method == "ping") a = Json::object();
+  else if (m.method == "tools/list") a = mcp::tools_list();
+  else if (m.method == "tools/call") {
+    if (shutting_down_) {
+      a = mcp::tool_error("pmon is stopping");
+    } else {
+      auto call = mcp::parse_tool_call(m.params);
+      if (auto* err = std::get_if<mcp::CallError>(&call))
+        a = err->protocol ? Answer(RpcError{rpc::kInvalidParams, err->message}) : Answer(mcp::tool_error(err->message));
+      else
+        a = tool_call(c, m.id, std::get<mcp::ToolCall>(call));
+    }
+  } else {
+    a = RpcError{rpc::kMethodNotFound, "unknown method '" + m.method + "'"};
+  }
+  if (auto* res = std::get_if<Json>(&a)) send(cid, result_line(m.id, *res));
+  else if (auto* err = std::get_if<RpcError>(&a)) send(cid, error_line(m.id, *err));
+}
+
+Service::Answer Service::tool_call(Conn& c, const Json& id, const mcp::ToolCall& call) {
+  using mcp::Tool;
+  Answer a;
+  if (call.tool == Tool::run) return run_tool(c, id, std::get<mcp::RunArgs>(call.args));
+  // Every answer the engine defers for this request is shaped as the tool's.
+  current_tool_ = call.tool;
+  switch (call.tool) {
+    case Tool::run: break;
+    case Tool::start: a = create(c, std::get<CreateParams>(call.args)); break;
+    case Tool::output: a = output(c, id, std::get<OutputParams>(call.args)); break;
+    case Tool::wait: a = wait_for_exit(c, id, std::get<WaitForExitParams>(call.args)); break;
+    case Tool::write: {
+      const WriteParams& w = std::get<WriteParams>(call.args);
+      a = write(w);
+      if (auto* res = std::get_if<Json>(&a)) (*res)["written"] = w.data.size();
+      break;
+    }
+    case Tool::kill: a = kill(c, id, std::get<TerminalParams>(call.args), false); break;
+    case Tool::list: a = list(std::get<ListParams>(call.args)); break;
+    case Tool::wait_for_port: a = wait_for_port(c, id, std::get<WaitForPortParams>(call.args)); break;
+  }
+  current_tool_.reset();
+  if (auto* res = std::get_if<Json>(&a)) return mcp::tool_result(call.tool, *res);
+  if (auto* err = std::get_if<RpcError>(&a)) return mcp::tool_error(job_words(err->message));
+  return std::monostate{};  // answered by settle_pending, shaped as the tool's
+}
+
+// run: a job whose answer is its summary when it ends, or, past
+// background_after, what it wrote so far (it then goes on as a job).
+Service::Answer Service::run_tool(Conn& c, const Json& id, const mcp::RunArgs& a) {
+  Answer created = create(c, a.create);
+  if (auto* err = std::get_if<RpcError>(&created)) return mcp::tool_error(err->message);
+  Job* j = find_job(std::get<Json>(created)["terminalId"].get<std::string>());
+  if (!j) return mcp::tool_error("the job ended before it could be watched");
+  // Its stdin is closed: a command that reads it gets EOF, not a hang.
+  j->in_eof = true;
+  on_job_stdin(*j);
+  Pending w;
+  w.kind = Pending::Kind::run;
+  w.conn = c.id;
+  w.id = id;
+  w.tool = mcp::Tool::run;
+  if (a.background_after_ms)
+    w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*a.background_after_ms) * 1'000'000;
+  j->pending.push_back(std::move(w));
+  return std::monostate{};
+}
+
+Json Service::run_summary(const Job& j) const {
+  Json o = output_json(j, std::nullopt, std::nullopt);
+  Json s = {{"terminalId", j.id}, {"output", o["output"]}, {"truncated", o["truncated"]}, {"running", !j.done}};
+  if (!j.done) return s;
+  Json rep = Json::parse(report_of(j), nullptr, false);
+  const RunResult& r = j.call->result();
+  Json st = exit_status_json(r.exit_code, r.signal);
+  s["exit_code"] = st["exitCode"];
+  s["signal"] = st["signal"];
+  s["timed_out"] = rep.value("timed_out", false);
+  s["leftovers"] = rep.contains("leftovers") ? rep["leftovers"] : Json::array();
+  s["cleanup_verified"] = r.cleanup_verified;
+  s["duration_ms"] = rep.value("duration_ms", 0.0);
+  return s;
+}
+
+// notifications/cancelled: the request is not answered; a run it was
+// waiting for is stopped (the model no longer wants it).
+void Service::cancel_request(uint64_t conn, const Json& id) {
+  std::vector<std::string> stop;
+  for (auto& [tid, j] : jobs_) {
+    std::erase_if(j->pending, [&](const Pending& p) {
+      if (p.conn != conn || p.id != id) return false;
+      if (p.kind == Pending::Kind::run) stop.push_back(tid);
+      return true;
+    });
+  }
+  for (const std::string& tid : stop)
+    if (Job* j = find_job(tid)) {
+      j->forget = true;
+      if (j->done) erase_job(tid);
+      else begin_stop(*j, Call::End::cancel, "cancelled");
+    }
 }
 
 }  // namespace

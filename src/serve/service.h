@@ -18,6 +18,8 @@ struct ServeOptions {
   int listen_fd = -1;
   bool stdio = false;
   bool die_with_parent = false;
+  // Speak MCP (pmon mcp) instead of the terminal/* methods, on the same jobs.
+  bool mcp = false;
   size_t max_jobs = 1024;
   StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
   size_t max_line = 1 << 20;            // longer requests are refused

@@ -1,6 +1,7 @@
 // The JSON-RPC layer of pmon serve: every line becomes a typed request or
 // the error to answer, naming the field that is wrong.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include "serve/protocol.h"
 
@@ -43,6 +44,25 @@ TEST(ServeProtocol, CreateCarriesEveryField) {
   EXPECT_TRUE(c.keep);
   EXPECT_TRUE(c.wait_tree);
   EXPECT_EQ(c.name, "n");
+}
+
+TEST(ServeProtocol, CreateForChildProcessShapedClients) {
+  Request r = good(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"ls",
+    "separateStderr":true,"clearEnv":true,"killSignal":"INT"}})");
+  const auto& c = std::get<CreateParams>(r.params);
+  EXPECT_TRUE(c.separate_stderr);
+  EXPECT_TRUE(c.clear_env);
+  EXPECT_EQ(c.kill_signal, SIGINT);
+  Request n = good(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"ls","killSignal":9}})");
+  EXPECT_EQ(std::get<CreateParams>(n.params).kill_signal, SIGKILL);
+  Request d = good(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"ls"}})");
+  EXPECT_FALSE(std::get<CreateParams>(d.params).separate_stderr);
+  EXPECT_FALSE(std::get<CreateParams>(d.params).kill_signal);
+  EXPECT_EQ(bad(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"ls","killSignal":"NOPE"}})")
+                .error.message,
+            "invalid params: 'killSignal' must be a signal name or number");
+  Request o = good(R"({"jsonrpc":"2.0","id":1,"method":"terminal/output","params":{"terminalId":"t1","stderrSince":4}})");
+  EXPECT_EQ(std::get<OutputParams>(o.params).stderr_since, 4u);
 }
 
 TEST(ServeProtocol, DefaultsAndNotifications) {

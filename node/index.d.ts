@@ -1,0 +1,155 @@
+// Types of the pmon Node package (index.mjs).
+
+export interface CommonOptions {
+  /** Working directory of the command. */
+  cwd?: string | URL;
+  /** The whole environment of the command (as child_process: not merged with process.env). */
+  env?: Record<string, string | undefined>;
+  /** Run the command through a shell: true for /bin/sh, or the shell's path. */
+  shell?: boolean | string;
+  /** Milliseconds after which the whole tree is stopped (timedOut: true). */
+  timeout?: number;
+  /** The first signal of a stop (default SIGTERM); SIGKILL follows after the service's grace. */
+  killSignal?: NodeJS.Signals | number;
+  /** A label shown in list(). */
+  name?: string;
+  /** Written to the command's stdin, which is then closed. */
+  input?: string | Buffer | Uint8Array;
+}
+
+export interface RunOptions extends CommonOptions {
+  /** Aborting stops the whole tree; run() then rejects with an AbortError. */
+  signal?: AbortSignal;
+  /** Bytes of stdout and of stderr kept (the newest; `truncated` says so). Default 1 MiB. */
+  maxBuffer?: number;
+  /** 'utf8' (default) for strings, 'buffer' or null for Buffers, or another Buffer encoding. */
+  encoding?: BufferEncoding | 'buffer' | null;
+  /** Reject like child_process.execFile on a non-zero exit, a signal or a timeout. */
+  reject?: boolean;
+}
+
+export interface Leftover {
+  pid: number;
+  action?: string;
+  [key: string]: unknown;
+}
+
+/** The JSON report of the call (the same fields as `pmon run --report`). */
+export interface Report {
+  version: number;
+  command: string[];
+  pid: number;
+  confinement: string;
+  outcome: string;
+  exit_code: number | null;
+  signal: string | null;
+  timed_out: boolean;
+  leftovers: Leftover[];
+  cleanup_verified: boolean;
+  duration_ms: number;
+  [key: string]: unknown;
+}
+
+export interface RunResult<T = string> {
+  command: string;
+  pid: number;
+  /** The exit code, or null when it died by a signal. */
+  exitCode: number | null;
+  /** The signal that ended it ("SIGTERM"), or null. */
+  signal: string | null;
+  stdout: T;
+  stderr: T;
+  /** Output beyond maxBuffer was dropped (the newest bytes are kept). */
+  truncated: boolean;
+  timedOut: boolean;
+  /** Processes still in the call's boundary when its main process ended, and what was done to them. */
+  leftovers: Leftover[];
+  /** Nothing of the call is still alive. */
+  cleanupVerified: boolean;
+  report: Report;
+}
+
+/** What run() rejects with when `reject: true` (execFile's error shape). */
+export interface RunError<T = string> extends Error, RunResult<T> {
+  code: number | null;
+  killed: boolean;
+  cmd: string;
+}
+
+export function run(file: string, args?: readonly string[], options?: RunOptions & { encoding: 'buffer' | null }): Promise<RunResult<Buffer>>;
+export function run(file: string, options?: RunOptions & { encoding: 'buffer' | null }): Promise<RunResult<Buffer>>;
+export function run(file: string, args?: readonly string[], options?: RunOptions): Promise<RunResult<string>>;
+export function run(file: string, options?: RunOptions): Promise<RunResult<string>>;
+
+export interface StartOptions extends CommonOptions {
+  /** Keep stderr apart from stdout (output() then has `stderr`). */
+  separateStderr?: boolean;
+  /** Bytes of output kept (the newest). Default 1 MiB. */
+  outputByteLimit?: number;
+}
+
+export interface ExitStatus {
+  exitCode: number | null;
+  signal: string | null;
+}
+
+export interface OutputChunk {
+  output: string;
+  truncated: boolean;
+  /** The offset to pass as `since` to get only what is new. */
+  next: number;
+  /** null while the job runs. */
+  exitStatus: ExitStatus | null;
+  stderr?: { output: string; truncated: boolean; next: number };
+}
+
+export interface ListeningPort {
+  port: number;
+  address: string;
+  v6: boolean;
+  pid: number;
+}
+
+export interface JobInfo {
+  terminalId: string;
+  name: string | null;
+  command: string[];
+  pid: number;
+  status: 'running' | 'stopping' | 'exited';
+  started: string;
+  ports: ListeningPort[];
+  exitStatus: ExitStatus | null;
+  [key: string]: unknown;
+}
+
+export interface Job extends AsyncIterable<string> {
+  readonly id: string;
+  output(options?: { since?: number; stderrSince?: number; waitMs?: number }): Promise<OutputChunk>;
+  wait(options?: { timeout?: number }): Promise<ExitStatus & { running?: true }>;
+  write(data: string | Buffer, options?: { eof?: boolean }): Promise<{}>;
+  end(data?: string | Buffer): Promise<{}>;
+  kill(): Promise<{ cleanupVerified: boolean }>;
+  release(): Promise<{ cleanupVerified: boolean }>;
+  report(): Promise<Report>;
+  info(): Promise<JobInfo | null>;
+  ports(): Promise<ListeningPort[]>;
+  waitForPort(options?: { port?: number; timeout?: number }): Promise<ListeningPort>;
+}
+
+export function start(file: string, args?: readonly string[], options?: StartOptions): Promise<Job>;
+export function start(file: string, options?: StartOptions): Promise<Job>;
+
+/** Every job of this process. */
+export function list(): Promise<JobInfo[]>;
+
+/** Stops the service and every job still running; a later call starts a new service. */
+export function close(): Promise<void>;
+
+/** Where the pmon program is taken from: PMON, next to the package, or PATH. */
+export function findPmon(): string;
+
+/** The pid of this process's pmon service, once started. */
+export function servicePid(): number | null;
+
+/** One request to this process's pmon service by its JSON-RPC method name (terminal/create, ...). */
+export function request(method: string, params: Record<string, unknown>): Promise<any>;

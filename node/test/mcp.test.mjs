@@ -1,0 +1,246 @@
+// pmon mcp, driven by the official MCP TypeScript SDK's own Client and
+// StdioClientTransport: the tools and their schemas (the SDK checks every
+// structuredContent against the tool's outputSchema), run leaving nothing
+// behind, a dev server and its port, background_after_s, the end of the
+// client and of the server.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { ESCAPER, records, gone, waitRecords, scratch, cleanup, running, procStat, present } from './helpers.mjs';
+import { findPmon } from '../index.mjs';
+
+const PMON = findPmon();
+const tmp = scratch();
+const started = [];
+after(() => {
+  cleanup(started);
+  tmp.remove();
+});
+
+async function connect() {
+  const transport = new StdioClientTransport({ command: PMON, args: ['mcp'], stderr: 'inherit' });
+  const client = new Client({ name: 'pmon-test', version: '1.0.0' });
+  await client.connect(transport);
+  // As a client does first; the SDK then checks every structuredContent
+  // against the tool's outputSchema.
+  await client.listTools();
+  const server = { pid: transport.pid, start: procStat(transport.pid).start, name: 'pmon mcp' };
+  started.push(server);
+  return { client, transport, server };
+}
+
+function canBind(port) {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+const call = (client, name, args) => client.callTool({ name, arguments: args });
+
+test('tools/list: every tool with its input and output schema', async () => {
+  const { client } = await connect();
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(),
+    ['kill', 'list', 'output', 'run', 'start', 'wait', 'wait_for_port', 'write']);
+  for (const t of tools) {
+    assert.equal(t.inputSchema.type, 'object', t.name);
+    assert.equal(t.outputSchema.type, 'object', t.name);
+    assert.ok(t.description.length > 20, t.name);
+  }
+  const run = tools.find((t) => t.name === 'run');
+  assert.deepEqual(run.inputSchema.required, ['command']);
+  for (const k of ['command', 'cwd', 'env', 'timeout_s', 'background_after_s']) assert.ok(run.inputSchema.properties[k], k);
+  const wfp = tools.find((t) => t.name === 'wait_for_port');
+  for (const k of ['id', 'port', 'timeout_s']) assert.ok(wfp.inputSchema.properties[k], k);
+  assert.equal(client.getServerVersion().name, 'pmon');
+  assert.ok(client.getServerCapabilities().tools);
+  await client.ping();
+  await client.close();
+});
+
+test('the protocol revision: each the SDK supports is accepted, another gets the newest', async () => {
+  for (const [asked, expect] of [...SUPPORTED_PROTOCOL_VERSIONS.map((v) => [v, v]), ['1999-01-01', LATEST_PROTOCOL_VERSION]]) {
+    const child = spawn(PMON, ['mcp'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const line = await new Promise((resolve) => {
+      let buf = '';
+      child.stdout.on('data', (d) => {
+        buf += d;
+        if (buf.includes('\n')) resolve(buf.slice(0, buf.indexOf('\n')));
+      });
+      child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: asked, capabilities: {}, clientInfo: { name: 't', version: '1' } } }) + '\n');
+    });
+    child.stdin.end();
+    await new Promise((r) => child.on('exit', r));
+    assert.equal(JSON.parse(line).result.protocolVersion, expect, asked);
+  }
+});
+
+test('run: a setsid daemon and a TERM-trapping child are gone when run returns', async () => {
+  const { client } = await connect();
+  const file = tmp.path('run');
+  const r = await call(client, 'run', {
+    command: `${ESCAPER} ${file} -x exit:0 name=daemon,orphan,setsid name=trap,orphan,trap; echo done`,
+  });
+  const recs = records(file);
+  started.push(...recs);
+  assert.equal(r.isError, false);
+  const s = r.structuredContent;
+  assert.equal(s.running, false);
+  assert.equal(s.exit_code, 0);
+  assert.equal(s.cleanup_verified, true);
+  assert.ok(s.leftovers.length >= 2, JSON.stringify(s.leftovers));
+  assert.match(s.output, /done/);
+  assert.match(r.content[0].text, /exit code 0; stopped \d+ processes it left running/);
+  assert.equal(recs.length, 3);
+  assert.deepEqual(running(recs), [], 'nothing runs once run returned');
+  assert.deepEqual(await gone(recs), []);
+  await client.close();
+});
+
+test('run: exit codes, signals, timeout, env, cwd, and tool errors', async () => {
+  const { client } = await connect();
+  let r = await call(client, 'run', { command: 'echo "$X in $(pwd)"; exit 5', env: { X: 'x' }, cwd: '/tmp' });
+  assert.equal(r.structuredContent.exit_code, 5);
+  assert.equal(r.structuredContent.output, 'x in /tmp\n');
+  r = await call(client, 'run', { command: 'kill -KILL $$' });
+  assert.equal(r.structuredContent.signal, 'SIGKILL');
+  assert.equal(r.structuredContent.exit_code, null);
+  r = await call(client, 'run', { command: 'sleep 100', timeout_s: 0.3 });
+  assert.equal(r.structuredContent.timed_out, true);
+  assert.match(r.content[0].text, /timed out/);
+  r = await call(client, 'run', { command: 'seq 1 100000' });
+  assert.equal(r.structuredContent.truncated, true);
+  assert.match(r.structuredContent.output, /^1\n2\n/);
+  assert.match(r.structuredContent.output, /100000\n$/);
+  for (const [name, args, msg] of [
+    ['output', { id: 'nope' }, /unknown job 'nope'/],
+    ['kill', { id: 'nope' }, /unknown job 'nope'/],
+    ['run', {}, /'command' is required/],
+    ['run', { command: 'true', timeout: 5 }, /'timeout' is not an argument/],
+    ['wait', { id: 3 }, /'id' must be a string/],
+    ['run', { command: 'true', cwd: '/nonexistent/dir' }, /nonexistent/],
+  ]) {
+    const e = await call(client, name, args);
+    assert.equal(e.isError, true, `${name} ${JSON.stringify(args)}`);
+    assert.match(e.content[0].text, msg);
+    assert.equal(e.content[0].text.includes('\n'), false, 'one line');
+  }
+  await assert.rejects(call(client, 'no_such_tool', {}), /unknown tool/);
+  await client.ping(); // the server is still there
+  await client.close();
+});
+
+test('start a dev server, wait_for_port, list shows the port, kill frees it', async () => {
+  const { client } = await connect();
+  const s = await call(client, 'start', { command: 'exec python3 -m http.server 0 --bind 127.0.0.1', name: 'web' });
+  const id = s.structuredContent.id;
+  const p = await call(client, 'wait_for_port', { id, timeout_s: 20 });
+  assert.equal(p.isError, false, p.content[0].text);
+  const port = p.structuredContent.port;
+  assert.ok(port > 0);
+  assert.equal(await canBind(port), false);
+  const l = await call(client, 'list', {});
+  const job = l.structuredContent.jobs.find((j) => j.id === id);
+  assert.equal(job.status, 'running');
+  assert.equal(job.name, 'web');
+  assert.deepEqual(job.ports, [port]);
+  const k = await call(client, 'kill', { id });
+  assert.equal(k.structuredContent.cleanup_verified, true);
+  assert.equal(await canBind(port), true, 'the port is free');
+  const w = await call(client, 'wait', { id });
+  assert.equal(w.structuredContent.running, false);
+  assert.equal(w.structuredContent.signal, 'SIGTERM');
+  await client.close();
+});
+
+test('run with background_after_s goes on as a job: output, write, wait', async () => {
+  const { client } = await connect();
+  const r = await call(client, 'run', {
+    command: 'echo first; read line; echo "read $line"; sleep 0.2; echo last',
+    background_after_s: 0.3,
+  });
+  // run closes stdin: read gets EOF, so this one ends by itself.
+  const s = r.structuredContent;
+  if (s.running) {
+    const w = await call(client, 'wait', { id: s.id, timeout_s: 20 });
+    assert.equal(w.structuredContent.exit_code, 0);
+  }
+  const long = await call(client, 'run', {
+    command: 'for i in 1 2 3 4 5; do echo "tick $i"; sleep 0.2; done',
+    background_after_s: 0.1,
+  });
+  assert.equal(long.structuredContent.running, true);
+  const id = long.structuredContent.id;
+  assert.match(long.content[0].text, new RegExp(`still running as job ${id}`));
+  const w1 = await call(client, 'wait', { id, timeout_s: 0.05 });
+  assert.equal(w1.structuredContent.running, true);
+  const w = await call(client, 'wait', { id, timeout_s: 30 });
+  assert.equal(w.structuredContent.running, false);
+  assert.equal(w.structuredContent.exit_code, 0);
+  const o = await call(client, 'output', { id });
+  assert.equal(o.structuredContent.output, 'tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n');
+  assert.equal(o.structuredContent.running, false);
+  const o2 = await call(client, 'output', { id, since: o.structuredContent.next - 7 });
+  assert.equal(o2.structuredContent.output, 'tick 5\n');
+  const cat = await call(client, 'start', { command: 'cat' });
+  const wr = await call(client, 'write', { id: cat.structuredContent.id, data: 'hello\n', eof: true });
+  assert.equal(wr.structuredContent.written, 6);
+  await call(client, 'wait', { id: cat.structuredContent.id, timeout_s: 30 });
+  const co = await call(client, 'output', { id: cat.structuredContent.id });
+  assert.equal(co.structuredContent.output, 'hello\n');
+  await client.close();
+});
+
+test('a run the client cancels (notifications/cancelled) is stopped with its tree', async () => {
+  const { client } = await connect();
+  const file = tmp.path('cancel');
+  const ac = new AbortController();
+  const p = client.callTool(
+    { name: 'run', arguments: { command: `exec ${ESCAPER} ${file} -x sleep name=d,orphan,setsid name=t,trap` } },
+    undefined,
+    { signal: ac.signal },
+  );
+  const recs = await waitRecords(file, 3);
+  started.push(...recs);
+  ac.abort();
+  await assert.rejects(p);
+  assert.deepEqual(await gone(recs), [], 'the cancelled run is stopped');
+  const l = await call(client, 'list', {});
+  assert.deepEqual(l.structuredContent.jobs.filter((j) => j.status === 'running'), [], 'none runs on');
+  await client.close();
+});
+
+async function threeJobs(client, label) {
+  const recs = [];
+  for (let i = 0; i < 3; i++) {
+    const file = tmp.path(`${label}${i}`);
+    const s = await call(client, 'start', { command: `exec ${ESCAPER} ${file} -x sleep name=d${i},orphan,setsid name=t${i},trap` });
+    assert.equal(s.isError, false);
+    recs.push(...(await waitRecords(file, 3)));
+  }
+  started.push(...recs);
+  return recs;
+}
+
+test('three started jobs are gone once the client closes', async () => {
+  const { client, server } = await connect();
+  const recs = await threeJobs(client, 'close');
+  await client.close();
+  assert.deepEqual(await gone([...recs, server]), []);
+});
+
+test('SIGKILL of pmon mcp: every job is gone', async () => {
+  const { client, server, transport } = await connect();
+  const recs = await threeJobs(client, 'sigkill');
+  assert.ok(recs.every(present));
+  process.kill(transport.pid, 'SIGKILL');
+  assert.deepEqual(await gone([...recs, server]), []);
+  await client.close().catch(() => {});
+});

@@ -1,0 +1,166 @@
+// run(): the escapes of a tool call, side by side with child_process.execFile,
+// many at once, and an abort mid-run.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { ESCAPER, records, gone, waitRecords, scratch, cleanup, running } from './helpers.mjs';
+import { run, close } from '../index.mjs';
+
+const tmp = scratch();
+const started = [];
+after(async () => {
+  cleanup(started);
+  await close();
+  tmp.remove();
+});
+
+// Every process escaper made is gone when run() returns: none still runs,
+// and the zombies of killed parents are reaped (by whoever inherits them).
+async function assertNothingLeft(file, label) {
+  const recs = records(file);
+  started.push(...recs);
+  assert.ok(recs.length > 0, `${label}: escaper recorded nothing`);
+  assert.deepEqual(running(recs), [], `${label}: still running`);
+  const left = await gone(recs);
+  assert.deepEqual(left, [], `${label}: still there: ${JSON.stringify(left)}`);
+}
+
+const escapes = [
+  ['a setsid daemon', ['-x', 'exit:0', 'name=daemon,orphan,setsid']],
+  ['a setpgid group', ['-x', 'exit:0', 'name=grp,setpgid', 'name=grp2,orphan,setpgid']],
+  ['a TERM-trapping child', ['-x', 'exit:0', 'name=trap,trap', 'name=ign,orphan,setsid,ignore']],
+  ['zombies', ['-x', 'exit:0', 'name=zp,zombies=3', 'name=zo,orphan,zombies=2']],
+  ['a pipe holder', ['-x', 'exit:0', 'name=holder,orphan,setsid,write=3']],
+];
+
+for (const [label, args] of escapes) {
+  test(`run: ${label} is gone when run returns`, async () => {
+    const file = tmp.path(label.replaceAll(' ', '_'));
+    const r = await run(ESCAPER, [file, ...args]);
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.cleanupVerified, true);
+    assert.ok(r.leftovers.length > 0, 'the leftovers are reported');
+    if (label === 'a pipe holder') assert.match(r.stdout, /holder END/);
+    await assertNothingLeft(file, label);
+  });
+}
+
+function execFileResult(file, args, options = {}) {
+  return new Promise((resolve) => {
+    const child = execFile(file, args, options, (err, stdout, stderr) => {
+      resolve({ err, stdout, stderr, exitCode: child.exitCode, signal: child.signalCode });
+    });
+    if (options.input !== undefined) child.stdin.end(options.input);
+    else child.stdin.end();
+  });
+}
+
+// The same commands through both: exit code, signal, stdout, stderr.
+const table = [
+  ['true', []],
+  ['false', []],
+  ['sh', ['-c', 'exit 7']],
+  ['sh', ['-c', 'exit 255']],
+  ['sh', ['-c', 'echo out; echo err >&2; echo out2']],
+  ['sh', ['-c', 'kill -TERM $$']],
+  ['sh', ['-c', 'kill -KILL $$']],
+  ['sh', ['-c', 'kill -INT $$']],
+  ['sh', ['-c', 'printf "no newline"']],
+  ['sh', ['-c', 'printf "h\\303\\251llo \\342\\202\\254\\n"']],
+  ['sh', ['-c', 'seq 1 20000']],
+  ['sh', ['-c', 'echo "$FOO"'], { env: { FOO: 'bar', PATH: process.env.PATH } }],
+  ['pwd', [], { cwd: '/tmp' }],
+  ['cat', [], { input: 'given on stdin\n' }],
+  ['echo', ['a b', '$HOME'], { shell: true }],
+];
+
+for (const [file, args, options = {}] of table) {
+  test(`run and execFile agree: ${file} ${args.join(' ')}`, async () => {
+    const { input, ...execOpts } = options;
+    const e = await execFileResult(file, args, { ...execOpts, input });
+    const r = await run(file, args, options);
+    assert.equal(r.exitCode, e.exitCode, 'exit code');
+    assert.equal(r.signal, e.signal, 'signal');
+    assert.equal(r.stdout, e.stdout, 'stdout');
+    assert.equal(r.stderr, e.stderr, 'stderr');
+    assert.equal(r.cleanupVerified, true);
+  });
+}
+
+test('reject: true rejects with the shape of execFile\'s error', async () => {
+  for (const [file, args] of [['sh', ['-c', 'echo o; echo e >&2; exit 3']], ['sh', ['-c', 'kill -TERM $$']]]) {
+    const e = await execFileResult(file, args);
+    await assert.rejects(run(file, args, { reject: true }), (err) => {
+      assert.equal(err.code, e.err.code, 'code');
+      assert.equal(err.signal, e.err.signal, 'signal');
+      assert.equal(err.killed, e.err.killed, 'killed');
+      assert.equal(err.stdout, e.stdout);
+      assert.equal(err.stderr, e.stderr);
+      assert.match(err.message, /^Command failed: /);
+      return true;
+    });
+  }
+  const ok = await run('true', [], { reject: true });
+  assert.equal(ok.exitCode, 0);
+  const quiet = await run('false');
+  assert.equal(quiet.exitCode, 1, 'without reject a failure resolves');
+});
+
+test('timeout stops the whole tree and says timedOut', async () => {
+  const file = tmp.path('timeout');
+  const r = await run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { timeout: 300 });
+  assert.equal(r.timedOut, true);
+  assert.equal(r.signal, 'SIGTERM');
+  assert.equal(r.cleanupVerified, true);
+  await assertNothingLeft(file, 'timeout');
+});
+
+test('killSignal is the first signal of the stop', async () => {
+  const r = await run('sleep', ['100'], { timeout: 100, killSignal: 'SIGINT' });
+  assert.equal(r.timedOut, true);
+  assert.equal(r.signal, 'SIGINT');
+});
+
+test('encoding buffer gives Buffers; maxBuffer keeps the newest bytes', async () => {
+  const b = await run('sh', ['-c', 'printf abc'], { encoding: 'buffer' });
+  assert.ok(Buffer.isBuffer(b.stdout));
+  assert.equal(b.stdout.toString(), 'abc');
+  const t = await run('sh', ['-c', 'seq 1 10000'], { maxBuffer: 100 });
+  assert.equal(t.truncated, true);
+  assert.ok(t.stdout.length <= 100);
+  assert.ok(t.stdout.endsWith('10000\n'));
+});
+
+test('a command that cannot start rejects with one clear line', async () => {
+  await assert.rejects(run('/nonexistent/program'), /pmon: .*not found|No such file/);
+});
+
+test('200 concurrent runs each get their own output', async () => {
+  const n = 200;
+  const rs = await Promise.all(
+    Array.from({ length: n }, (_, i) => run('sh', ['-c', 'echo $0; exit $(($0 % 7))', String(i)])),
+  );
+  rs.forEach((r, i) => {
+    assert.equal(r.stdout, `${i}\n`);
+    assert.equal(r.exitCode, i % 7);
+    assert.equal(r.cleanupVerified, true);
+  });
+});
+
+test('aborting a run stops the whole tree', async () => {
+  const file = tmp.path('abort');
+  const ac = new AbortController();
+  const p = run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid', 'name=t,trap'], { signal: ac.signal });
+  const recs = await waitRecords(file, 3);
+  started.push(...recs);
+  ac.abort();
+  await assert.rejects(p, (err) => {
+    assert.equal(err.name, 'AbortError');
+    assert.equal(err.code, 'ABORT_ERR');
+    assert.equal(err.cleanupVerified, true);
+    return true;
+  });
+  assert.deepEqual(running(recs), [], 'nothing runs when run rejects');
+  assert.deepEqual(await gone(recs), []);
+  await assert.rejects(run('true', [], { signal: ac.signal }), { name: 'AbortError' });
+});

@@ -1,0 +1,85 @@
+// start(): a job that runs on — a dev server and its port, stdin, output
+// as it comes.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { ESCAPER, records, gone, waitRecords, scratch, cleanup, running } from './helpers.mjs';
+import { start, list, close } from '../index.mjs';
+
+const tmp = scratch();
+const started = [];
+after(async () => {
+  cleanup(started);
+  await close();
+  tmp.remove();
+});
+
+function canBind(port) {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '0.0.0.0', () => s.close(() => resolve(true)));
+  });
+}
+
+function get(port) {
+  return new Promise((resolve, reject) => {
+    const c = net.connect(port, '127.0.0.1', () => c.end('GET / HTTP/1.0\r\n\r\n'));
+    let data = '';
+    c.on('data', (d) => (data += d));
+    c.on('end', () => resolve(data));
+    c.on('error', reject);
+  });
+}
+
+test('a started dev server: waitForPort, ports, kill frees the port', async () => {
+  const job = await start('python3', ['-m', 'http.server', '0', '--bind', '127.0.0.1'], { name: 'dev' });
+  const l = await job.waitForPort({ timeout: 20000 });
+  assert.ok(l.port > 0);
+  assert.match(await get(l.port), /^HTTP\/1\.0 200/);
+  const ports = await job.ports();
+  assert.ok(ports.some((p) => p.port === l.port));
+  const info = (await list()).find((t) => t.terminalId === job.id);
+  assert.equal(info.name, 'dev');
+  assert.equal(info.status, 'running');
+  assert.equal(await canBind(l.port), false, 'the port is taken while it runs');
+  const k = await job.kill();
+  assert.equal(k.cleanupVerified, true);
+  assert.equal(await canBind(l.port), true, 'the port is free once killed');
+  const st = await job.wait();
+  assert.equal(st.signal, 'SIGTERM');
+  await job.release();
+});
+
+test('waitForPort rejects when the job ends first', async () => {
+  const job = await start('sh', ['-c', 'exit 0']);
+  await assert.rejects(job.waitForPort({ timeout: 5000 }), /ended before it listened/);
+  await job.release();
+});
+
+test('write, end, and async iteration over the output', async () => {
+  const job = await start('sh', ['-c', 'while read l; do echo "got $l"; done; echo bye']);
+  await job.write('one\n');
+  await job.write('two\n');
+  await job.end();
+  let all = '';
+  for await (const chunk of job) all += chunk;
+  assert.equal(all, 'got one\ngot two\nbye\n');
+  assert.deepEqual(await job.wait(), { exitCode: 0, signal: null });
+  const o = await job.output({ since: 8 });
+  assert.equal(o.output, 'got two\nbye\n');
+  await job.release();
+});
+
+test('wait with a timeout on a running job, then kill stops its setsid daemon', async () => {
+  const file = tmp.path('job');
+  const job = await start(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid']);
+  const recs = await waitRecords(file, 2);
+  started.push(...recs);
+  const w = await job.wait({ timeout: 50 });
+  assert.equal(w.running, true);
+  assert.equal((await job.kill()).cleanupVerified, true);
+  assert.deepEqual(running(recs), []);
+  assert.deepEqual(await gone(recs), []);
+  await job.release();
+});
