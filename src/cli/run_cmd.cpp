@@ -179,13 +179,6 @@ int run_main(const std::vector<std::string>& args) {
   opts.own_all_children = true;
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
-  std::unique_ptr<PtyRelay> relay;
-  if (pty) {
-    auto r = PtyRelay::start();
-    if (!r) die("run: --pty: cannot open a pseudo-terminal: " + r.error().message());
-    relay = std::move(*r);
-    opts.spawn.pty_slave = relay->slave_fd();
-  }
   ReportContext ctx;
   ctx.passed_over = sel->passed_over;
   ctx.weak = sel->backend->kind() == ConfineKind::pgroup;

@@ -99,9 +99,9 @@ int mcp_main(const std::vector<std::string>& args) {
   if (!parse_options(app, args, "mcp")) return 0;
   if (max_jobs == 0) die("mcp: --max-jobs must be at least 1");
   auto grace = parse_duration(grace_s);
-  if (!grace) die("mcp: --grace: invalid duration '" + grace_s + "' (use e.g. 500ms, 2s, 1.5m)");
+  if (!grace) die("mcp: --grace: " + describe_duration_error(grace_s, grace.error()));
   // stdout is the protocol: pmon's own words go to stderr only, and only errors.
-  Selection sel = confine.select("mcp", true);
+  Selection sel = confine.select("mcp", false, true);
   if (sel.backend->kind() == ConfineKind::subreaper)
     die("mcp: the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
   serve::ServeOptions opts;

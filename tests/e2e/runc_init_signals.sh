@@ -36,7 +36,7 @@ run_case pmon /bin/pmon --
 [ -e "$t/shared/daemon_got" ] || fail "the setsid daemon never got the TERM"
 # That pmon stopped the leftover itself (PID 1's exit would have killed it
 # too): its own account, and 42 rather than 125 says it confirmed it gone.
-left=$(sed -n 's/^pmon: init: reaped .*; \([0-9]*\) left running were stopped$/\1/p' "$t/$id.err")
+left=$(sed -En 's/^pmon: init: reaped .*; ([0-9]+) (process|processes) left running (was|were) stopped$/\1/p' "$t/$id.err")
 [ -n "$left" ] && [ "$left" -ge 1 ] || fail "pmon did not stop the leftover: $(cat "$t/$id.err")"
 echo "ok: TERM reached the setsid daemon; leftover stopped; exit 42"
 
