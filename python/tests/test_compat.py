@@ -1,5 +1,6 @@
 # pmon.run against subprocess.run: the same call through both, the same
 # return codes, outputs and exceptions wherever both apply.
+import atexit
 import os
 import signal
 import subprocess
@@ -28,6 +29,8 @@ NOT_EXECUTABLE = "/tmp/pmon-py-test-not-executable"
 with open(NOT_EXECUTABLE, "w") as _f:
     _f.write("echo hi\n")
 os.chmod(NOT_EXECUTABLE, 0o644)
+# Gone again when the test run ends: a test leaves nothing behind.
+atexit.register(lambda: os.path.exists(NOT_EXECUTABLE) and os.unlink(NOT_EXECUTABLE))
 
 CASES = [
     ("exit 0", ["true"], {}),
