@@ -1,23 +1,16 @@
 // ACP: an agent written with the SDK asks for terminals; the example client
 // serves them with pmon. Killed and released → nothing left; left
 // unreleased when the connection closes → stopped.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ESCAPER, records, gone, scratch, cleanup, running } from './helpers.mjs';
-import { close } from '../index.mjs';
+import { ESCAPER, records, gone, running, perFile } from './helpers.mjs';
 import { promptAgent } from '../../examples/acp_client.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const agent = join(here, 'fixtures', 'acp_agent.mjs');
-const tmp = scratch();
-const started = [];
-after(async () => {
-  cleanup(started);
-  await close();
-  tmp.remove();
-});
+const { tmp, started } = perFile();
 
 test('ACP: the agent kills and releases its terminal — the daemon and the trapping child are gone', async () => {
   const file = tmp.path('release');

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { after } from 'node:test';
+import { close } from '../index.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const HELPERS = process.env.PMON_HELPERS || join(root, 'build', 'tests', 'helpers');
@@ -73,6 +75,21 @@ export function scratch() {
 // Kills (SIGKILL) whatever of `list` a failed test left, so no test leaks.
 export function cleanup(list) {
   for (const p of list) if (present(p)) try { process.kill(p.pid, 'SIGKILL'); } catch {}
+}
+
+// A test file's scratch directory and the list its tests push the processes
+// they record to. After the file's last test, whatever a failed test left is
+// killed (by pid and start time), the package's service is closed and the
+// directory removed.
+export function perFile() {
+  const tmp = scratch();
+  const started = [];
+  after(async () => {
+    cleanup(started);
+    await close();
+    tmp.remove();
+  });
+  return { tmp, started };
 }
 
 export { sleep };

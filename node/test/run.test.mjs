@@ -1,18 +1,12 @@
 // run(): the escapes of a tool call, side by side with child_process.execFile,
 // many at once, and an abort mid-run.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { ESCAPER, records, gone, waitRecords, scratch, cleanup, running } from './helpers.mjs';
-import { run, close } from '../index.mjs';
+import { ESCAPER, records, gone, waitRecords, running, perFile } from './helpers.mjs';
+import { run } from '../index.mjs';
 
-const tmp = scratch();
-const started = [];
-after(async () => {
-  cleanup(started);
-  await close();
-  tmp.remove();
-});
+const { tmp, started } = perFile();
 
 // Every process escaper made is gone when run() returns: none still runs,
 // and the zombies of killed parents are reaped (by whoever inherits them).

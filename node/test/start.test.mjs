@@ -1,18 +1,12 @@
 // start(): a job that runs on — a dev server and its port, stdin, output
 // as it comes.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { ESCAPER, records, gone, waitRecords, scratch, cleanup, running } from './helpers.mjs';
-import { start, list, close } from '../index.mjs';
+import { ESCAPER, records, gone, waitRecords, running, perFile } from './helpers.mjs';
+import { start, list } from '../index.mjs';
 
-const tmp = scratch();
-const started = [];
-after(async () => {
-  cleanup(started);
-  await close();
-  tmp.remove();
-});
+const { tmp, started } = perFile();
 
 function canBind(port) {
   return new Promise((resolve) => {
