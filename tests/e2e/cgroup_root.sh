@@ -6,8 +6,6 @@
 . "$(dirname "$0")/unpriv.inc"
 
 acquire_user
-u=$t/u
-mkdir "$u" && chown "$TEST_UID:$TEST_GID" "$u"
 
 # expect_refused NAME PATTERN [runner...] -- pmon args: 125, one stderr line
 # matching PATTERN, the command not run.

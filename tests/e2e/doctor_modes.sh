@@ -20,7 +20,6 @@ jq -e '.version == 1 and .ok and .auto.backend == "cgroup" and .backends.cgroup.
   fail "doctor --json as root: $(cat "$t/j")"
 
 acquire_user
-u=$t/u; mkdir "$u"; chown "$TEST_UID:$TEST_GID" "$u"
 rc=0
 as_user_in "$CG" env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR="$u" "$PMON" doctor > "$u/out" || rc=$?
 [ $rc = 0 ] || fail "doctor unprivileged: exit $rc (subreaper works): $(cat "$u/out")"

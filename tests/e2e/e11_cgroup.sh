@@ -85,7 +85,6 @@ echo "ok: normal end, the guard exits"
 
 # 3. As an unprivileged user in a delegated cgroup.
 acquire_user
-u=$t/u; mkdir "$u"; chown "$TEST_UID:$TEST_GID" "$u"
 D=$CG/pmon-test-e11-$$
 make_cgroup "$D"; delegate_cgroup "$D"
 as_user_in "$D" "$PMON" run -v --confine cgroup -- sh -c "$(call_script "$u/x")" 2> "$t/u.err" &

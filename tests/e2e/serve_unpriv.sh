@@ -9,8 +9,6 @@
 . "$(dirname "$0")/serve.inc"
 
 acquire_user
-u=$t/u
-mkdir "$u" && chown "$TEST_UID:$TEST_GID" "$u"
 D=$CG/pmon-test-serve-$$
 make_cgroup "$D"
 delegate_cgroup "$D"

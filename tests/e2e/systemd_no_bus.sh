@@ -7,7 +7,6 @@
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/unpriv.inc"
 acquire_user
-u=$t/u; mkdir "$u"; chown "$TEST_UID:$TEST_GID" "$u"
 
 rc=0
 as_user_in "$CG" env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR="$u" \

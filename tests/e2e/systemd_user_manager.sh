@@ -42,8 +42,6 @@ done
 unshare -m --propagation private true 2>/dev/null || skip "cannot make a mount namespace for the manager"
 
 acquire_user
-u=$t/u
-mkdir "$u" && chown "$TEST_UID:$TEST_GID" "$u"
 xdg=$t/run
 mkdir -m 700 "$xdg" && chown "$TEST_UID:$TEST_GID" "$xdg"
 D=$CG/pmon-test-systemd-$$

@@ -8,8 +8,6 @@
 . "$(dirname "$0")/unpriv.inc"
 
 acquire_user
-u=$t/u
-mkdir "$u" && chown "$TEST_UID:$TEST_GID" "$u"
 D=$CG/pmon-test-deleg-$$
 make_cgroup "$D"
 delegate_cgroup "$D"

@@ -9,8 +9,6 @@
 . "$(dirname "$0")/unpriv.inc"
 
 acquire_user
-u=$t/u
-mkdir "$u" && chown "$TEST_UID:$TEST_GID" "$u"
 R=$CG/pmon-test-nodeleg-$$
 make_cgroup "$R"  # root-owned, not delegated
 
