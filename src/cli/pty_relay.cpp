@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,6 +32,7 @@ Result<std::unique_ptr<PtyRelay>> PtyRelay::start() {
     if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
       rows = ws.ws_row;
       cols = ws.ws_col;
+      r->term_fd_ = fd;
       break;
     }
   }
@@ -49,6 +51,18 @@ Result<std::unique_ptr<PtyRelay>> PtyRelay::start() {
     termios raw = r->saved_;
     ::cfmakeraw(&raw);
     if (::tcsetattr(0, TCSANOW, &raw) == 0) r->raw_ = true;
+  }
+
+  // A resize of pmon's terminal is passed on to the pty (whose foreground
+  // group the kernel then sends SIGWINCH). The signal stays blocked in
+  // every thread of pmon, so it waits for the relay's signalfd; the
+  // command gets its mask reset before exec.
+  if (r->term_fd_ >= 0) {
+    sigset_t winch;
+    ::sigemptyset(&winch);
+    ::sigaddset(&winch, SIGWINCH);
+    if (::pthread_sigmask(SIG_BLOCK, &winch, nullptr) == 0)
+      r->winch_ = Fd(::signalfd(-1, &winch, SFD_CLOEXEC | SFD_NONBLOCK));
   }
 
   // The thread blocks every signal: pmon's signals are read from its
@@ -135,14 +149,28 @@ bool PtyRelay::pump_input() {
   return false;
 }
 
+// Gives the pty the size pmon's terminal has now.
+void PtyRelay::pass_resize() {
+  signalfd_siginfo info;
+  while (::read(winch_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+  }
+  winsize ws{};
+  if (::ioctl(term_fd_, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+    (void)::ioctl(pty_.master.get(), TIOCSWINSZ, &ws);
+}
+
 void PtyRelay::loop() {
   const int master = pty_.master.get();
   bool input_open = forward_input_;
   bool master_open = true;
   for (;;) {
-    pollfd fds[3];
+    pollfd fds[4];
     nfds_t n = 0;
     fds[n++] = {stop_.get(), POLLIN, 0};
+    // Before the input of the same wake-up: keys typed after a resize reach
+    // a command that already has the new size.
+    const nfds_t wi = n;
+    if (winch_) fds[n++] = {winch_.get(), POLLIN, 0};
     const nfds_t mi = n;
     if (master_open) fds[n++] = {master, static_cast<short>(POLLIN | (pending_.empty() ? 0 : POLLOUT)), 0};
     // Input waits while the master has not taken the last of it.
@@ -153,6 +181,7 @@ void PtyRelay::loop() {
       break;
     }
     if (fds[0].revents != 0) break;
+    if (winch_ && fds[wi].revents != 0) pass_resize();
     if (master_open && fds[mi].revents != 0) {
       if (fds[mi].revents & POLLIN) pump_output();
       if ((fds[mi].revents & POLLOUT) && !pending_.empty()) {

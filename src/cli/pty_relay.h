@@ -21,7 +21,7 @@ namespace pmon::cli {
 class PtyRelay {
  public:
   // Opens the pty, sized like pmon's own terminal (24x80 without one), and
-  // starts copying.
+  // starts copying; a resize of pmon's terminal later resizes the pty.
   static Result<std::unique_ptr<PtyRelay>> start();
   ~PtyRelay();
 
@@ -37,9 +37,12 @@ class PtyRelay {
   void pump_output();
   bool pump_input();
   void write_out(const char* p, size_t n);
+  void pass_resize();
 
   sys::PtyPair pty_;
   Fd stop_;               // eventfd: readable means "drain and end"
+  Fd winch_;              // signalfd for SIGWINCH, when pmon has a terminal
+  int term_fd_ = -1;      // pmon's terminal (0, 1 or 2), whose size the pty follows
   std::thread thread_;
   bool forward_input_ = false;
   bool stdin_tty_ = false;

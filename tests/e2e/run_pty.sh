@@ -91,15 +91,16 @@ time.sleep(600)' "$ttyname" "$t/go" &
   echo "ok: $b"
 done
 
-# pmon on a terminal of its own (33x120): the pty gets that size, keys pass
-# through raw, and the terminal's settings are back once pmon is done.
+# pmon on a terminal of its own (33x120): the pty gets that size and follows
+# a resize of it (to 40x100), keys pass through raw, and the terminal's
+# settings are back once pmon is done.
 python3 - "$PMON" <<'PY' || fail "pmon on a terminal: see above"
 import fcntl, os, pty, select, signal, struct, sys, termios, time
 pmon = sys.argv[1]
 pid, fd = pty.fork()
 if pid == 0:
     fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 120, 0, 0))
-    script = ('"$0" run -q --pty -- sh -c \'stty size; read -r l; echo "got:$l"\'; '
+    script = ('"$0" run -q --pty -- sh -c \'stty size; read -r l; echo "got:$l"; echo "now:$(stty size)"\'; '
               'echo "after:$(stty -a | tr " " "\\n" | grep -x -- "-\\?icanon")"')
     os.execv("/bin/sh", ["sh", "-c", script, pmon])
 out = b""
@@ -115,8 +116,10 @@ while time.monotonic() < deadline:
         if not chunk:
             break
         out += chunk
-    # Typed only once the command is reading (raw mode: Enter is CR).
+    # Typed only once the command is reading (raw mode: Enter is CR), after
+    # a resize of pmon's terminal.
     if not sent and b"33 120" in out:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
         os.write(fd, b"hello\r")
         sent = True
 # A hang-up ends a pmon that is still waiting (SIGHUP cancels the call).
@@ -131,7 +134,7 @@ else:
     _, status = os.waitpid(pid, 0)
 text = out.decode(errors="replace").replace("\r", "")
 lines = text.split("\n")
-for want in ("33 120", "got:hello", "after:icanon"):
+for want in ("33 120", "got:hello", "now:40 100", "after:icanon"):
     if want not in lines:
         sys.exit(f"missing {want!r} in the terminal's output: {text!r}")
 if os.waitstatus_to_exitcode(status) != 0:
