@@ -163,7 +163,9 @@ Result<std::string> write_named(int dirfd, const std::string& base, const std::s
 // the target's directory (held open: every step names the same directory),
 // and renamed over the target: a symlink at the target is replaced, never
 // followed.
-Result<void> write_atomically(const std::string& path, const std::string& text) noexcept {
+namespace {
+
+Result<void> write_atomically_impl(const std::string& path, const std::string& text, bool unnamed_first) noexcept {
   size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -171,7 +173,8 @@ Result<void> write_atomically(const std::string& path, const std::string& text) 
   Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dirfd) return fail_errno();
 
-  std::optional<Result<std::string>> unnamed = write_unnamed(dirfd.get(), base, text);
+  std::optional<Result<std::string>> unnamed;
+  if (unnamed_first) unnamed = write_unnamed(dirfd.get(), base, text);
   Result<std::string> tmp = unnamed ? std::move(*unnamed) : write_named(dirfd.get(), base, text);
   if (!tmp) return std::unexpected(tmp.error());
   if (::renameat(dirfd.get(), tmp->c_str(), dirfd.get(), base.c_str()) != 0) {
@@ -182,6 +185,16 @@ Result<void> write_atomically(const std::string& path, const std::string& text) 
   // The rename itself reaches the disk with the directory.
   (void)::fsync(dirfd.get());
   return {};
+}
+
+}  // namespace
+
+Result<void> write_atomically(const std::string& path, const std::string& text) noexcept {
+  return write_atomically_impl(path, text, true);
+}
+
+Result<void> detail::write_atomically_named(const std::string& path, const std::string& text) noexcept {
+  return write_atomically_impl(path, text, false);
 }
 
 }  // namespace pmon

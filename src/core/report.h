@@ -19,4 +19,10 @@ std::string report_json(const RunResult& r, const ReportContext& ctx);
 // Writes `text` to `path` atomically: a temp file beside it, fsync, rename.
 Result<void> write_atomically(const std::string& path, const std::string& text) noexcept;
 
+namespace detail {
+// The same with the fallback that write_atomically takes where the file
+// system has no O_TMPFILE: a random name created O_EXCL|O_NOFOLLOW.
+Result<void> write_atomically_named(const std::string& path, const std::string& text) noexcept;
+}  // namespace detail
+
 }  // namespace pmon

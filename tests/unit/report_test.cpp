@@ -238,5 +238,40 @@ TEST_F(WriteAtomically, FailsCleanly) {
   EXPECT_EQ(entries(), std::set<std::string>{"sub"});
 }
 
+// The fallback where O_TMPFILE is missing: the same guarantees by name.
+TEST_F(WriteAtomically, FallbackByNameWritesAndReplaces) {
+  std::string path = dir_ + "/r.json";
+  std::string text(300000, 'b');
+  ASSERT_TRUE(detail::write_atomically_named(path, text).has_value());
+  EXPECT_EQ(slurp(path), text);
+  EXPECT_EQ(entries(), std::set<std::string>{"r.json"});
+  ASSERT_TRUE(detail::write_atomically_named(path, "{}\n").has_value());
+  EXPECT_EQ(slurp(path), "{}\n");
+  EXPECT_EQ(entries(), std::set<std::string>{"r.json"});
+}
+
+// A symlink planted at the target is replaced, never followed: the file it
+// points to keeps its bytes.
+TEST_F(WriteAtomically, FallbackByNameNeverFollowsASymlinkAtTheTarget) {
+  std::string victim = dir_ + "/victim";
+  { std::ofstream(victim) << "precious"; }
+  std::string path = dir_ + "/r.json";
+  ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
+  ASSERT_TRUE(detail::write_atomically_named(path, "{}\n").has_value());
+  EXPECT_EQ(slurp(victim), "precious");
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(slurp(path), "{}\n");
+  EXPECT_EQ(entries(), (std::set<std::string>{"r.json", "victim"}));
+}
+
+TEST_F(WriteAtomically, FallbackByNameFailsCleanly) {
+  ASSERT_EQ(::mkdir((dir_ + "/sub").c_str(), 0755), 0);
+  auto r = detail::write_atomically_named(dir_ + "/sub", "{}\n");
+  EXPECT_FALSE(r.has_value());
+  EXPECT_EQ(entries(), std::set<std::string>{"sub"});
+}
+
 }  // namespace
 }  // namespace pmon
