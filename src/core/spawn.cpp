@@ -274,7 +274,7 @@ std::expected<Child, SpawnError> spawn_in(const SpawnSpec& spec, Backend& backen
   for (int attempt = 0;; ++attempt) {
     // Nothing to do (not a syscall) on the hot path without limits.
     if (limits.any())
-      if (auto set = boundary->set_limits(limits); !set) return std::unexpected(SpawnError{125, EINVAL, set.error()});
+      if (auto set = boundary->set_limits(limits); !set) return std::unexpected(SpawnError{125, EINVAL, set.error(), true});
     auto child = spawn(spec, *boundary);
     if (child || child.error().err != EBUSY || boundary->kind() != ConfineKind::cgroup || attempt >= 32)
       return child;

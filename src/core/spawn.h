@@ -53,6 +53,9 @@ struct SpawnError {
   int exit_code = 125;  // 126 not executable, 127 not found, 125 otherwise
   int err = 0;          // errno
   std::string message;  // one line, without the "pmon: " prefix
+  // The boundary could not be made as asked (a limit that cannot be set):
+  // the binding raises its ConfinementError for it.
+  bool confinement = false;
 };
 
 // Starts argv[0] (searched in PATH like execvp) inside `boundary`.
