@@ -29,8 +29,8 @@ std::string no_cgroup_for_limits(const Limits& l, std::string_view boundary) {
   const std::string names = limit_names(l);
   const bool several = names.find(' ') != std::string::npos;
   return "cannot set the " + names + " limit" + (several ? "s" : "") + ": limits need a cgroup, and " +
-         std::string(boundary) + " has none; use the cgroup backend (--confine cgroup or auto, or "
-         "--isolate) where cgroup v2 is delegated, or run without " + (several ? "them" : "it");
+         std::string(boundary) + " has none; use the cgroup backend (--confine cgroup) where cgroup v2 "
+         "is delegated, or run without " + (several ? "them" : "it");
 }
 
 std::expected<void, std::string> Boundary::set_limits(const Limits& limits) {

@@ -81,6 +81,11 @@ if [ -n "$PMON_TEST_HOSTPROC" ] && have_backend pidns; then
     "$PMON" run --confine pidns --memory-max 1G -- "${RAN[@]}"
 fi
 
+if command -v unshare > /dev/null && unshare --pid --fork true 2>/dev/null; then
+  expect_refused "init as PID 1" "a PID namespace whose init is pmon (without --confine cgroup) has none" \
+    unshare --pid --fork "$PMON" init --memory-max 1G -- "${RAN[@]}"
+fi
+
 # 3. Bad values: one line naming the flag, before anything runs.
 expect_refused "size with a bad suffix" "run: --memory-max: '100X' is not a size" "$PMON" run --memory-max 100X -- "${RAN[@]}"
 expect_refused "size 0" "run: --memory-max: '0' must be more than 0" "$PMON" run --memory-max 0 -- "${RAN[@]}"
