@@ -360,10 +360,10 @@ class CgroupBackend final : public Backend {
   // (its `file` exists), or enabled now in the leaves' parent where it is
   // available (cgroup.controllers) and the parent holds no process (the
   // kernel refuses a controller beside processes). "" or the one line why not.
-  std::string ensure_controller(int leaf_dir, const char* controller, const char* file, const std::string& what) {
+  std::string ensure_controller(int leaf_dir, const char* controller, const char* file) {
     if (::faccessat(leaf_dir, file, F_OK, 0) == 0) return "";
     const std::string parent = base_path();
-    const std::string head = "cannot set the " + what + " limit: ";
+    const std::string head = std::string("cannot set the ") + controller + " limit: ";
     const std::string fix = "point --cgroup-root at an empty delegated cgroup where it is enabled, or run without the limit";
     std::lock_guard lock(controller_mu_);
     auto available = sys::read_file_at(base_.get(), "cgroup.controllers");
@@ -439,18 +439,18 @@ std::expected<void, std::string> CgroupBoundary::set_limits(const Limits& limits
   };
   std::string err;
   if (limits.memory_max) {
-    err = owner_.ensure_controller(dir, "memory", "memory.max", "memory");
+    err = owner_.ensure_controller(dir, "memory", "memory.max");
     if (err.empty()) err = write("memory.max", std::to_string(*limits.memory_max), "memory");
     // The whole call dies on an out-of-memory kill, not one process of it.
     if (err.empty()) err = write("memory.oom.group", "1", "memory");
     if (err.empty()) leaf_.memory = true;
   }
   if (err.empty() && limits.pids_max) {
-    err = owner_.ensure_controller(dir, "pids", "pids.max", "pids");
+    err = owner_.ensure_controller(dir, "pids", "pids.max");
     if (err.empty()) err = write("pids.max", std::to_string(*limits.pids_max), "pids");
   }
   if (err.empty() && limits.cpu_max) {
-    err = owner_.ensure_controller(dir, "cpu", "cpu.max", "cpu");
+    err = owner_.ensure_controller(dir, "cpu", "cpu.max");
     if (err.empty()) err = write("cpu.max", cpu_max_line(*limits.cpu_max), "cpu");
   }
   if (!err.empty()) return std::unexpected(err);
