@@ -15,6 +15,15 @@ export interface CommonOptions {
   name?: string;
   /** Written to the command's stdin, which is then closed. */
   input?: string | Buffer | Uint8Array;
+  /**
+   * Most memory the call may use (its cgroup's memory.max): bytes, or a string with K, M or G
+   * (powers of 1024), e.g. "512M". Past it the whole call is killed (report.oom_killed).
+   */
+  memoryMax?: number | string;
+  /** Most processes and threads the call may have at once (pids.max; report.pids_max_hit). */
+  pidsMax?: number;
+  /** CPU time the call may use, in cores (cpu.max): 0.5 is half of one CPU. */
+  cpuMax?: number;
 }
 
 export interface RunOptions extends CommonOptions {
@@ -47,6 +56,13 @@ export interface Report {
   leftovers: Leftover[];
   cleanup_verified: boolean;
   duration_ms: number;
+  memory_peak_bytes: number | null;
+  /** What was set: null for each limit not asked for. */
+  limits: { memory_max: number | null; pids_max: number | null; cpu_max: number | null };
+  /** Known where memoryMax was set: the kernel killed the call for memory. */
+  oom_killed: boolean | null;
+  /** Known where pidsMax was set: a fork failed at the limit. */
+  pids_max_hit: boolean | null;
   [key: string]: unknown;
 }
 

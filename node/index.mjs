@@ -190,6 +190,11 @@ function createParams(file, args, options, extra) {
   if (options.timeout > 0) p.timeoutMs = Math.round(options.timeout);
   if (options.killSignal !== undefined) p.killSignal = options.killSignal;
   if (options.name) p.name = options.name;
+  // Limits of the call's cgroup leaf; the service checks them and fails
+  // closed (the request rejects) where the leaf cannot get the controller.
+  if (options.memoryMax !== undefined) p.memoryMax = options.memoryMax;
+  if (options.pidsMax !== undefined) p.pidsMax = options.pidsMax;
+  if (options.cpuMax !== undefined) p.cpuMax = options.cpuMax;
   return p;
 }
 

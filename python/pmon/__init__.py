@@ -17,6 +17,12 @@ Differences from ``subprocess.run`` (documented, deliberate):
     ``grace`` seconds, KILL) and listed in ``result.leftovers``;
   * ``output_limit=N`` keeps the first N/2 and last N/2 bytes of each stream
     (``result.truncated``).
+
+Limits (all calls): ``memory_max`` (bytes, or a string with K, M, G: powers
+of 1024), ``pids_max``, ``cpu_max`` (cores) are set on the call's cgroup leaf;
+where the leaf cannot get the controller the call raises ``ConfinementError``
+and never runs. ``cgroup_root`` names the delegated cgroup for the leaves.
+The report says ``limits``, ``oom_killed`` and ``pids_max_hit``.
 """
 
 import asyncio
@@ -110,6 +116,22 @@ def _fs(x):
     return os.fsencode(x) if not isinstance(x, bytes) else x
 
 
+def _set_limits(spec, memory_max, pids_max, cpu_max):
+    # Checked as the CLI checks --memory-max, --pids-max and --cpu-max.
+    if memory_max is not None:
+        if isinstance(memory_max, bool) or not isinstance(memory_max, (int, str)):
+            raise TypeError("memory_max must be a number of bytes or a string such as '512M'")
+        spec.memory_max = _pmon.parse_size(str(memory_max))
+    if pids_max is not None:
+        if isinstance(pids_max, bool) or not isinstance(pids_max, int):
+            raise TypeError("pids_max must be a whole number of processes")
+        spec.pids_max = _pmon.parse_pids(str(pids_max))
+    if cpu_max is not None:
+        if isinstance(cpu_max, bool) or not isinstance(cpu_max, (int, float)):
+            raise TypeError("cpu_max must be a number of cores (e.g. 0.5)")
+        spec.cpu_max = _pmon.check_cores(float(cpu_max))
+
+
 class _Prepared:
     """One call's arguments turned into a native Spec, and back."""
 
@@ -117,7 +139,8 @@ class _Prepared:
                  capture_output=False, cwd=None, env=None, timeout=None, grace=2.0,
                  text=False, encoding=None, errors=None, universal_newlines=None,
                  confine="auto", isolate=False, output_limit=None, shell=False,
-                 wait_tree=False):
+                 wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
+                 cgroup_root=None):
         self.args = args
         self.timeout = timeout
         self.cwd = cwd
@@ -162,6 +185,9 @@ class _Prepared:
             confine = "isolate"  # pidns + cgroup namespace + the cgroup leaf
         spec.confine = confine
         spec.wait_tree = wait_tree
+        if cgroup_root is not None:
+            spec.cgroup_root = os.fsdecode(cgroup_root)
+        _set_limits(spec, memory_max, pids_max, cpu_max)
         if output_limit is not None:
             if output_limit < 0:
                 raise ValueError("output_limit must be >= 0")
@@ -260,7 +286,8 @@ class _Prepared:
 def run(args, *, timeout=None, grace=2.0, input=None, capture_output=False, stdin=None,
         stdout=None, stderr=None, cwd=None, env=None, check=False, text=False, encoding=None,
         errors=None, universal_newlines=None, shell=False, confine="auto", isolate=False,
-        output_limit=None, wait_tree=False):
+        output_limit=None, wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
+        cgroup_root=None):
     """Runs a command like ``subprocess.run`` and guarantees its whole tree is gone.
 
     The GIL is released for the whole call; any number of threads may call it.
@@ -269,7 +296,8 @@ def run(args, *, timeout=None, grace=2.0, input=None, capture_output=False, stdi
                   capture_output=capture_output, cwd=cwd, env=env, timeout=timeout,
                   grace=grace, text=text, encoding=encoding, errors=errors,
                   universal_newlines=universal_newlines, confine=confine, isolate=isolate,
-                  output_limit=output_limit, shell=shell, wait_tree=wait_tree)
+                  output_limit=output_limit, shell=shell, wait_tree=wait_tree,
+                  memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root)
     try:
         r = _pmon.run(p.spec)
     finally:
@@ -298,7 +326,8 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
                     stdin=None, stdout=None, stderr=None, cwd=None, env=None, check=False,
                     text=False, encoding=None, errors=None, universal_newlines=None,
                     shell=False, confine="auto", isolate=False, output_limit=None,
-                    wait_tree=False):
+                    wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
+                    cgroup_root=None):
     """``run`` for asyncio. The main process's pidfd and the output pipes are
     watched by the event loop (no thread per call). Cancelling the task stops
     the whole tree, verified, before ``CancelledError`` propagates; a second
@@ -307,7 +336,8 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
                   capture_output=capture_output, cwd=cwd, env=env, timeout=timeout,
                   grace=grace, text=text, encoding=encoding, errors=errors,
                   universal_newlines=universal_newlines, confine=confine, isolate=isolate,
-                  output_limit=output_limit, shell=shell, wait_tree=wait_tree)
+                  output_limit=output_limit, shell=shell, wait_tree=wait_tree,
+                  memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root)
     loop = asyncio.get_running_loop()
     call = _pmon.Call(p.spec)
     try:
@@ -446,7 +476,8 @@ class Process:
 
 def start(args, *, stdin=None, stdout=None, stderr=None, cwd=None, env=None, grace=2.0,
           text=False, encoding=None, errors=None, shell=False, confine="auto",
-          isolate=False, output_limit=None, wait_tree=False):
+          isolate=False, output_limit=None, wait_tree=False, memory_max=None, pids_max=None,
+          cpu_max=None, cgroup_root=None):
     """Starts a long-lived call and returns its ``Process`` handle.
 
     stdout/stderr=PIPE are read whenever the handle is polled, waited or
@@ -455,7 +486,8 @@ def start(args, *, stdin=None, stdout=None, stderr=None, cwd=None, env=None, gra
     p = _Prepared(args, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
                   grace=grace, text=text, encoding=encoding, errors=errors, shell=shell,
                   confine=confine, isolate=isolate, output_limit=output_limit,
-                  wait_tree=wait_tree)
+                  wait_tree=wait_tree, memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max,
+                  cgroup_root=cgroup_root)
     call = _pmon.Call(p.spec)
     try:
         failure = call.start()

@@ -16,6 +16,7 @@
 #include "core/capture.h"
 #include "core/report.h"
 #include "core/run.h"
+#include "core/units.h"
 #include "sys/proc.h"
 
 namespace py = pybind11;
@@ -41,11 +42,12 @@ Backends& backends() {
 }
 
 // The selection for `confine` ("auto" or a backend name), made once.
-std::expected<Backend*, std::string> backend_for(const std::string& confine,
+std::expected<Backend*, std::string> backend_for(const std::string& confine, const std::string& cgroup_root,
                                                  std::vector<std::string>* passed_over) {
   Backends& bs = backends();
   std::lock_guard lock(bs.mu);
-  auto it = bs.by_request.find(confine);
+  const std::string key = cgroup_root.empty() ? confine : confine + '\0' + cgroup_root;
+  auto it = bs.by_request.find(key);
   if (it == bs.by_request.end()) {
     // subreaper makes the whole host process a subreaper, and the orphans
     // of its calls would be its zombies for good (a library must not reap
@@ -78,6 +80,7 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine,
         }
         PidnsOptions po;
         po.isolate = isolate;
+        po.cgroup_root = cgroup_root;
         po.init_exe = g_init_exe;
         auto b = open_pidns_backend(po);
         if (b) sel = Selection{std::move(*b), {}};
@@ -85,6 +88,7 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine,
       } else {
         ConfineRequest req;
         req.kind = k;
+        req.cgroup_root = cgroup_root;
         sel = select_backend(req);
       }
       if (sel) {
@@ -95,7 +99,7 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine,
       why.push_back(sel.error());
     }
     if (!chosen) return std::unexpected(why.empty() ? std::string("no backend") : why.back());
-    it = bs.by_request.emplace(confine, std::move(*chosen)).first;
+    it = bs.by_request.emplace(key, std::move(*chosen)).first;
   }
   *passed_over = it->second.passed_over;
   return it->second.backend.get();
@@ -116,6 +120,9 @@ struct Spec {
   std::optional<double> timeout;
   double grace = 2.0;
   std::string confine = "auto";
+  std::string cgroup_root;  // "": pmon's default (the process's own cgroup)
+  std::optional<uint64_t> memory_max, pids_max;
+  std::optional<double> cpu_max;
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   bool capture_out = false, capture_err = false, err_to_out = false;
   std::optional<std::string> input;
@@ -161,7 +168,7 @@ class PyCall {
   // Opens the capture and the boundary and spawns; a Failure says why not.
   std::optional<Failure> start() {
     std::lock_guard lock(mu_);
-    auto backend = backend_for(spec_.confine, &passed_over_);
+    auto backend = backend_for(spec_.confine, spec_.cgroup_root, &passed_over_);
     if (!backend) return Failure{"confine", 125, 0, backend.error()};
     CaptureOptions co;
     co.out = spec_.capture_out;
@@ -186,6 +193,9 @@ class PyCall {
     if (spec_.timeout) o.timeout = seconds(*spec_.timeout);
     o.stop = StopPlan::standard(SIGTERM, seconds(spec_.grace));
     o.wait_tree = spec_.wait_tree;
+    o.limits.memory_max = spec_.memory_max;
+    o.limits.pids_max = spec_.pids_max;
+    o.limits.cpu_max = spec_.cpu_max;
     o.cancel_fd = cancel_ ? cancel_.get() : -1;
     o.own_all_children = false;  // the host process has children of its own
     o.capture = capture_.get();
@@ -193,7 +203,10 @@ class PyCall {
     auto s = call_->start();
     if (!s) {
       call_.reset();
-      return Failure{"spawn", s.error().exit_code, s.error().err, s.error().message};
+      // A limit that could not be set is the confinement's failure, as an
+      // unavailable backend is (ConfinementError).
+      return Failure{s.error().confinement ? "confine" : "spawn", s.error().exit_code, s.error().err,
+                     s.error().message};
     }
     return std::nullopt;
   }
@@ -338,6 +351,10 @@ PYBIND11_MODULE(_pmon, m) {
       .def_readwrite("timeout", &Spec::timeout)
       .def_readwrite("grace", &Spec::grace)
       .def_readwrite("confine", &Spec::confine)
+      .def_readwrite("cgroup_root", &Spec::cgroup_root)
+      .def_readwrite("memory_max", &Spec::memory_max)
+      .def_readwrite("pids_max", &Spec::pids_max)
+      .def_readwrite("cpu_max", &Spec::cpu_max)
       .def_readwrite("stdin_fd", &Spec::stdin_fd)
       .def_readwrite("stdout_fd", &Spec::stdout_fd)
       .def_readwrite("stderr_fd", &Spec::stderr_fd)
@@ -425,6 +442,23 @@ PYBIND11_MODULE(_pmon, m) {
     return py::cast(r);
   });
 
+  // The limits' values as the CLI checks them; a bad one raises ValueError
+  // with the CLI's words.
+  m.def("parse_size", [](const std::string& s) {
+    auto v = parse_size(s);
+    if (!v) throw py::value_error(v.error());
+    return *v;
+  });
+  m.def("parse_pids", [](const std::string& s) {
+    auto v = parse_pids(s);
+    if (!v) throw py::value_error(v.error());
+    return *v;
+  });
+  m.def("check_cores", [](double c) {
+    auto v = check_cores(c);
+    if (!v) throw py::value_error(v.error());
+    return *v;
+  });
   m.def("shutdown", &shutdown);
   m.def("set_init_exe", [](std::string path) { g_init_exe = std::move(path); });
   m.attr("END_MAIN_EXITED") = static_cast<int>(Call::End::main_exited);

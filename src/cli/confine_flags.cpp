@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "confine/pidns.h"
+#include "core/units.h"
 
 namespace pmon::cli {
 
@@ -54,6 +55,40 @@ std::expected<Selection, std::string> ConfineFlags::try_select(const std::string
     return s;
   };
   return isolate ? isolated() : select_backend(req);
+}
+
+void LimitFlags::add_to(CLI::App& app) {
+  memory_opt_ = app.add_option("--memory-max", memory_max,
+                 "most memory the call may use (its cgroup's memory.max): bytes, or K, M, G for powers of "
+                 "1024 (512M); past it the whole call is killed (exit 137)")
+      ->type_name("SIZE");
+  pids_opt_ = app.add_option("--pids-max", pids_max,
+                 "most processes and threads the call may have at once (pids.max); forks past it fail")
+      ->type_name("N");
+  cpu_opt_ = app.add_option("--cpu-max", cpu_max,
+                 "CPU time the call may use, in cores (cpu.max): 0.5 is half of one CPU, 1.5 one and a half. "
+                 "Limits need the cgroup backend with that controller; where it is missing pmon exits 125")
+      ->type_name("CORES");
+}
+
+Limits LimitFlags::parse(const std::string& sub) const {
+  Limits l;
+  if (memory_opt_ != nullptr && memory_opt_->count() > 0) {
+    auto v = parse_size(memory_max);
+    if (!v) die(sub + ": --memory-max: " + v.error());
+    l.memory_max = *v;
+  }
+  if (pids_opt_ != nullptr && pids_opt_->count() > 0) {
+    auto v = parse_pids(pids_max);
+    if (!v) die(sub + ": --pids-max: " + v.error());
+    l.pids_max = *v;
+  }
+  if (cpu_opt_ != nullptr && cpu_opt_->count() > 0) {
+    auto v = parse_cores(cpu_max);
+    if (!v) die(sub + ": --cpu-max: " + v.error());
+    l.cpu_max = *v;
+  }
+  return l;
 }
 
 }  // namespace pmon::cli

@@ -8,6 +8,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace pmon::cli {
@@ -29,6 +30,21 @@ struct ConfineFlags {
   // The backend asked for (auto: cgroup), for a report of a call that
   // could not start.
   ConfineKind tried() const;
+};
+
+// The limits of each call (--memory-max, --pids-max, --cpu-max), shared the
+// same way: set on the call's cgroup leaf, failing closed where they cannot be.
+struct LimitFlags {
+  std::string memory_max, pids_max, cpu_max;
+
+  void add_to(CLI::App& app);
+  // What they ask for; a bad value ends with die(), naming the subcommand.
+  Limits parse(const std::string& sub) const;
+
+ private:
+  CLI::Option* memory_opt_ = nullptr;
+  CLI::Option* pids_opt_ = nullptr;
+  CLI::Option* cpu_opt_ = nullptr;
 };
 
 }  // namespace pmon::cli

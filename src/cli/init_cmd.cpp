@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "cli/cli.h"
+#include "cli/confine_flags.h"
 #include "confine/boundary.h"
 #include "core/init.h"
 #include "core/units.h"
@@ -87,6 +88,8 @@ int init_main(const std::vector<std::string>& args) {
       ->type_name("B");
   app.add_option("--pdeathsig", pdeathsig_s, "signal the command gets if pmon init dies (SIG|none, default none)")
       ->type_name("SIG");
+  LimitFlags limits;
+  limits.add_to(app);
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
@@ -121,6 +124,7 @@ int init_main(const std::vector<std::string>& args) {
   if (!grace) die("init: " + grace_from + ": " + describe_duration_error(grace_s, grace.error()));
   opts.stop = StopPlan::standard(SIGTERM, *grace);
   opts.wait_all = wait_all;
+  const Limits call_limits = limits.parse("init");
   if (pdeathsig_s != "none") {
     auto pd = parse_signal(pdeathsig_s);
     if (!pd) die("init: " + pdeathsig_from + ": '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
@@ -171,6 +175,12 @@ int init_main(const std::vector<std::string>& args) {
     if (!b) die("cannot open a " + std::string(to_string(backend->kind())) + " boundary: " + b.error().message());
     boundary = std::move(*b);
   }
+  // Set before the command starts; a limit that cannot be set fails closed.
+  if (call_limits.any())
+    if (auto set = boundary->set_limits(call_limits); !set) {
+      boundary->release(boundary->empty().value_or(false));
+      die(set.error());
+    }
 
   opts.warn = [](const std::string& line) { std::fprintf(stderr, "pmon: warning: %s\n", line.c_str()); };
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };

@@ -76,6 +76,7 @@ int run_main(const std::vector<std::string>& args) {
 
   std::string timeout_s, grace_s = "2s", signal_s = "TERM", report_path;
   ConfineFlags confine;
+  LimitFlags limits;
   bool wait_tree = false;
   int verbose = 0;
   bool quiet = false;
@@ -84,6 +85,7 @@ int run_main(const std::vector<std::string>& args) {
   app.add_option("--grace", grace_s, "time between the first signal and SIGKILL (default 2s)")->type_name("D");
   app.add_option("--signal", signal_s, "first signal of the stop (default TERM)")->type_name("SIG");
   confine.add_to(app);
+  limits.add_to(app);
   app.add_flag("--wait-tree", wait_tree, "wait for the whole tree instead of stopping leftovers");
   bool pty = false;
   app.add_flag("--pty", pty,
@@ -121,6 +123,7 @@ int run_main(const std::vector<std::string>& args) {
     opts.spawn.pdeathsig = *pd;
   }
   opts.wait_tree = wait_tree;
+  opts.limits = limits.parse("run");
 
   // A report that cannot be written is a bad option: say so before the
   // command runs, not after its side effects (and 125 at the end).
@@ -165,7 +168,9 @@ int run_main(const std::vector<std::string>& args) {
   };
   auto not_started_call = [&](ConfineKind kind, const SpawnError& err, const ReportContext& ctx) {
     std::fprintf(stderr, "pmon: %s\n", err.message.c_str());
-    if (!write_report(not_started(command, kind, err, started_at), ctx)) return 125;
+    RunResult r = not_started(command, kind, err, started_at);
+    r.limits = opts.limits;
+    if (!write_report(r, ctx)) return 125;
     return err.exit_code;
   };
 

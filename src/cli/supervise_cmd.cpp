@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "cli/cli.h"
+#include "cli/confine_flags.h"
 #include "confine/boundary.h"
 #include "core/supervise.h"
 #include "core/units.h"
@@ -98,6 +99,8 @@ int supervise_main(const std::vector<std::string>& args) {
   app.add_option("--cgroup-root", cgroup_root,
                  "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)")
       ->type_name("DIR");
+  LimitFlags limits;
+  limits.add_to(app);
   app.add_flag("-v,--verbose", verbose, "say more of what pmon does, on stderr");
 
   auto parsed = parse_command_line(app, args, "supervise");
@@ -120,6 +123,7 @@ int supervise_main(const std::vector<std::string>& args) {
   auto grace = parse_duration(grace_s);
   if (!grace) die("supervise: --grace: " + describe_duration_error(grace_s, grace.error()));
   opts.stop = StopPlan::standard(SIGTERM, *grace);
+  opts.limits = limits.parse("supervise");
 
   ConfineRequest req;
   req.cgroup_root = cgroup_root;

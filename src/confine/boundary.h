@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "confine/limits.h"
 #include "sys/proc.h"
 #include "sys/result.h"
 
@@ -80,6 +81,16 @@ class Boundary {
   virtual std::optional<std::string> cgroup_path() const { return {}; }
   virtual std::optional<uint64_t> cpu_usec() { return {}; }
   virtual std::optional<uint64_t> memory_peak_bytes() { return {}; }
+
+  // Sets the call's limits, before anything runs in the boundary. Fails
+  // closed: a limit that cannot be set is an error (one line naming what is
+  // missing and what to do), never ignored. Only a cgroup can hold limits.
+  virtual std::expected<void, std::string> set_limits(const Limits& limits);
+  // Whether the kernel ended a process of the call for running out of
+  // memory (memory.events oom_kill), or refused it a fork at the pids limit
+  // (pids.events max); known only where that limit was set.
+  virtual std::optional<bool> oom_killed() { return {}; }
+  virtual std::optional<bool> pids_max_hit() { return {}; }
 
   // Hands the boundary's resources back once it has been verified empty.
   virtual void release(bool verified_empty) noexcept = 0;

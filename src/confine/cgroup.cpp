@@ -33,6 +33,7 @@ struct Leaf {
   Fd events;
   Fd cpu_stat;            // kept open, read with pread
   bool memory = false;    // accounts memory (memory.peak): never reused
+  bool limited = false;   // had limits set: never reused, so no later call inherits one
   uint64_t cpu_seen = 0;  // cpu.stat usage_usec when last released
 };
 
@@ -78,6 +79,24 @@ std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::str
 }
 
 std::string strerr(int e) { return std::strerror(e); }
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  return std::string(s);
+}
+
+// "memory" in a cgroup.controllers or cgroup.subtree_control line.
+bool has_word(std::string_view list, std::string_view word) {
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t end = list.find_first_of(" \n", pos);
+    if (end == std::string_view::npos) end = list.size();
+    if (list.substr(pos, end - pos) == word) return true;
+    pos = end + 1;
+  }
+  return false;
+}
 
 // Removes cgroup name under parent and every cgroup the call made below it,
 // deepest first: rmdir refuses a cgroup that has children. `childless`: the
@@ -197,6 +216,22 @@ class CgroupBoundary final : public Boundary {
     return std::strtoull(text->c_str(), nullptr, 10);
   }
 
+  std::expected<void, std::string> set_limits(const Limits& limits) override;
+
+  std::optional<bool> oom_killed() override {
+    if (!limits_.memory_max) return std::nullopt;
+    Fd fd;
+    auto n = read_keyed(leaf_.dir.get(), fd, "memory.events", "oom_kill");
+    return n ? std::optional<bool>(*n > 0) : std::nullopt;
+  }
+
+  std::optional<bool> pids_max_hit() override {
+    if (!limits_.pids_max) return std::nullopt;
+    Fd fd;
+    auto n = read_keyed(leaf_.dir.get(), fd, "pids.events", "max");
+    return n ? std::optional<bool>(*n > 0) : std::nullopt;
+  }
+
   void release(bool verified_empty) noexcept override;
 
  private:
@@ -213,6 +248,7 @@ class CgroupBoundary final : public Boundary {
   std::string path_;
   uint64_t cpu_base_ = 0;
   bool cpu_read_ = false;  // leaf_.cpu_seen is current
+  Limits limits_;
   bool released_ = false;
   // Linux 6.18 SIGKILLs every process later cloned into a leaf that once
   // had cgroup.kill written (CLONE_INTO_CGROUP reads the kill sequence of
@@ -309,7 +345,7 @@ class CgroupBackend final : public Backend {
     // itself below, enabled them, and removed its cgroups again) refuses
     // processes: spawn_in() notices that (EBUSY) and drops it.
     if (!leaf.memory) leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
-    bool reusable = verified_empty && !leaf.memory && child_cgroup_count(leaf.dir.get()) == 0;
+    bool reusable = verified_empty && !leaf.memory && !leaf.limited && child_cgroup_count(leaf.dir.get()) == 0;
     if (reusable) {
       std::lock_guard lock(mu_);
       if (pool_.size() < kMaxPooled) {
@@ -318,6 +354,39 @@ class CgroupBackend final : public Backend {
       }
     }
     remove_leaf(leaf);
+  }
+
+  // The controller a limit needs, in the leaf at leaf_dir: there already
+  // (its `file` exists), or enabled now in the leaves' parent where it is
+  // available (cgroup.controllers) and the parent holds no process (the
+  // kernel refuses a controller beside processes). "" or the one line why not.
+  std::string ensure_controller(int leaf_dir, const char* controller, const char* file) {
+    if (::faccessat(leaf_dir, file, F_OK, 0) == 0) return "";
+    const std::string parent = base_path();
+    const std::string head = std::string("cannot set the ") + controller + " limit: ";
+    const std::string fix = "point --cgroup-root at an empty delegated cgroup where it is enabled, or run without the limit";
+    std::lock_guard lock(controller_mu_);
+    auto available = sys::read_file_at(base_.get(), "cgroup.controllers");
+    if (!available || !has_word(*available, controller)) {
+      std::string list = available ? trim(*available) : "unreadable";
+      return head + "the " + controller + " controller is not available in " + parent + " (its cgroup.controllers: " +
+             (list.empty() ? "none" : list) + "); enable it in the cgroup.subtree_control of the cgroups above it "
+             "(systemd: Delegate=yes), " + fix;
+    }
+    auto procs = sys::read_file_at(base_.get(), "cgroup.procs");
+    if (!procs || !trim(*procs).empty())
+      return head + "the " + controller + " controller is not enabled in " + parent +
+             "/cgroup.subtree_control, and pmon cannot enable it there: that cgroup holds processes" +
+             (loc_.own == base_rel_ ? " (pmon itself)" : "") + "; " + fix;
+    std::string plus = "+";
+    plus += controller;
+    if (auto w = sys::write_file_at(base_.get(), "cgroup.subtree_control", plus); !w)
+      return head + "enabling the " + controller + " controller in " + parent + "/cgroup.subtree_control failed: " +
+             w.error().message() + "; " + fix;
+    if (::faccessat(leaf_dir, file, F_OK, 0) != 0)
+      return head + "the " + controller + " controller is enabled in " + parent + " but the leaf has no " + file + "; " +
+             fix;
+    return "";
   }
 
   // A leaf just made, that no call has used yet.
@@ -341,6 +410,7 @@ class CgroupBackend final : public Backend {
   Fd base_;
   std::string prefix_;
   std::mutex mu_;
+  std::mutex controller_mu_;
   std::vector<Leaf> pool_;
   // Destroyed after ~CgroupBackend has removed the leaves: it tells the
   // guard to go without touching anything.
@@ -354,6 +424,37 @@ void CgroupBoundary::release(bool verified_empty) noexcept {
   bool reuse = verified_empty && !killed_;
   if (reuse && !cpu_read_) (void)cpu_usec();  // the next call's starting point
   owner_.give_back(std::move(leaf_), reuse);
+}
+
+std::expected<void, std::string> CgroupBoundary::set_limits(const Limits& limits) {
+  // Marked first: a leaf with any limit written is never pooled again.
+  leaf_.limited = true;
+  limits_ = limits;
+  const int dir = leaf_.dir.get();
+  auto write = [&](const char* file, const std::string& value, const char* what) -> std::string {
+    if (auto w = sys::write_file_at(dir, file, value); !w)
+      return std::string("cannot set the ") + what + " limit: writing '" + value + "' to " + path_ + "/" + file +
+             " failed: " + w.error().message();
+    return "";
+  };
+  std::string err;
+  if (limits.memory_max) {
+    err = owner_.ensure_controller(dir, "memory", "memory.max");
+    if (err.empty()) err = write("memory.max", std::to_string(*limits.memory_max), "memory");
+    // The whole call dies on an out-of-memory kill, not one process of it.
+    if (err.empty()) err = write("memory.oom.group", "1", "memory");
+    if (err.empty()) leaf_.memory = true;
+  }
+  if (err.empty() && limits.pids_max) {
+    err = owner_.ensure_controller(dir, "pids", "pids.max");
+    if (err.empty()) err = write("pids.max", std::to_string(*limits.pids_max), "pids");
+  }
+  if (err.empty() && limits.cpu_max) {
+    err = owner_.ensure_controller(dir, "cpu", "cpu.max");
+    if (err.empty()) err = write("cpu.max", cpu_max_line(*limits.cpu_max), "cpu");
+  }
+  if (!err.empty()) return std::unexpected(err);
+  return {};
 }
 
 // The lowest common ancestor of two relative cgroup paths.

@@ -151,6 +151,15 @@ std::optional<uint64_t> PidnsBoundary::memory_peak_bytes() {
   return inner_ ? inner_->memory_peak_bytes() : std::nullopt;
 }
 
+std::expected<void, std::string> PidnsBoundary::set_limits(const Limits& limits) {
+  if (!inner_) return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace without --isolate"));
+  return inner_->set_limits(limits);
+}
+
+std::optional<bool> PidnsBoundary::oom_killed() { return inner_ ? inner_->oom_killed() : std::nullopt; }
+
+std::optional<bool> PidnsBoundary::pids_max_hit() { return inner_ ? inner_->pids_max_hit() : std::nullopt; }
+
 void PidnsBoundary::reap_init(bool block) noexcept {
   if (init_reaped_ || !init_pidfd_) return;
   siginfo_t si{};

@@ -64,6 +64,10 @@ class PidnsBoundary final : public Boundary {
   std::optional<std::string> cgroup_path() const override;
   std::optional<uint64_t> cpu_usec() override;
   std::optional<uint64_t> memory_peak_bytes() override;
+  // Set on the cgroup leaf under --isolate; without one there is nowhere.
+  std::expected<void, std::string> set_limits(const Limits& limits) override;
+  std::optional<bool> oom_killed() override;
+  std::optional<bool> pids_max_hit() override;
   void release(bool verified_empty) noexcept override;
 
  private:

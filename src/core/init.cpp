@@ -61,6 +61,10 @@ class Pid1Boundary final : public Boundary {
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
   void set_main(pid_t) noexcept override {}
 
+  std::expected<void, std::string> set_limits(const Limits& limits) override {
+    return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace whose init is pmon (without --confine cgroup)"));
+  }
+
   // For the record only (the stop does not need it), by pids of this
   // namespace; empty when the mounted /proc cannot show them.
   std::vector<sys::ProcStat> members() override {

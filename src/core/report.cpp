@@ -47,6 +47,10 @@ json opt_ms(const std::optional<double>& v) { return v ? json(round3(*v)) : json
 
 }  // namespace
 
+nlohmann::ordered_json limits_json(const Limits& l) {
+  return {{"memory_max", opt(l.memory_max)}, {"pids_max", opt(l.pids_max)}, {"cpu_max", opt(l.cpu_max)}};
+}
+
 std::string report_json(const RunResult& r, const ReportContext& ctx) {
   json j;
   j["version"] = 1;
@@ -78,6 +82,9 @@ std::string report_json(const RunResult& r, const ReportContext& ctx) {
   j["cleanup_verified"] = r.cleanup_verified;
   j["cpu_usec"] = opt(r.cpu_usec);
   j["memory_peak_bytes"] = opt(r.memory_peak_bytes);
+  j["limits"] = limits_json(r.limits);
+  j["oom_killed"] = opt(r.oom_killed);
+  j["pids_max_hit"] = opt(r.pids_max_hit);
   j["exit_status"] = r.status();
   // Arguments and command lines are bytes, not always UTF-8: replace what
   // is invalid (U+FFFD) rather than throw and lose the report.

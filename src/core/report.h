@@ -1,6 +1,7 @@
 // The versioned JSON report of one call (DESIGN §4).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ struct ReportContext {
 };
 
 std::string report_json(const RunResult& r, const ReportContext& ctx);
+
+// The report's "limits": {"memory_max": bytes, "pids_max": n, "cpu_max":
+// cores}, null for each not set (also serve's terminal/report).
+nlohmann::ordered_json limits_json(const Limits& l);
 
 // Writes `text` to `path` atomically: a temp file beside it, fsync, rename.
 Result<void> write_atomically(const std::string& path, const std::string& text) noexcept;

@@ -471,6 +471,7 @@ std::expected<void, SpawnError> Runner::start() {
   res_.started_at = std::chrono::system_clock::now();
   res_.command = opts_.spawn.argv;
   res_.confinement = backend_.kind();
+  res_.limits = opts_.limits;
 
   auto b = backend_.open_boundary();
   if (!b)
@@ -482,7 +483,7 @@ std::expected<void, SpawnError> Runner::start() {
   if (opts_.capture != nullptr)
     for (int i = 0; i < 3; ++i)
       if (opts_.capture->child_fd(i) >= 0) opts_.spawn.stdio[i] = opts_.capture->child_fd(i);
-  auto child = spawn_in(opts_.spawn, backend_, b_);
+  auto child = spawn_in(opts_.spawn, backend_, b_, opts_.limits);
   if (opts_.capture != nullptr) opts_.capture->close_child_ends();
   if (!child) {
     b_->release(b_->empty().value_or(false));
@@ -598,6 +599,10 @@ RunResult Runner::complete(std::string reason) {
   res_.cpu_usec = b_->cpu_usec();
   if (!res_.cpu_usec && b_->kind() != ConfineKind::cgroup) res_.cpu_usec = reaped_cpu_usec_;
   res_.memory_peak_bytes = b_->memory_peak_bytes();
+  if (opts_.limits.any()) {
+    res_.oom_killed = b_->oom_killed();
+    res_.pids_max_hit = b_->pids_max_hit();
+  }
   b_->release(boundary_empty && main_exited_);
   res_.duration_ms = since_start_ms();
   return std::move(res_);

@@ -23,6 +23,8 @@ namespace pmon {
 
 struct RunOptions {
   SpawnSpec spawn;
+  // Set on the call's cgroup leaf before it starts; fails closed (125).
+  Limits limits;
   std::optional<Nanos> timeout;
   StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
   bool wait_tree = false;
@@ -68,6 +70,12 @@ struct RunResult {
   bool cleanup_verified = false;
   std::optional<uint64_t> cpu_usec;
   std::optional<uint64_t> memory_peak_bytes;
+  Limits limits;  // what was asked for (and set, unless not_started)
+  // Known where the matching limit was set: the kernel killed a process of
+  // the call for memory (memory.events oom_kill), refused a fork at
+  // pids.max (pids.events max).
+  std::optional<bool> oom_killed;
+  std::optional<bool> pids_max_hit;
   // Outcome::not_started: why, in one line, and the status it ends with
   // (125 confinement, 126 not executable, 127 not found).
   std::optional<std::string> error;

@@ -270,8 +270,11 @@ std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoun
 }  // namespace
 
 std::expected<Child, SpawnError> spawn_in(const SpawnSpec& spec, Backend& backend,
-                                          std::unique_ptr<Boundary>& boundary) {
+                                          std::unique_ptr<Boundary>& boundary, const Limits& limits) {
   for (int attempt = 0;; ++attempt) {
+    // Nothing to do (not a syscall) on the hot path without limits.
+    if (limits.any())
+      if (auto set = boundary->set_limits(limits); !set) return std::unexpected(SpawnError{125, EINVAL, set.error(), true});
     auto child = spawn(spec, *boundary);
     if (child || child.error().err != EBUSY || boundary->kind() != ConfineKind::cgroup || attempt >= 32)
       return child;

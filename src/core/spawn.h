@@ -53,6 +53,9 @@ struct SpawnError {
   int exit_code = 125;  // 126 not executable, 127 not found, 125 otherwise
   int err = 0;          // errno
   std::string message;  // one line, without the "pmon: " prefix
+  // The boundary could not be made as asked (a limit that cannot be set):
+  // the binding raises its ConfinementError for it.
+  bool confinement = false;
 };
 
 // Starts argv[0] (searched in PATH like execvp) inside `boundary`.
@@ -64,7 +67,9 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
 // enabled in its cgroup.subtree_control) refuses new processes with EBUSY:
 // it is dropped and the next one (at last a fresh one) is used, so the pool
 // need not read every leaf it takes back. *boundary is replaced then.
+// `limits` are set on each boundary first (Boundary::set_limits); one that
+// cannot be set fails the spawn with 125 and its one line.
 std::expected<Child, SpawnError> spawn_in(const SpawnSpec& spec, Backend& backend,
-                                          std::unique_ptr<Boundary>& boundary);
+                                          std::unique_ptr<Boundary>& boundary, const Limits& limits = {});
 
 }  // namespace pmon

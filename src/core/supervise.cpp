@@ -405,7 +405,7 @@ SuperviseResult Supervisor::run() {
       return finish(SuperviseEnd::spawn_failed);
     }
     b_ = std::move(*b);
-    auto child = spawn_in(opts_.spawn, backend_, b_);
+    auto child = spawn_in(opts_.spawn, backend_, b_, opts_.limits);
     if (!child) {
       b_->release(b_->empty().value_or(false));
       res_.spawn_error = child.error();

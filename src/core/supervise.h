@@ -67,6 +67,7 @@ std::string format_event(const SuperviseEvent& e);
 
 struct SuperviseOptions {
   SpawnSpec spawn;
+  Limits limits;  // set on every child's boundary
   Engine engine = Engine::pidfd;
   int max_restarts = 3;
   std::optional<Nanos> timeout;  // bounds the whole supervision

@@ -7,11 +7,19 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+
+#include "confine/limits.h"
 
 namespace pmon {
 
 namespace {
+
+// kMinCores with a margin: "0.01" written in decimal is not exactly 0.01.
+constexpr double kMinCoresLimit = kMinCores - 1e-9;
+constexpr double kMaxCoresLimit = kMaxCores;
 
 struct SigName {
   const char* name;
@@ -92,6 +100,69 @@ std::optional<int> parse_signal(std::string_view s) noexcept {
     if (sig <= SIGRTMAX) return sig;
   }
   return std::nullopt;
+}
+
+std::expected<uint64_t, std::string> parse_size(std::string_view s) {
+  const std::string quoted = "'" + std::string(s) + "'";
+  const std::string bad = quoted + " is not a size (use bytes, or K, M or G for powers of 1024, e.g. 512M)";
+  size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == 0) return std::unexpected(bad);
+  uint64_t n = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + i, n);
+  if (ec == std::errc::result_out_of_range) return std::unexpected(quoted + " is too large");
+  if (ec != std::errc() || p != s.data() + i) return std::unexpected(bad);
+  std::string_view unit = s.substr(i);
+  int shift = 0;
+  if (unit.size() > 1) return std::unexpected(bad);
+  if (unit.size() == 1) {
+    switch (std::toupper(static_cast<unsigned char>(unit[0]))) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'T': shift = 40; break;
+      default: return std::unexpected(bad);
+    }
+  }
+  if (n == 0) return std::unexpected(quoted + " must be more than 0");
+  if (shift > 0 && n > (UINT64_MAX >> shift)) return std::unexpected(quoted + " is too large");
+  return n << shift;
+}
+
+std::expected<uint64_t, std::string> parse_pids(std::string_view s) {
+  const std::string quoted = "'" + std::string(s) + "'";
+  uint64_t n = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0])) || ec == std::errc::invalid_argument ||
+      p != s.data() + s.size())
+    return std::unexpected(quoted + " is not a whole number of processes (e.g. 100)");
+  // pids.max is an int in the kernel.
+  if (ec == std::errc::result_out_of_range || n > INT32_MAX)
+    return std::unexpected(quoted + " is too large (at most " + std::to_string(INT32_MAX) + ")");
+  if (n == 0) return std::unexpected(quoted + " must be at least 1");
+  return n;
+}
+
+std::expected<double, std::string> check_cores(double cores) {
+  if (!std::isfinite(cores) || cores < kMinCoresLimit || cores > kMaxCoresLimit) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", cores);
+    return std::unexpected(std::string(buf) + " cores is out of range (from 0.01 to 100000)");
+  }
+  return cores;
+}
+
+std::expected<double, std::string> parse_cores(std::string_view s) {
+  const std::string quoted = "'" + std::string(s) + "'";
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  std::string num(s);
+  if (s.empty() || i != s.size() || num == "." || std::count(num.begin(), num.end(), '.') > 1)
+    return std::unexpected(quoted + " is not a number of cores (e.g. 0.5, 1.5, 2)");
+  double v = std::strtod(num.c_str(), nullptr);
+  if (!std::isfinite(v) || v < kMinCoresLimit || v > kMaxCoresLimit)
+    return std::unexpected(quoted + " is out of range (from 0.01 to 100000 cores)");
+  return v;
 }
 
 std::string count_of(size_t n, std::string_view one, std::string_view many) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <expected>
 #include <optional>
 #include <string>
@@ -26,6 +27,19 @@ std::expected<Nanos, DurationError> parse_duration(std::string_view s) noexcept;
 std::string describe_duration_error(std::string_view text, DurationError e);
 
 std::optional<int> parse_signal(std::string_view s) noexcept;
+
+// Sizes for --memory-max: bytes, or a whole number with K, M, G or T
+// (powers of 1024; lower case too), e.g. 512M. More than 0. The error is
+// the user's words after "OPTION: ".
+std::expected<uint64_t, std::string> parse_size(std::string_view s);
+
+// A whole number of processes for --pids-max: at least 1.
+std::expected<uint64_t, std::string> parse_pids(std::string_view s);
+
+// Cores for --cpu-max: a decimal number (0.5, 1.5, 2) from 0.01 up.
+std::expected<double, std::string> parse_cores(std::string_view s);
+// The same check for a number given as a number (serve, the bindings).
+std::expected<double, std::string> check_cores(double cores);
 
 // "1 process", "0 processes": a count with its noun in the right number.
 std::string count_of(size_t n, std::string_view one, std::string_view many);

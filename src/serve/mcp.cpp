@@ -3,6 +3,8 @@
 #include <array>
 #include <limits>
 
+#include "core/units.h"
+
 namespace pmon::serve::mcp {
 
 namespace {
@@ -24,7 +26,10 @@ constexpr const char* kTools = R"JSON([
       "cwd": {"type": "string", "description": "working directory"},
       "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "variables set on top of the environment"},
       "timeout_s": {"type": "number", "minimum": 0, "description": "stop the whole tree after this many seconds (default 120)"},
-      "background_after_s": {"type": "number", "minimum": 0, "description": "keep a command still running after this many seconds as a job and return"}
+      "background_after_s": {"type": "number", "minimum": 0, "description": "keep a command still running after this many seconds as a job and return"},
+      "memory_max": {"type": ["integer", "string"], "description": "most memory the command may use: bytes, or a string with K, M or G (powers of 1024), e.g. \"512M\"; past it the whole command is killed"},
+      "pids_max": {"type": "integer", "minimum": 1, "description": "most processes and threads it may have at once"},
+      "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"}
     },
     "required": ["command"],
     "additionalProperties": false
@@ -41,7 +46,9 @@ constexpr const char* kTools = R"JSON([
       "timed_out": {"type": "boolean"},
       "leftovers": {"type": "array", "items": {"type": "object", "properties": {"pid": {"type": "integer"}, "command": {"type": "string"}, "action": {"type": "string"}}}},
       "cleanup_verified": {"type": "boolean"},
-      "duration_ms": {"type": "number"}
+      "duration_ms": {"type": "number"},
+      "oom_killed": {"type": ["boolean", "null"], "description": "killed for going past memory_max (null: no memory_max)"},
+      "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max)"}
     },
     "required": ["running", "output", "truncated"]
   }
@@ -57,7 +64,10 @@ constexpr const char* kTools = R"JSON([
       "cwd": {"type": "string"},
       "env": {"type": "object", "additionalProperties": {"type": "string"}},
       "pty": {"type": "boolean", "description": "run it on a pseudo-terminal"},
-      "name": {"type": "string", "description": "a label shown by list"}
+      "name": {"type": "string", "description": "a label shown by list"},
+      "memory_max": {"type": ["integer", "string"], "description": "most memory the command may use: bytes, or a string with K, M or G (powers of 1024), e.g. \"512M\"; past it the whole command is killed"},
+      "pids_max": {"type": "integer", "minimum": 1, "description": "most processes and threads it may have at once"},
+      "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"}
     },
     "required": ["command"],
     "additionalProperties": false
@@ -199,6 +209,33 @@ class Args {
       out.push_back({it.key(), it.value().get<std::string>()});
     }
     return out;
+  }
+  // memory_max (bytes, or a string such as "512M"), pids_max, cpu_max
+  // (cores): the job's limits, checked as the CLI checks them.
+  Limits limits() {
+    Limits l;
+    if (const Json* v = find("memory_max", false)) {
+      std::string text = v->is_string() ? v->get<std::string>()
+                         : v->is_number_unsigned() || (v->is_number_integer() && v->get<int64_t>() >= 0)
+                             ? std::to_string(v->get<uint64_t>())
+                             : std::string();
+      if (text.empty()) bad("memory_max", "must be a number of bytes or a string such as \"512M\"");
+      else if (auto n = parse_size(text)) l.memory_max = *n;
+      else bad("memory_max", n.error());
+    }
+    if (const Json* v = find("pids_max", false)) {
+      auto n = v->is_number_integer() ? parse_pids(std::to_string(v->get<int64_t>()))
+                                      : std::expected<uint64_t, std::string>(std::unexpected("must be a whole number of processes"));
+      if (n) l.pids_max = *n;
+      else bad("pids_max", n.error());
+    }
+    if (const Json* v = find("cpu_max", false)) {
+      auto c = v->is_number() ? check_cores(v->get<double>())
+                              : std::expected<double, std::string>(std::unexpected("must be a number of cores (e.g. 0.5)"));
+      if (c) l.cpu_max = *c;
+      else bad("cpu_max", c.error());
+    }
+    return l;
   }
   // Fields the tool does not take are an error: a misspelt one would
   // otherwise be silently ignored.
@@ -345,9 +382,10 @@ std::variant<ToolCall, CallError> parse_tool_call(const Json& params) {
   call.tool = *tool;
   switch (*tool) {
     case Tool::run: {
-      a.only({"command", "cwd", "env", "timeout_s", "background_after_s"});
+      a.only({"command", "cwd", "env", "timeout_s", "background_after_s", "memory_max", "pids_max", "cpu_max"});
       RunArgs r;
       r.create = shell_job(a);
+      r.create.limits = a.limits();
       r.create.timeout_ms = a.seconds_ms("timeout_s").value_or(120'000);
       if (r.create.timeout_ms == 0) r.create.timeout_ms.reset();
       r.background_after_ms = a.seconds_ms("background_after_s");
@@ -355,8 +393,9 @@ std::variant<ToolCall, CallError> parse_tool_call(const Json& params) {
       break;
     }
     case Tool::start: {
-      a.only({"command", "cwd", "env", "pty", "name"});
+      a.only({"command", "cwd", "env", "pty", "name", "memory_max", "pids_max", "cpu_max"});
       CreateParams c = shell_job(a);
+      c.limits = a.limits();
       if (a.flag("pty")) c.pty = PtySize{};
       c.name = a.str("name", false);
       call.args = std::move(c);
@@ -440,7 +479,9 @@ Json tool_result(Tool tool, const Json& a) {
                 {"timed_out", a["timed_out"]},
                 {"leftovers", leftovers},
                 {"cleanup_verified", a["cleanup_verified"]},
-                {"duration_ms", a["duration_ms"]}};
+                {"duration_ms", a["duration_ms"]},
+                {"oom_killed", a.value("oom_killed", Json(nullptr))},
+                {"pids_max_hit", a.value("pids_max_hit", Json(nullptr))}};
       std::string text = out;
       if (!text.empty() && text.back() != '\n') text += '\n';
       text += "[" + std::string(a["timed_out"].get<bool>() ? "timed out, " : "") +
@@ -450,6 +491,8 @@ Json tool_result(Tool tool, const Json& a) {
                 " it left running:";
         for (const Json& l : leftovers) text += " " + l["command"].get<std::string>() + " (pid " + std::to_string(l["pid"].get<int>()) + ")";
       }
+      if (s["oom_killed"] == true) text += "; killed for going past memory_max";
+      if (s["pids_max_hit"] == true) text += "; some forks failed at pids_max";
       if (!a["cleanup_verified"].get<bool>()) text += "; WARNING: some of its processes could not be confirmed gone";
       text += "]";
       return text_result(text, s);

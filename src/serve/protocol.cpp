@@ -84,6 +84,38 @@ class Fields {
     return sig;
   }
 
+  // A size in bytes: a whole number, or a string with K, M, G (parse_size).
+  std::optional<uint64_t> bytes(const char* name) {
+    const Json* v = find(name, false);
+    if (!v) return std::nullopt;
+    std::string text;
+    if (v->is_string()) text = v->get<std::string>();
+    else if (v->is_number_unsigned() || (v->is_number_integer() && v->get<int64_t>() >= 0))
+      text = std::to_string(v->get<uint64_t>());
+    else return bad(name, "must be a number of bytes or a string such as \"512M\""), std::nullopt;
+    auto n = parse_size(text);
+    if (!n) return bad(name, n.error()), std::nullopt;
+    return *n;
+  }
+
+  std::optional<uint64_t> pids(const char* name) {
+    const Json* v = find(name, false);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer()) return bad(name, "must be a whole number of processes"), std::nullopt;
+    auto n = parse_pids(std::to_string(v->get<int64_t>()));
+    if (!n) return bad(name, n.error()), std::nullopt;
+    return *n;
+  }
+
+  std::optional<double> cores(const char* name) {
+    const Json* v = find(name, false);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) return bad(name, "must be a number of cores (e.g. 0.5)"), std::nullopt;
+    auto c = check_cores(v->get<double>());
+    if (!c) return bad(name, c.error()), std::nullopt;
+    return *c;
+  }
+
   std::optional<PtySize> size(const char* name, bool required) {
     const Json* v = find(name, required);
     if (!v) return std::nullopt;
@@ -144,6 +176,9 @@ std::optional<Params> parse_params(Method m, const Json& p, std::string& err) {
       c.separate_stderr = f.flag("separateStderr");
       c.clear_env = f.flag("clearEnv");
       c.kill_signal = f.signal("killSignal");
+      c.limits.memory_max = f.bytes("memoryMax");
+      c.limits.pids_max = f.pids("pidsMax");
+      c.limits.cpu_max = f.cores("cpuMax");
       out = std::move(c);
       break;
     }

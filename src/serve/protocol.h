@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "confine/limits.h"
+
 namespace pmon::serve {
 
 using Json = nlohmann::json;
@@ -56,6 +58,8 @@ struct CreateParams {
   bool separate_stderr = false;
   bool clear_env = false;
   std::optional<int> kill_signal;
+  // memoryMax (bytes, or "512M"), pidsMax, cpuMax (cores): the job's limits.
+  Limits limits;
 };
 
 // terminal/kill, terminal/release, terminal/report.

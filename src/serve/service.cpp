@@ -904,6 +904,7 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
     ro.stop.steps[0].signal = *p.kill_signal;
   ro.wait_tree = p.wait_tree;
   if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
+  ro.limits = p.limits;
 
   const uint64_t n = next_job_++;
   auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit));
@@ -1185,6 +1186,8 @@ Json Service::run_summary(const Job& j) const {
   s["leftovers"] = rep.contains("leftovers") ? rep["leftovers"] : Json::array();
   s["cleanup_verified"] = r.cleanup_verified;
   s["duration_ms"] = rep.value("duration_ms", 0.0);
+  s["oom_killed"] = rep.value("oom_killed", Json(nullptr));
+  s["pids_max_hit"] = rep.value("pids_max_hit", Json(nullptr));
   return s;
 }
 

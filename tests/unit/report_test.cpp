@@ -90,6 +90,30 @@ TEST(ReportJson, UnknownIsNullNeverAGuess) {
   EXPECT_EQ(j.at("exit_status"), 125);
 }
 
+TEST(ReportJson, LimitsAndWhatWasHit) {
+  json none = parse(exited_result());
+  EXPECT_EQ(none.at("limits"), json::parse(R"({"memory_max": null, "pids_max": null, "cpu_max": null})"));
+  EXPECT_TRUE(none.at("oom_killed").is_null());
+  EXPECT_TRUE(none.at("pids_max_hit").is_null());
+
+  RunResult r = exited_result();
+  r.limits.memory_max = 100ull << 20;
+  r.limits.pids_max = 50;
+  r.limits.cpu_max = 1.5;
+  r.oom_killed = true;
+  r.pids_max_hit = false;
+  json j = parse(r);
+  EXPECT_EQ(j.at("limits").at("memory_max"), 104857600);
+  EXPECT_EQ(j.at("limits").at("pids_max"), 50);
+  EXPECT_EQ(j.at("limits").at("cpu_max"), 1.5);
+  EXPECT_EQ(j.at("oom_killed"), true);
+  EXPECT_EQ(j.at("pids_max_hit"), false);
+  // Beside memory_peak_bytes, in the order of the README's example.
+  std::string text = report_json(r, {});
+  EXPECT_LT(text.find("\"memory_peak_bytes\""), text.find("\"limits\""));
+  EXPECT_LT(text.find("\"pids_max_hit\""), text.find("\"exit_status\""));
+}
+
 TEST(ReportJson, SignaledTimeoutCancelled) {
   RunResult r = exited_result();
   r.exit_code.reset();

@@ -1,0 +1,114 @@
+# memory_max=, pids_max=, cpu_max= on pmon.run, pmon.start and
+# pmon.run_async: set on the call's cgroup leaf where the leaf can get the
+# controller (the command sees its own memory.max, pids.max, cpu.max), and
+# refused with ConfinementError (the command never runs) where it cannot: a
+# hybrid host whose cgroup v2 has none of them, or a backend without a
+# cgroup. Bad values raise ValueError or TypeError with the CLI's words.
+import asyncio
+import os
+import pathlib
+
+import pmon
+import pytest
+
+from conftest import backend_available, cgroup_available
+
+LIMITS = [
+    # keyword, value, controller, file, what the leaf shows, the report's value
+    ("memory_max", "100M", "memory", "memory.max", "104857600", 104857600),
+    ("pids_max", 50, "pids", "pids.max", "50", 50),
+    ("cpu_max", 0.5, "cpu", "cpu.max", "50000 100000", 0.5),
+]
+
+
+def leaves_parent():
+    """The cgroup the default cgroup backend makes its leaves in."""
+    r = pmon.run(["true"], confine="cgroup")
+    return pathlib.Path(r.report["cgroup"]).parent
+
+
+def enabled_for_leaves(controller):
+    try:
+        text = (leaves_parent() / "cgroup.subtree_control").read_text()
+    except OSError:
+        return False
+    return controller in text.split()
+
+
+@pytest.mark.skipif(not cgroup_available(), reason="the cgroup backend is not available here")
+@pytest.mark.parametrize("kw,value,controller,file,shown,reported", LIMITS)
+def test_limit_is_set_or_refused(tmp_path, kw, value, controller, file, shown, reported):
+    ran = tmp_path / "ran"
+    script = f'cat /sys/fs/cgroup/unified$(sed -n "s/^0:://p" /proc/self/cgroup)/{file} 2>/dev/null || ' \
+             f'cat /sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup)/{file}; echo ran > {ran}'
+    if enabled_for_leaves(controller):
+        r = pmon.run(["sh", "-c", script], capture_output=True, text=True, **{kw: value})
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == shown
+        assert r.report["limits"][kw] == reported
+        return
+    with pytest.raises(pmon.ConfinementError, match=f"cannot set the {controller} limit: the {controller} controller is not") as e:
+        pmon.run(["sh", "-c", script], **{kw: value})
+    assert "run without the limit" in str(e.value)
+    assert not ran.exists(), "the command ran although its limit was refused"
+    with pytest.raises(pmon.ConfinementError, match=f"cannot set the {controller} limit"):
+        pmon.start(["sh", "-c", script], **{kw: value})
+    with pytest.raises(pmon.ConfinementError, match=f"cannot set the {controller} limit"):
+        asyncio.run(pmon.run_async(["sh", "-c", script], **{kw: value}))
+    assert not ran.exists(), "the command ran although its limit was refused"
+    # The refusal leaves the backend as it was: a call without limits runs.
+    assert pmon.run(["true"]).returncode == 0
+
+
+@pytest.mark.skipif(not backend_available("pgroup"), reason="the pgroup backend is not available here")
+def test_a_backend_without_a_cgroup_refuses_limits(tmp_path):
+    ran = tmp_path / "ran"
+    with pytest.raises(pmon.ConfinementError, match="cannot set the memory and cpu limits: limits need a cgroup, "
+                                                    "and the pgroup backend has none"):
+        pmon.run(["sh", "-c", f"echo ran > {ran}"], confine="pgroup", memory_max=1 << 30, cpu_max=2)
+    assert not ran.exists()
+    assert isinstance(pmon.ConfinementError("x"), OSError)
+
+
+def test_bad_values_are_refused_before_anything_runs(tmp_path):
+    ran = tmp_path / "ran"
+    cmd = ["sh", "-c", f"echo ran > {ran}"]
+    cases = [
+        (dict(memory_max="100X"), ValueError, "'100X' is not a size"),
+        (dict(memory_max="1.5G"), ValueError, "is not a size"),
+        (dict(memory_max=0), ValueError, "'0' must be more than 0"),
+        (dict(memory_max=-1), ValueError, "is not a size"),
+        (dict(memory_max=1.5), TypeError, "memory_max must be a number of bytes"),
+        (dict(memory_max=True), TypeError, "memory_max must be a number of bytes"),
+        (dict(pids_max=0), ValueError, "'0' must be at least 1"),
+        (dict(pids_max=1 << 40), ValueError, "is too large"),
+        (dict(pids_max="50"), TypeError, "pids_max must be a whole number"),
+        (dict(cpu_max=0), ValueError, "out of range"),
+        (dict(cpu_max=0.001), ValueError, "out of range"),
+        (dict(cpu_max=float("nan")), ValueError, "out of range"),
+        (dict(cpu_max="1"), TypeError, "cpu_max must be a number of cores"),
+    ]
+    for kwargs, exc, words in cases:
+        with pytest.raises(exc, match=words):
+            pmon.run(cmd, **kwargs)
+        with pytest.raises(exc, match=words):
+            pmon.start(cmd, **kwargs)
+    assert not ran.exists()
+
+
+def test_sizes_take_powers_of_1024():
+    # As the CLI: K, M, G, T and lower case; a bare number is bytes.
+    from pmon import _pmon
+    assert _pmon.parse_size("1K") == 1024
+    assert _pmon.parse_size("512m") == 512 << 20
+    assert _pmon.parse_size("2G") == 2 << 30
+    assert _pmon.parse_size("4096") == 4096
+    assert _pmon.check_cores(1.5) == 1.5
+    assert _pmon.parse_pids("50") == 50
+
+
+@pytest.mark.skipif(not cgroup_available(), reason="the cgroup backend is not available here")
+def test_cgroup_root_outside_the_mount_is_refused(tmp_path):
+    with pytest.raises(pmon.ConfinementError, match="is not below the cgroup2 mount"):
+        pmon.run(["true"], confine="cgroup", cgroup_root=str(tmp_path))
+    assert os.path.isdir(tmp_path)

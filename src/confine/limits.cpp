@@ -1,0 +1,40 @@
+#include "confine/limits.h"
+
+#include "confine/boundary.h"
+
+#include <cmath>
+#include <vector>
+
+namespace pmon {
+
+std::string cpu_max_line(double cores) {
+  auto quota = static_cast<uint64_t>(std::llround(cores * static_cast<double>(kCpuPeriodUsec)));
+  return std::to_string(quota) + " " + std::to_string(kCpuPeriodUsec);
+}
+
+std::string limit_names(const Limits& l) {
+  std::vector<const char*> names;
+  if (l.memory_max) names.push_back("memory");
+  if (l.pids_max) names.push_back("pids");
+  if (l.cpu_max) names.push_back("cpu");
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+std::string no_cgroup_for_limits(const Limits& l, std::string_view boundary) {
+  const std::string names = limit_names(l);
+  const bool several = names.find(' ') != std::string::npos;
+  return "cannot set the " + names + " limit" + (several ? "s" : "") + ": limits need a cgroup, and " +
+         std::string(boundary) + " has none; use the cgroup backend (--confine cgroup) where cgroup v2 "
+         "is delegated, or run without " + (several ? "them" : "it");
+}
+
+std::expected<void, std::string> Boundary::set_limits(const Limits& limits) {
+  return std::unexpected(no_cgroup_for_limits(limits, "the " + std::string(to_string(kind())) + " backend"));
+}
+
+}  // namespace pmon

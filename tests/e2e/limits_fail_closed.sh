@@ -1,0 +1,166 @@
+# Limits fail closed: --memory-max, --pids-max and --cpu-max where the
+# call's cgroup leaf cannot get the controller (a hybrid host: cgroup v2 has
+# none of them; or a leaf parent that holds processes) end with 125 and one
+# line naming the controller and the fix, and the command never runs: on
+# run, supervise, init, a serve job and an mcp tool alike. Backends without
+# a cgroup refuse every limit. Bad values are refused with one line naming
+# the flag. The limits that do hold are tested in a pure cgroup v2 guest
+# (tests/guest/limits_*.sh).
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+# Where the leaves of the default cgroup backend go, and whether a
+# controller is enabled for them there already (then a limit is set, not
+# refused: such a host shows the other branch of each check).
+leaves=$("$PMON" run -v --confine cgroup -- true 2>&1 | sed -n 's/.*leaves under \([^,]*\),.*/\1/p')
+[ -n "$leaves" ] || fail "pmon run -v does not say where the leaves go"
+enabled() { grep -qw "$1" "$leaves/cgroup.subtree_control" 2>/dev/null; }
+
+# expect_refused WHAT PATTERN CMD...: 125, one stderr line matching PATTERN,
+# the command (which would write $t/ran) not run.
+expect_refused() {
+  local what=$1 pattern=$2 rc=0
+  shift 2
+  rm -f "$t/ran"
+  "$@" 2> "$t/err" > "$t/out" || rc=$?
+  [ "$rc" = 125 ] || fail "$what: exit $rc, want 125: $(cat "$t/err")"
+  [ ! -e "$t/ran" ] || fail "$what: the command ran"
+  [ "$(wc -l < "$t/err")" = 1 ] || fail "$what: want one stderr line, got: $(cat "$t/err")"
+  grep -q -- "$pattern" "$t/err" || fail "$what: '$pattern' not in: $(cat "$t/err")"
+  echo "ok: $what: $(cat "$t/err")"
+}
+RAN=(sh -c "echo ran > $t/ran")
+
+# 1. The cgroup backend without the controller, for each limit and each
+#    subcommand that starts calls.
+for lim in "memory --memory-max 100M 104857600" "pids --pids-max 50 50" "cpu --cpu-max 0.5 0.5"; do
+  set -- $lim
+  ctl=$1 flag=$2 value=$3 reported=$4
+  if enabled "$ctl"; then
+    echo "note: $ctl is enabled for the leaves in $leaves: the limit is set there"
+    "$PMON" run -q "$flag" "$value" -- "${RAN[@]}" || fail "$flag $value: refused although $ctl is enabled"
+    continue
+  fi
+  line="cannot set the $ctl limit: the $ctl controller is not"
+  expect_refused "run $flag" "$line" "$PMON" run "$flag" "$value" -- "${RAN[@]}"
+  grep -q -- "--cgroup-root" "$t/err" || fail "run $flag: the line does not say what to do: $(cat "$t/err")"
+  grep -q -- "run without the limit" "$t/err" || fail "run $flag: the line does not offer to drop it"
+  expect_refused "run --confine cgroup $flag" "$line" "$PMON" run --confine cgroup "$flag" "$value" -- "${RAN[@]}"
+  expect_refused "supervise $flag" "$line" "$PMON" supervise "$flag" "$value" -- "${RAN[@]}"
+  expect_refused "init $flag" "$line" "$PMON" init "$flag" "$value" -- "${RAN[@]}"
+  # The report of the call that never ran says what was asked for.
+  expect_refused "run --report $flag" "$line" "$PMON" run --report "$t/rep.json" "$flag" "$value" -- "${RAN[@]}"
+  python3 - "$t/rep.json" "$ctl" "$reported" <<'PY' || fail "run --report $flag: wrong report: $(cat "$t/rep.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["outcome"] == "not_started", r["outcome"]
+assert r["exit_status"] == 125
+assert "cannot set the %s limit" % sys.argv[2] in r["error"], r["error"]
+want = {"memory_max": None, "pids_max": None, "cpu_max": None}
+want[sys.argv[2] + "_max"] = json.loads(sys.argv[3])
+assert r["limits"] == want, r["limits"]
+assert r["oom_killed"] is None and r["pids_max_hit"] is None
+PY
+  if [ -n "$PMON_TEST_HOSTPROC" ] && "$PMON" run -q --isolate -- true 2>/dev/null; then
+    expect_refused "run --isolate $flag" "$line" "$PMON" run --isolate "$flag" "$value" -- "${RAN[@]}"
+  fi
+done
+
+# 2. Backends without a cgroup refuse every limit.
+for b in subreaper pgroup; do
+  have_backend "$b" || continue
+  expect_refused "run --confine $b" "limits need a cgroup, and the $b backend has none" \
+    "$PMON" run --confine "$b" --memory-max 1G --pids-max 10 -- "${RAN[@]}"
+  expect_refused "supervise --confine $b" "cannot set the cpu limit: limits need a cgroup" \
+    "$PMON" supervise --confine "$b" --cpu-max 1 -- "${RAN[@]}"
+  expect_refused "init --confine $b" "cannot set the pids limit: limits need a cgroup" \
+    "$PMON" init --confine "$b" --pids-max 10 -- "${RAN[@]}"
+done
+if [ -n "$PMON_TEST_HOSTPROC" ] && have_backend pidns; then
+  expect_refused "run --confine pidns" "a PID namespace without --isolate has none" \
+    "$PMON" run --confine pidns --memory-max 1G -- "${RAN[@]}"
+fi
+
+if command -v unshare > /dev/null && unshare --pid --fork true 2>/dev/null; then
+  expect_refused "init as PID 1" "a PID namespace whose init is pmon (without --confine cgroup) has none" \
+    unshare --pid --fork "$PMON" init --memory-max 1G -- "${RAN[@]}"
+fi
+
+# 3. Bad values: one line naming the flag, before anything runs.
+expect_refused "size with a bad suffix" "run: --memory-max: '100X' is not a size" "$PMON" run --memory-max 100X -- "${RAN[@]}"
+expect_refused "size 0" "run: --memory-max: '0' must be more than 0" "$PMON" run --memory-max 0 -- "${RAN[@]}"
+expect_refused "negative size" "run: --memory-max: '-5M' is not a size" "$PMON" run --memory-max=-5M -- "${RAN[@]}"
+expect_refused "fractional size" "is not a size" "$PMON" run --memory-max 1.5G -- "${RAN[@]}"
+expect_refused "empty size" "run: --memory-max: '' is not a size" "$PMON" run --memory-max "" -- "${RAN[@]}"
+expect_refused "huge size" "is too large" "$PMON" run --memory-max 99999999999999999999 -- "${RAN[@]}"
+expect_refused "size overflowing with its suffix" "is too large" "$PMON" run --memory-max 17179869184G -- "${RAN[@]}"
+expect_refused "pids 0" "supervise: --pids-max: '0' must be at least 1" "$PMON" supervise --pids-max 0 -- "${RAN[@]}"
+expect_refused "pids word" "init: --pids-max: 'many' is not a whole number" "$PMON" init --pids-max many -- "${RAN[@]}"
+expect_refused "pids too many" "run: --pids-max: '3000000000' is too large" "$PMON" run --pids-max 3000000000 -- "${RAN[@]}"
+expect_refused "cores word" "run: --cpu-max: 'half' is not a number of cores" "$PMON" run --cpu-max half -- "${RAN[@]}"
+expect_refused "cores too few" "run: --cpu-max: '0.001' is out of range" "$PMON" run --cpu-max 0.001 -- "${RAN[@]}"
+expect_refused "cores 0" "run: --cpu-max: '0' is out of range" "$PMON" run --cpu-max 0 -- "${RAN[@]}"
+"$PMON" run --help | grep -q -- "--memory-max SIZE" || fail "run --help lacks --memory-max"
+"$PMON" run --help | grep -q -- "powers of" || fail "run --help does not say what K, M, G mean"
+
+# 4. A serve job: the same line as the error of terminal/create, and bad
+#    values named by their field.
+serve_start
+client_open c
+expect_rpc_error() {  # expect_rpc_error CODE MESSAGE-PART REPLY
+  [ "$(jf "$3" 'm["error"]["code"]')" = "$1" ] || fail "expected error $1, got: $3"
+  case $(jf "$3" 'm["error"]["message"]') in *"$2"*) ;; *) fail "error message lacks '$2': $3" ;; esac
+  echo "ok: serve: $(jf "$3" 'm["error"]["message"]')"
+}
+create() { call c terminal/create '{"command":"sh","args":["-c","echo ran > '"$t/ran"'"],'"$1"'}'; }
+rm -f "$t/ran"
+if ! enabled memory; then
+  expect_rpc_error -32000 "cannot set the memory limit: the memory controller is not" "$(create '"memoryMax":"100M"')"
+  expect_rpc_error -32000 "cannot set the memory limit" "$(create '"memoryMax":104857600')"
+fi
+enabled pids || expect_rpc_error -32000 "cannot set the pids limit" "$(create '"pidsMax":50')"
+enabled cpu || expect_rpc_error -32000 "cannot set the cpu limit" "$(create '"cpuMax":0.5')"
+expect_rpc_error -32602 "'memoryMax' '12Q' is not a size" "$(create '"memoryMax":"12Q"')"
+expect_rpc_error -32602 "'memoryMax' must be a number of bytes" "$(create '"memoryMax":-1')"
+expect_rpc_error -32602 "'pidsMax' '0' must be at least 1" "$(create '"pidsMax":0')"
+expect_rpc_error -32602 "'pidsMax' must be a whole number" "$(create '"pidsMax":"lots"')"
+expect_rpc_error -32602 "'cpuMax' must be a number of cores" "$(create '"cpuMax":"1"')"
+expect_rpc_error -32602 "out of range" "$(create '"cpuMax":0')"
+[ ! -e "$t/ran" ] || fail "serve: a refused job ran"
+r=$(call c terminal/list)
+[ "$(jf "$r" 'len(m["result"]["terminals"])')" = 0 ] || fail "serve: a refused job is listed: $r"
+client_close c
+
+# 5. An mcp tool: the tool's error, and the input schema offers the limits.
+python3 - "$PMON" "$t/ran" "$(enabled memory && echo 1 || echo 0)" <<'PY' || fail "mcp: see above"
+import json, subprocess, sys
+pmon, ran, mem_enabled = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+msgs = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "echo ran > " + ran, "memory_max": "100M"}}},
+    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "start", "arguments": {"command": "echo ran > " + ran, "pids_max": 0}}},
+    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "true", "cpu_max": "fast"}}},
+]
+p = subprocess.run([pmon, "mcp"], input="".join(json.dumps(m) + "\n" for m in msgs), capture_output=True, text=True, timeout=60)
+replies = {m["id"]: m for m in map(json.loads, p.stdout.splitlines()) if "id" in m}
+tools = {t["name"]: t for t in replies[2]["result"]["tools"]}
+for name in ("run", "start"):
+    props = tools[name]["inputSchema"]["properties"]
+    assert all(k in props for k in ("memory_max", "pids_max", "cpu_max")), (name, props.keys())
+def err_text(i):
+    r = replies[i]["result"]
+    assert r["isError"] is True, r
+    return r["content"][0]["text"]
+if not mem_enabled:
+    text = err_text(3)
+    assert "cannot set the memory limit: the memory controller is not" in text, text
+    print("ok: mcp run:", text)
+assert "invalid arguments: 'pids_max' '0' must be at least 1" in err_text(4), err_text(4)
+assert "invalid arguments: 'cpu_max' must be a number of cores" in err_text(5), err_text(5)
+import os
+assert not os.path.exists(ran), "mcp: a refused tool call ran"
+PY
+
+pass
