@@ -122,13 +122,14 @@ void OutputBuffer::append(std::string_view bytes) {
   if (bytes.empty()) return;
   if (bytes.size() >= limit_) {
     // Nothing kept so far survives: keep the newest limit_ bytes of these.
+    const bool cut = size_ > 0 || bytes.size() > limit_;
     first_ += size_ + (bytes.size() - limit_);
     head_ = 0;
     size_ = 0;
     if (limit_ == 0) return;
     if (ring_.size() < limit_) ring_.assign(limit_, 0);
     write_tail(bytes.substr(bytes.size() - limit_));
-    skip_cut_character();
+    if (cut) skip_cut_character();
     return;
   }
   reserve_for(bytes.size());
@@ -138,8 +139,31 @@ void OutputBuffer::append(std::string_view bytes) {
   if (cut) skip_cut_character();
 }
 
-OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since) const {
+std::span<char> OutputBuffer::writable(size_t want) {
+  if (limit_ == 0 || want == 0) return {};
+  reserve_for(std::min(want, limit_));
+  const size_t cap = ring_.size();
+  if (size_ == cap) return {ring_.data() + head_, std::min(want, cap - head_)};
+  size_t at = (head_ + size_) % cap;
+  size_t free_run = std::min(cap - size_, cap - at);
+  return {ring_.data() + at, std::min(want, free_run)};
+}
+
+void OutputBuffer::commit(size_t n) noexcept {
+  if (n == 0) return;
+  const size_t cap = ring_.size();
+  bool cut = size_ + n > cap;
+  // (writable() handed out room past the kept bytes only while there was
+  // some; a full ring's room is its oldest bytes.)
+  if (cut) drop_front(size_ + n - cap);
+  size_ += n;
+  if (cut) skip_cut_character();
+}
+
+OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since, std::string storage) const {
   Read r;
+  r.text = std::move(storage);
+  r.text.clear();
   const uint64_t end = total();
   r.truncated = since ? *since < first_ : first_ > 0;
   uint64_t start = std::min(std::max(since.value_or(first_), first_), end);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,12 @@ class OutputBuffer {
   // the oldest bytes are overwritten; the first kept byte is always where a
   // UTF-8 character starts (a character cut in two loses its rest as well).
   void append(std::string_view bytes);
+  // append() without a copy: room for up to `want` new bytes in the
+  // storage itself (fewer where it wraps; empty only when the limit is 0),
+  // to be filled (by read(2)) and handed to commit(). Once the limit is
+  // reached the room is where the oldest bytes are: commit drops them.
+  std::span<char> writable(size_t want);
+  void commit(size_t n) noexcept;
   // No more bytes will come: an incomplete character at the end is shown
   // (as U+FFFD) instead of being held back for its missing bytes.
   void close() noexcept { closed_ = true; }
@@ -34,7 +41,10 @@ class OutputBuffer {
   // older). An incomplete character at the end stays back until the bytes
   // completing it arrive or close() is called; `next` stops before it.
   // A `since` beyond total() reads nothing and gives next = total().
-  Read read(std::optional<uint64_t> since) const;
+  Read read(std::optional<uint64_t> since) const { return read(since, std::string()); }
+  // The same, its text made in `storage` (emptied first; a caller that
+  // reads often hands back the last text, keeping its allocation).
+  Read read(std::optional<uint64_t> since, std::string storage) const;
 
   uint64_t total() const noexcept { return first_ + size_; }  // every byte ever appended
   uint64_t first_kept() const noexcept { return first_; }     // offset of the oldest kept byte
