@@ -140,10 +140,12 @@ void OutputBuffer::append(std::string_view bytes) {
 }
 
 std::span<char> OutputBuffer::writable(size_t want) {
-  if (limit_ == 0 || want == 0) return {};
-  reserve_for(std::min(want, limit_));
   const size_t cap = ring_.size();
-  if (size_ == cap) return {ring_.data() + head_, std::min(want, cap - head_)};
+  if (cap == 0 || want == 0) return {};
+  if (size_ == cap) {
+    if (cap < limit_) return {};  // grown by append(), by what comes
+    return {ring_.data() + head_, std::min(want, cap - head_)};
+  }
   size_t at = (head_ + size_) % cap;
   size_t free_run = std::min(cap - size_, cap - at);
   return {ring_.data() + at, std::min(want, free_run)};

@@ -23,9 +23,10 @@ class OutputBuffer {
   // UTF-8 character starts (a character cut in two loses its rest as well).
   void append(std::string_view bytes);
   // append() without a copy: room for up to `want` new bytes in the
-  // storage itself (fewer where it wraps; empty only when the limit is 0),
-  // to be filled (by read(2)) and handed to commit(). Once the limit is
-  // reached the room is where the oldest bytes are: commit drops them.
+  // storage as it is (fewer where it wraps or it is full; it is never grown
+  // here, so storage follows what was appended), to be filled (by read(2))
+  // and handed to commit(). Once the limit is reached the room is where the
+  // oldest bytes are: commit drops them.
   std::span<char> writable(size_t want);
   void commit(size_t n) noexcept;
   // No more bytes will come: an incomplete character at the end is shown

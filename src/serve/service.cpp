@@ -150,6 +150,7 @@ struct Conn {
   size_t out_off = 0;
   size_t queued_behind = 0;  // bytes of the messages after the first
   bool out_watched = false;
+  bool flush_due = false;  // queued to be written after this round of events
   bool doomed = false;  // dropped after this batch of events
 };
 
@@ -177,6 +178,7 @@ class Service {
   void on_line(Conn& c, std::string_view line);
   void on_mcp_line(Conn& c, std::string_view line);
   void send(uint64_t conn, std::string line);
+  void flush_sends();
   void drop_conn(uint64_t conn);
   void schedule_drop(Conn& c);
   void drop_doomed();
@@ -235,6 +237,7 @@ class Service {
   uint64_t next_conn_ = 1;
   uint64_t next_job_ = 1;
   std::vector<uint64_t> doomed_;
+  std::vector<uint64_t> to_flush_;
   std::vector<char> scratch_;  // for a pipe whose buffer keeps nothing
   // Storage kept from one output reply to the next (large ones would
   // otherwise be fresh pages each time): the text read, a sent line.
@@ -323,6 +326,7 @@ int Service::run() {
     }
     for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
     on_time();
+    flush_sends();
     drop_doomed();
   }
   // Last words to the clients still here, without waiting for slow ones.
@@ -513,7 +517,24 @@ void Service::send(uint64_t conn, std::string line) {
   }
   if (!c.outq.empty()) c.queued_behind += line.size();
   c.outq.push_back(std::move(line));
-  on_conn_writable(c);
+  // Written once this round of events is handled: what it sends (a
+  // terminal/exited for each of 1000 jobs a session/close stopped) goes
+  // out in a few writes, not one each.
+  if (!c.out_watched && !c.flush_due) {
+    c.flush_due = true;
+    to_flush_.push_back(c.id);
+  }
+}
+
+void Service::flush_sends() {
+  std::vector<uint64_t> ids = std::move(to_flush_);
+  to_flush_.clear();
+  for (uint64_t id : ids) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    it->second.flush_due = false;
+    if (!it->second.doomed) on_conn_writable(it->second);
+  }
 }
 
 void Service::on_conn_writable(Conn& c) {
@@ -598,6 +619,7 @@ Job* Service::find_job(const std::string& id) {
 constexpr size_t kReadMax = size_t{1} << 20;
 constexpr size_t kReadBudget = size_t{4} << 20;
 constexpr int kLargePipe = 1 << 20;
+constexpr size_t kDirectMin = 64 << 10;
 
 enum class Drained { empty, eof, full, budget };
 
@@ -610,7 +632,9 @@ Drained read_pipe(int fd, OutputBuffer& buffer, uint64_t room, std::vector<char>
     if (got >= kReadBudget) return Drained::budget;
     const size_t want = static_cast<size_t>(std::min<uint64_t>(room, kReadMax));
     std::span<char> into = buffer.writable(want);
-    if (into.empty()) {  // a buffer that keeps nothing still counts what went by
+    if (into.size() < std::min(want, kDirectMin)) {
+      // Little room in the storage as it is (it grows with what comes, and
+      // a buffer that keeps nothing still counts what went by): by a copy.
       if (scratch.size() < kReadMax) scratch.resize(kReadMax);
       into = std::span<char>(scratch.data(), want);
     }
