@@ -989,8 +989,15 @@ void Service::arm_timer() {
 
 void Service::on_time() {
   const int64_t now = sys::monotonic_ns();
+  // Only the jobs with something due (this runs after every round of
+  // events, with up to --max-jobs jobs).
   std::vector<std::string> ids;
-  for (auto& [id, j] : jobs_) ids.push_back(id);
+  for (auto& [id, j] : jobs_) {
+    const bool finishing = j->call->finishing();
+    if ((!j->done && !finishing && now >= j->deadline) ||
+        (finishing && (now >= j->call->finish_deadline() || now >= j->rescan_at)) || !j->pending.empty())
+      ids.push_back(id);
+  }
   for (const std::string& id : ids) {
     Job* j = find_job(id);
     if (!j) continue;
