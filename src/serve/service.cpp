@@ -635,8 +635,8 @@ Drained read_pipe(int fd, OutputBuffer& buffer, uint64_t room, std::vector<char>
     if (into.size() < std::min(want, kDirectMin)) {
       // Little room in the storage as it is (it grows with what comes, and
       // a buffer that keeps nothing still counts what went by): by a copy.
-      if (scratch.size() < kReadMax) scratch.resize(kReadMax);
-      into = std::span<char>(scratch.data(), want);
+      if (scratch.size() < kDirectMin) scratch.resize(kDirectMin);
+      into = std::span<char>(scratch.data(), std::min(want, kDirectMin));
     }
     ssize_t n = ::read(fd, into.data(), into.size());
     if (n < 0 && errno == EINTR) continue;
