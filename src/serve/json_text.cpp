@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "serve/output_buffer.h"
+
 namespace pmon::serve {
 
 namespace {
@@ -50,25 +52,12 @@ constexpr char kHex[] = "0123456789abcdef";
 // The length of the valid UTF-8 sequence `p` starts with (a lead byte of
 // 0x80 or more), or 0.
 size_t utf8_length(const unsigned char* p, size_t n) noexcept {
-  unsigned char c = p[0];
-  size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  }
-  if (len == 0 || len > n) return 0;
-  if (p[1] < lo || p[1] > hi) return 0;
-  for (size_t k = 2; k < len; ++k)
+  const Utf8Lead lead = utf8_lead(p[0]);
+  if (lead.len == 0 || lead.len > n) return 0;
+  if (p[1] < lead.lo || p[1] > lead.hi) return 0;
+  for (size_t k = 2; k < lead.len; ++k)
     if ((p[k] & 0xC0) != 0x80) return 0;
-  return len;
+  return lead.len;
 }
 
 void append_utf8(std::string& out, uint32_t cp) {

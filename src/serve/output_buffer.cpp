@@ -31,21 +31,7 @@ size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final) 
       while (i < n && p[i] < 0x80) ++i;
       continue;
     }
-    // The length of the sequence a lead byte starts, and the range its second
-    // byte must fall in (which rules out overlongs, surrogates, > U+10FFFF).
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    }
+    const auto [len, lo, hi] = utf8_lead(c);
     if (len == 0) {  // a stray continuation byte or a byte never valid
       flush(i);
       out += kReplacement;

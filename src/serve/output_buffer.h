@@ -66,6 +66,30 @@ class OutputBuffer {
   bool closed_ = false;
 };
 
+// What a byte of 0x80 or more starts in UTF-8: a sequence of `len` bytes
+// whose second byte lies in [lo, hi] (which rules out overlongs,
+// surrogates and > U+10FFFF; the others are continuation bytes), or len 0:
+// a byte that starts nothing (a stray continuation byte, a never-valid one).
+struct Utf8Lead {
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+};
+constexpr Utf8Lead utf8_lead(unsigned char c) noexcept {
+  Utf8Lead l;
+  if (c >= 0xC2 && c <= 0xDF) {
+    l.len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    l.len = 3;
+    if (c == 0xE0) l.lo = 0xA0;
+    if (c == 0xED) l.hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    l.len = 4;
+    if (c == 0xF0) l.lo = 0x90;
+    if (c == 0xF4) l.hi = 0x8F;
+  }
+  return l;
+}
+
 // Appends `in` to `out` as valid UTF-8: each maximal invalid subpart (as
 // Unicode defines it) becomes one U+FFFD. When `final` is false an
 // incomplete but so far valid sequence at the very end is not consumed.
