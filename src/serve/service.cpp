@@ -41,8 +41,9 @@ constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 // is new, or this long after the first new bytes came.
 constexpr uint64_t kCoalesceBytes = 1 << 20;
 constexpr int64_t kCoalesceNs = 1'000'000;
-// Storage kept for the next output reply, at most this large.
-constexpr size_t kSpareMax = size_t{64} << 20;
+// Storage kept for the next output reply, at most this large (what the
+// service holds on to after a large read, twice: the text and the line).
+constexpr size_t kSpareMax = size_t{32} << 20;
 
 // What an epoll event is about: the kind in the top byte, an id below.
 enum class Tag : uint64_t {
