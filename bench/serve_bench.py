@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
 """pmon serve figures (no asserts): job throughput against `pmon run` per
-call, SIGKILL of the service to every job gone, and 1000 idle jobs (RSS,
-CPU while idle, session/close of all of them to every tree verified gone).
+call and against the Python package's pmon.run (when importable: run with
+PYTHONPATH=BUILD/python), SIGKILL of the service to every job gone, and 1000
+idle jobs (RSS, CPU while idle, session/close of all of them to every tree
+verified gone, against 1000 `sleep 600` each in a cgroup leaf of its own
+killed with raw writes to each leaf's cgroup.kill, in the same run).
 
 usage: serve_bench.py PMON [N_CALLS]
 """
 import functools, json, os, select, socket, subprocess, sys, tempfile, time
+
+try:
+    import pmon as pmon_py
+except ImportError:
+    pmon_py = None
 
 print = functools.partial(print, flush=True)
 
@@ -59,23 +67,109 @@ def rss_kib(pid):
             return int(line.split()[1])
 
 
+def cgroup2_root():
+    for line in open("/proc/self/mountinfo"):
+        f = line.split()
+        if f[f.index("-") + 1] == "cgroup2":
+            return f[4]
+    return None
+
+
+def raw_cgroup_kill(n):
+    """n `sleep 600`, each moved into a leaf of its own below a scratch
+    cgroup of ours (as pmon's jobs are), then timed: a write of 1 to every
+    leaf's cgroup.kill, then until every leaf's cgroup.events says
+    populated 0 and every sleep is reaped. No pmon. ms, or None when there
+    is no cgroup2 to write in."""
+    root = cgroup2_root()
+    if root is None:
+        print("raw cgroup.kill: no cgroup2 mounted")
+        return None
+    own = next((l[3:] for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")), "/")
+    base = os.path.join(root, own.lstrip("/"), "pmon-bench-%d" % os.getpid())
+    try:
+        os.mkdir(base)
+    except OSError as e:
+        print("raw cgroup.kill: cannot make %s (%s)" % (base, e.strerror))
+        return None
+    leaves, procs, events = [], [], []
+    try:
+        for i in range(n):
+            leaf = os.path.join(base, "l%d" % i)
+            os.mkdir(leaf)
+            leaves.append(leaf)
+            procs_file = os.path.join(leaf, "cgroup.procs")
+            procs.append(subprocess.Popen(["sleep", "600"], preexec_fn=lambda f=procs_file: open(f, "w").write("0")))
+            events.append(open(os.path.join(leaf, "cgroup.events"), "rb", buffering=0))
+        poller = select.poll()
+        for e in events:
+            poller.register(e, select.POLLPRI)
+        by_fd = {e.fileno(): e for e in events}
+        t0 = time.monotonic()
+        for leaf in leaves:
+            with open(os.path.join(leaf, "cgroup.kill"), "w") as k:
+                k.write("1")
+        left = set(by_fd)
+
+        def populated(e):
+            e.seek(0)
+            return b"populated 1" in e.read()
+        left = {fd for fd in left if populated(by_fd[fd])}
+        while left:
+            for fd, _ in poller.poll(10000):
+                if fd in left and not populated(by_fd[fd]):
+                    left.discard(fd)
+        for p in procs:
+            p.wait()
+        return (time.monotonic() - t0) * 1000
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for e in events:
+            e.close()
+        for leaf in leaves:
+            try:
+                os.rmdir(leaf)
+            except OSError:
+                pass
+        os.rmdir(base)
+
+
 with tempfile.TemporaryDirectory() as d:
-    # 1. /bin/true through the socket against pmon run per call.
+    # 1. /bin/true through the socket against pmon run per call and the
+    # Python package's pmon.run, in alternating batches (load hits all alike).
     p, path = start_service(d)
     c = Client(path)
-    t0 = time.monotonic()
-    for _ in range(N):
+
+    def serve_one():
         tid = c.call("terminal/create", {"command": "/bin/true"})["terminalId"]
         c.call("terminal/wait_for_exit", {"terminalId": tid})
         c.call("terminal/report", {"terminalId": tid})
         c.call("terminal/release", {"terminalId": tid})
-    serve_rate = N / (time.monotonic() - t0)
-    t0 = time.monotonic()
-    for _ in range(N):
-        subprocess.run([PMON, "run", "-q", "--", "/bin/true"], check=True)
-    run_rate = N / (time.monotonic() - t0)
+
+    ways = [("serve", serve_one), ("run", lambda: subprocess.run([PMON, "run", "-q", "--", "/bin/true"], check=True))]
+    if pmon_py is not None:
+        ways.append(("py", lambda: pmon_py.run(["/bin/true"])))
+    spent = {name: 0.0 for name, _ in ways}
+    batch = 20
+    for _ in range(max(1, N // batch)):
+        for name, fn in ways:
+            t0 = time.monotonic()
+            for _ in range(batch):
+                fn()
+            spent[name] += time.monotonic() - t0
+    calls = max(1, N // batch) * batch
+    rate = {name: calls / t for name, t in spent.items()}
+    print("load average %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     print("job /bin/true start->exit->report->release: %.0f calls/s; pmon run: %.0f calls/s; ratio %.2fx"
-          % (serve_rate, run_rate, serve_rate / run_rate))
+          % (rate["serve"], rate["run"], rate["serve"] / rate["run"]))
+    if pmon_py is not None:
+        print("Python pmon.run(['/bin/true']): %.0f calls/s; ratio serve/pmon.run %.2fx"
+              % (rate["py"], rate["serve"] / rate["py"]))
+    else:
+        print("Python pmon.run: not importable (PYTHONPATH=BUILD/python)")
 
     # 2. 1000 idle jobs.
     jobs = 1000
@@ -101,6 +195,11 @@ with tempfile.TemporaryDirectory() as d:
           "session/close to all 1000 verified gone %.0f ms" % (made, rss, idle_ms, close_ms))
     p.terminate()
     p.wait()
+    raw_ms = raw_cgroup_kill(jobs)
+    if raw_ms is not None:
+        print("1000 sleep 600, each in its own cgroup leaf, raw cgroup.kill of each, all populated 0 and reaped: "
+              "%.0f ms; session/close / raw = %.2fx (load average %s)"
+              % (raw_ms, close_ms / raw_ms, " ".join(open("/proc/loadavg").read().split()[:3])))
 
     # 3. SIGKILL of the service: every job gone (the cgroup guard).
     p, path = start_service(d, "--confine", "cgroup")

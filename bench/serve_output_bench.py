@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
 """pmon serve output throughput (no asserts): a job writes SIZE bytes of
-text to stdout; a client reads them through terminal/output with `since`
-(and `waitMs`, so it never spins) until the job has ended and every byte
-is read. Baseline, in the same run: the same writer piped into `cat`, read
-from cat's stdout pipe by this process. Prints MB/s of each and the ratio,
-and how many bytes the job's buffer dropped because the reader fell behind
-(outputByteLimit is set to LIMIT).
+text to stdout, read back through terminal/output with `since` (and
+`waitMs`, so no reader spins) until the job has ended and every byte is
+read, by two readers:
 
-usage: serve_output_bench.py PMON [SIZE_MIB] [ROUNDS] [LIMIT_MIB]
+  logs -f   the C++ client, `pmon logs -f ID` into a pipe this process reads
+  python    this process, JSON over the socket (json.loads per reply)
+
+Baseline, in the same run: the same writer piped into `cat`, read from
+cat's stdout pipe by this process. Prints MB/s of each, the ratio against
+cat, and how many bytes the job's buffer dropped because its reader fell
+behind (outputByteLimit LIMIT; with --backpressure the job is created with
+outputBackpressure and should drop none).
+
+usage: serve_output_bench.py PMON [SIZE_MIB] [ROUNDS] [LIMIT_MIB] [--backpressure]
 """
 import json, os, socket, subprocess, sys, tempfile, time
 
-PMON = sys.argv[1]
-SIZE = int(sys.argv[2] if len(sys.argv) > 2 else 256) << 20
-ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-LIMIT = int(sys.argv[4] if len(sys.argv) > 4 else 64) << 20
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+BACKPRESSURE = "--backpressure" in sys.argv
+PMON = args[0]
+SIZE = int(args[1] if len(args) > 1 else 1024) << 20
+ROUNDS = int(args[2]) if len(args) > 2 else 3
+LIMIT = int(args[3] if len(args) > 3 else 16) << 20
 LINE = "0123456789abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ\n"
 WRITER = "yes '%s' | head -c %d" % (LINE.rstrip("\n"), SIZE)
 
@@ -39,34 +47,53 @@ class Client:
                 return m["result"]
 
 
-def through_pmon(c):
+def create(c):
+    p = {"command": "sh", "args": ["-c", WRITER], "outputByteLimit": LIMIT}
+    if BACKPRESSURE:
+        p["outputBackpressure"] = True
+    return c.call("terminal/create", p)["terminalId"]
+
+
+def through_python(c):
     t0 = time.perf_counter()
-    tid = c.call("terminal/create", {"command": "sh", "args": ["-c", WRITER],
-                                     "outputByteLimit": LIMIT})["terminalId"]
+    tid = create(c)
     since, got, dropped = 0, 0, False
     while True:
         r = c.call("terminal/output", {"terminalId": tid, "since": since, "waitMs": 1000})
         got += len(r["output"].encode())
         dropped = dropped or r["truncated"]
         since = r["next"]
-        if r["exitStatus"] is not None and since >= SIZE:
-            break
         if r["exitStatus"] is not None and not r["output"]:
             break
     dt = time.perf_counter() - t0
     c.call("terminal/release", {"terminalId": tid})
-    return dt, got, SIZE - got if dropped else 0
+    return dt, got
+
+
+def read_pipe(f):
+    got = 0
+    while True:
+        b = f.read1(1 << 20)
+        if not b:
+            return got
+        got += len(b)
+
+
+def through_logs(c, path):
+    t0 = time.perf_counter()
+    tid = create(c)
+    p = subprocess.Popen([PMON, "logs", "-f", "--socket", path, tid], stdout=subprocess.PIPE)
+    got = read_pipe(p.stdout)
+    p.wait()
+    dt = time.perf_counter() - t0
+    c.call("terminal/release", {"terminalId": tid})
+    return dt, got
 
 
 def through_cat():
     t0 = time.perf_counter()
     p = subprocess.Popen(["sh", "-c", WRITER + " | cat"], stdout=subprocess.PIPE)
-    got = 0
-    while True:
-        b = p.stdout.read1(1 << 20)
-        if not b:
-            break
-        got += len(b)
+    got = read_pipe(p.stdout)
     p.wait()
     return time.perf_counter() - t0, got
 
@@ -79,13 +106,19 @@ def main():
         while not os.path.exists(path):
             time.sleep(0.01)
         c = Client(path)
-        print("%d MiB of text per round, outputByteLimit %d MiB" % (SIZE >> 20, LIMIT >> 20))
-        print("%-6s %14s %14s %8s %14s" % ("round", "cat MB/s", "serve MB/s", "ratio", "dropped bytes"))
+        print("%d MiB of text per round, outputByteLimit %d MiB, outputBackpressure %s; load average %s"
+              % (SIZE >> 20, LIMIT >> 20, "on" if BACKPRESSURE else "off",
+                 " ".join(open("/proc/loadavg").read().split()[:3])))
+        print("%-6s %9s | %9s %7s %12s | %9s %7s %12s" % ("round", "cat MB/s", "logs -f", "ratio", "lost bytes",
+                                                       "python", "ratio", "lost bytes"))
         for i in range(ROUNDS):
             ct, cg = through_cat()
-            st, sg, lost = through_pmon(c)
-            cr, sr = cg / ct / 1e6, sg / st / 1e6
-            print("%-6d %14.1f %14.1f %7.2fx %14d" % (i + 1, cr, sr, sr / cr, lost))
+            lt, lg = through_logs(c, path)
+            pt, pg = through_python(c)
+            cr, lr, pr = cg / ct / 1e6, lg / lt / 1e6, pg / pt / 1e6
+            print("%-6d %9.1f | %9.1f %6.2fx %12d | %9.1f %6.2fx %12d"
+                  % (i + 1, cr, lr, lr / cr, SIZE - lg, pr, pr / cr, SIZE - pg))
+        print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     finally:
         svc.terminate()
         svc.wait()

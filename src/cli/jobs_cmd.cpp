@@ -5,10 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
 #include "core/units.h"
+#include "serve/json_text.h"
 #include "serve/socket.h"
 
 extern char** environ;
@@ -44,31 +46,48 @@ class Client {
       Json msg = read_message();
       if (!msg.contains("id") || msg["id"] != id) continue;  // a notification
       if (msg.contains("error")) die(msg["error"].value("message", std::string("error")));
-      return msg["result"];
+      return std::move(msg["result"]);
     }
   }
 
  private:
+  // The next message; a reply can be megabytes (a job's output), so the
+  // newline is looked for in what came since, and the text is read with
+  // the fast reader.
   Json read_message() {
     for (;;) {
-      size_t nl = buf_.find('\n');
-      if (nl != std::string::npos) {
-        Json j = Json::parse(buf_.substr(0, nl), nullptr, false);
-        buf_.erase(0, nl + 1);
+      char* nl = len_ > scanned_ ? static_cast<char*>(std::memchr(buf_.data() + scanned_, '\n', len_ - scanned_))
+                                 : nullptr;
+      if (nl) {
+        const size_t end = static_cast<size_t>(nl - buf_.data());
+        Json j = serve::parse_json(std::string_view(buf_.data() + start_, end - start_));
+        start_ = scanned_ = end + 1;
+        if (start_ == len_) len_ = start_ = scanned_ = 0;
         if (!j.is_discarded()) return j;
         continue;
       }
-      char tmp[65536];
-      ssize_t n = ::read(fd_.get(), tmp, sizeof tmp);
+      scanned_ = len_;
+      if (start_ > 0) {  // what was parsed goes before reading more
+        std::memmove(buf_.data(), buf_.data() + start_, len_ - start_);
+        len_ -= start_;
+        scanned_ = len_;
+        start_ = 0;
+      }
+      if (buf_.size() < len_ + kReadSize) buf_.resize(std::max(2 * buf_.size(), len_ + kReadSize));
+      ssize_t n = ::read(fd_.get(), buf_.data() + len_, kReadSize);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) die("the service on " + path_ + " closed the connection");
-      buf_.append(tmp, static_cast<size_t>(n));
+      len_ += static_cast<size_t>(n);
     }
   }
 
+  static constexpr size_t kReadSize = size_t{1} << 20;
   std::string path_;
   Fd fd_;
-  std::string buf_;
+  std::vector<char> buf_;  // what came: its first len_ bytes
+  size_t len_ = 0;
+  size_t start_ = 0;    // where the next message begins in buf_
+  size_t scanned_ = 0;  // no newline in buf_ before this
   int next_id_ = 1;
 };
 
@@ -175,7 +194,9 @@ int logs_main(const std::vector<std::string>& args) {
     const std::string& text = r["output"].get_ref<const std::string&>();
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    if (!follow || !r["exitStatus"].is_null()) return 0;
+    // Over, and nothing came since: all is read (a job made with
+    // outputBackpressure can end with output still to read).
+    if (!follow || (!r["exitStatus"].is_null() && text.empty())) return 0;
     p["since"] = r["next"];
     p["waitMs"] = 60'000;
   }

@@ -27,40 +27,56 @@ was verified gone, 125 otherwise.
 
 pmon start, jobs, logs, stop and wait talk to the service on the socket.)";
 
+// What serve and mcp share: the confinement, how many jobs, the grace.
+struct JobFlags {
+  std::string grace_s = "2s";
+  size_t max_jobs = 1024;
+  ConfineFlags confine;
+
+  void add_to(CLI::App& app) {
+    confine.add_to(app);
+    app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)");
+    app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)");
+  }
+
+  // After parsing: bad values end with die(), naming `sub`; the backend
+  // chosen (kept by the caller while the service runs) and `opts` filled.
+  Selection apply(const std::string& sub, bool quiet, serve::ServeOptions& opts) const {
+    if (max_jobs == 0) die(sub + ": --max-jobs must be at least 1");
+    auto grace = parse_duration(grace_s);
+    if (!grace) die(sub + ": --grace: " + describe_duration_error(grace_s, grace.error()));
+    Selection sel = confine.select(sub, false, quiet);
+    // A subreaper boundary is everything reparented to this process: with
+    // many jobs in one process it cannot tell whose orphan is whose.
+    if (sel.backend->kind() == ConfineKind::subreaper)
+      die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
+    opts.max_jobs = max_jobs;
+    opts.stop = StopPlan::standard(SIGTERM, *grace);
+    opts.passed_over = sel.passed_over;
+    return sel;
+  }
+};
+
 }  // namespace
 
 int serve_main(const std::vector<std::string>& args) {
   CLI::App app{"Run background jobs whose lifetime a client owns.", "pmon serve"};
   app.footer(kServeFooter);
   bool stdio = false, die_with_parent = false, quiet = false;
-  std::string listen, grace_s = "2s";
-  size_t max_jobs = 1024;
-  ConfineFlags confine;
+  std::string listen;
+  JobFlags jobs;
   app.add_flag("--stdio", stdio, "serve one client on stdin/stdout");
   CLI::Option* listen_opt = app.add_option("--listen", listen, "serve clients on the Unix socket PATH");
   app.add_flag("--die-with-parent", die_with_parent, "stop every job and exit when the parent process dies");
-  confine.add_to(app);
-  app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)");
-  app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)");
+  jobs.add_to(app);
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
   if (!parse_options(app, args, "serve")) return 0;
   if (stdio && listen_opt->count() > 0) die("serve: --stdio and --listen exclude each other");
-  if (max_jobs == 0) die("serve: --max-jobs must be at least 1");
-  auto grace = parse_duration(grace_s);
-  if (!grace) die("serve: --grace: " + describe_duration_error(grace_s, grace.error()));
-
-  Selection sel = confine.select("serve", false, quiet);
-  // A subreaper boundary is everything reparented to this process: with
-  // many jobs in one process it cannot tell whose orphan is whose.
-  if (sel.backend->kind() == ConfineKind::subreaper)
-    die("serve: the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
 
   serve::ServeOptions opts;
+  Selection sel = jobs.apply("serve", quiet, opts);
   opts.stdio = stdio;
   opts.die_with_parent = die_with_parent;
-  opts.max_jobs = max_jobs;
-  opts.stop = StopPlan::standard(SIGTERM, *grace);
-  opts.passed_over = sel.passed_over;
   Fd listener;
   std::string path;
   if (!stdio) {
@@ -90,29 +106,17 @@ gone before pmon exits. Configure it in an MCP client as
 int mcp_main(const std::vector<std::string>& args) {
   CLI::App app{"Serve jobs as MCP tools on stdin/stdout.", "pmon mcp"};
   app.footer(kMcpFooter);
-  std::string grace_s = "2s";
-  size_t max_jobs = 1024;
-  ConfineFlags confine;
-  confine.add_to(app);
-  app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)");
-  app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)");
+  JobFlags jobs;
+  jobs.add_to(app);
   if (!parse_options(app, args, "mcp")) return 0;
-  if (max_jobs == 0) die("mcp: --max-jobs must be at least 1");
-  auto grace = parse_duration(grace_s);
-  if (!grace) die("mcp: --grace: " + describe_duration_error(grace_s, grace.error()));
-  // stdout is the protocol: pmon's own words go to stderr only, and only errors.
-  Selection sel = confine.select("mcp", false, true);
-  if (sel.backend->kind() == ConfineKind::subreaper)
-    die("mcp: the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
   serve::ServeOptions opts;
+  // stdout is the protocol: pmon's own words go to stderr only, and only errors.
+  Selection sel = jobs.apply("mcp", true, opts);
   opts.stdio = true;
   opts.mcp = true;
   // The client is the parent: when it dies without closing our stdin (a
   // pipe some child of its inherited), the jobs go with it all the same.
   opts.die_with_parent = true;
-  opts.max_jobs = max_jobs;
-  opts.stop = StopPlan::standard(SIGTERM, *grace);
-  opts.passed_over = sel.passed_over;
   int rc = serve::serve(*sel.backend, opts);
   if (rc != 0) std::fprintf(stderr, "pmon: mcp: a job's tree could not be confirmed gone\n");
   return rc;

@@ -46,6 +46,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
       t.pidfd = std::move(*fd);
       tracked_.push_back(std::move(t));
     }
+    if (tracked_.empty()) return;  // (the main process alone: nothing to confirm)
     auto again = b.listed_pids();
     std::erase_if(tracked_, [&](const Tracked& t) {
       return again && !std::binary_search(again->begin(), again->end(), t.info.pid) &&

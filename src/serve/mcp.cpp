@@ -162,18 +162,11 @@ constexpr const char* kTools = R"JSON([
 }
 ])JSON";
 
-// The arguments of one tool call; the first problem is kept, naming the field.
-class Args {
+// The arguments of one tool call.
+class Args : public FieldReader {
  public:
-  explicit Args(const Json& obj) : obj_(obj) {}
-  const std::optional<std::string>& error() const { return error_; }
+  explicit Args(const Json& obj) : FieldReader(obj, "invalid arguments") {}
 
-  std::optional<std::string> str(const char* name, bool required) {
-    const Json* v = find(name, required);
-    if (!v) return std::nullopt;
-    if (!v->is_string()) return bad(name, "must be a string"), std::nullopt;
-    return v->get<std::string>();
-  }
   // Seconds (a number, fractions allowed) as milliseconds.
   std::optional<uint64_t> seconds_ms(const char* name) {
     const Json* v = find(name, false);
@@ -190,12 +183,6 @@ class Args {
       return bad(name, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max)),
              std::nullopt;
     return v->get<uint64_t>();
-  }
-  bool flag(const char* name) {
-    const Json* v = find(name, false);
-    if (!v) return false;
-    if (!v->is_boolean()) return bad(name, "must be true or false"), false;
-    return v->get<bool>();
   }
   std::vector<EnvVar> env(const char* name) {
     std::vector<EnvVar> out;
@@ -245,23 +232,6 @@ class Args {
       if (std::none_of(names.begin(), names.end(), [&](const char* n) { return it.key() == n; }))
         return bad(it.key(), "is not an argument of this tool");
   }
-
- private:
-  const Json* find(const char* name, bool required) {
-    if (error_) return nullptr;
-    auto it = obj_.find(name);
-    if (it == obj_.end() || it->is_null()) {
-      if (required) bad(name, "is required");
-      return nullptr;
-    }
-    return &*it;
-  }
-  void bad(const std::string& name, const std::string& why) {
-    if (!error_) error_ = "invalid arguments: '" + name + "' " + why;
-  }
-
-  const Json& obj_;
-  std::optional<std::string> error_;
 };
 
 CreateParams shell_job(Args& a) {

@@ -31,21 +31,7 @@ size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final) 
       while (i < n && p[i] < 0x80) ++i;
       continue;
     }
-    // The length of the sequence a lead byte starts, and the range its second
-    // byte must fall in (which rules out overlongs, surrogates, > U+10FFFF).
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    }
+    const auto [len, lo, hi] = utf8_lead(c);
     if (len == 0) {  // a stray continuation byte or a byte never valid
       flush(i);
       out += kReplacement;
@@ -122,13 +108,14 @@ void OutputBuffer::append(std::string_view bytes) {
   if (bytes.empty()) return;
   if (bytes.size() >= limit_) {
     // Nothing kept so far survives: keep the newest limit_ bytes of these.
+    const bool cut = size_ > 0 || bytes.size() > limit_;
     first_ += size_ + (bytes.size() - limit_);
     head_ = 0;
     size_ = 0;
     if (limit_ == 0) return;
     if (ring_.size() < limit_) ring_.assign(limit_, 0);
     write_tail(bytes.substr(bytes.size() - limit_));
-    skip_cut_character();
+    if (cut) skip_cut_character();
     return;
   }
   reserve_for(bytes.size());
@@ -138,8 +125,33 @@ void OutputBuffer::append(std::string_view bytes) {
   if (cut) skip_cut_character();
 }
 
-OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since) const {
+std::span<char> OutputBuffer::writable(size_t want) {
+  const size_t cap = ring_.size();
+  if (cap == 0 || want == 0) return {};
+  if (size_ == cap) {
+    if (cap < limit_) return {};  // grown by append(), by what comes
+    return {ring_.data() + head_, std::min(want, cap - head_)};
+  }
+  size_t at = (head_ + size_) % cap;
+  size_t free_run = std::min(cap - size_, cap - at);
+  return {ring_.data() + at, std::min(want, free_run)};
+}
+
+void OutputBuffer::commit(size_t n) noexcept {
+  if (n == 0) return;
+  const size_t cap = ring_.size();
+  bool cut = size_ + n > cap;
+  // (writable() handed out room past the kept bytes only while there was
+  // some; a full ring's room is its oldest bytes.)
+  if (cut) drop_front(size_ + n - cap);
+  size_ += n;
+  if (cut) skip_cut_character();
+}
+
+OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since, std::string storage) const {
   Read r;
+  r.text = std::move(storage);
+  r.text.clear();
   const uint64_t end = total();
   r.truncated = since ? *since < first_ : first_ > 0;
   uint64_t start = std::min(std::max(since.value_or(first_), first_), end);

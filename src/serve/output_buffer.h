@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,13 @@ class OutputBuffer {
   // the oldest bytes are overwritten; the first kept byte is always where a
   // UTF-8 character starts (a character cut in two loses its rest as well).
   void append(std::string_view bytes);
+  // append() without a copy: room for up to `want` new bytes in the
+  // storage as it is (fewer where it wraps or it is full; it is never grown
+  // here, so storage follows what was appended), to be filled (by read(2))
+  // and handed to commit(). Once the limit is reached the room is where the
+  // oldest bytes are: commit drops them.
+  std::span<char> writable(size_t want);
+  void commit(size_t n) noexcept;
   // No more bytes will come: an incomplete character at the end is shown
   // (as U+FFFD) instead of being held back for its missing bytes.
   void close() noexcept { closed_ = true; }
@@ -34,7 +42,10 @@ class OutputBuffer {
   // older). An incomplete character at the end stays back until the bytes
   // completing it arrive or close() is called; `next` stops before it.
   // A `since` beyond total() reads nothing and gives next = total().
-  Read read(std::optional<uint64_t> since) const;
+  Read read(std::optional<uint64_t> since) const { return read(since, std::string()); }
+  // The same, its text made in `storage` (emptied first; a caller that
+  // reads often hands back the last text, keeping its allocation).
+  Read read(std::optional<uint64_t> since, std::string storage) const;
 
   uint64_t total() const noexcept { return first_ + size_; }  // every byte ever appended
   uint64_t first_kept() const noexcept { return first_; }     // offset of the oldest kept byte
@@ -54,6 +65,30 @@ class OutputBuffer {
   uint64_t first_ = 0;      // offset of the first kept byte
   bool closed_ = false;
 };
+
+// What a byte of 0x80 or more starts in UTF-8: a sequence of `len` bytes
+// whose second byte lies in [lo, hi] (which rules out overlongs,
+// surrogates and > U+10FFFF; the others are continuation bytes), or len 0:
+// a byte that starts nothing (a stray continuation byte, a never-valid one).
+struct Utf8Lead {
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+};
+constexpr Utf8Lead utf8_lead(unsigned char c) noexcept {
+  Utf8Lead l;
+  if (c >= 0xC2 && c <= 0xDF) {
+    l.len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    l.len = 3;
+    if (c == 0xE0) l.lo = 0xA0;
+    if (c == 0xED) l.hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    l.len = 4;
+    if (c == 0xF0) l.lo = 0x90;
+    if (c == 0xF4) l.hi = 0x8F;
+  }
+  return l;
+}
 
 // Appends `in` to `out` as valid UTF-8: each maximal invalid subpart (as
 // Unicode defines it) becomes one U+FFFD. When `final` is false an

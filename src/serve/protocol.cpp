@@ -4,25 +4,16 @@
 #include <map>
 
 #include "core/units.h"
+#include "serve/json_text.h"
 
 namespace pmon::serve {
 
 namespace {
 
-// Reads the fields of one params object; the first problem is kept and
-// names the field.
-class Fields {
+// The fields of one params object.
+class Fields : public FieldReader {
  public:
-  explicit Fields(const Json& obj) : obj_(obj) {}
-
-  std::optional<std::string> error() const { return error_; }
-
-  std::optional<std::string> str(const char* name, bool required) {
-    const Json* v = find(name, required);
-    if (!v) return std::nullopt;
-    if (!v->is_string()) return bad(name, "must be a string"), std::nullopt;
-    return v->get<std::string>();
-  }
+  using FieldReader::FieldReader;
 
   std::optional<uint64_t> uint(const char* name, bool required, uint64_t max) {
     const Json* v = find(name, required);
@@ -32,13 +23,6 @@ class Fields {
     uint64_t n = v->get<uint64_t>();
     if (n > max) return bad(name, "must be at most " + std::to_string(max)), std::nullopt;
     return n;
-  }
-
-  bool flag(const char* name) {
-    const Json* v = find(name, false);
-    if (!v) return false;
-    if (!v->is_boolean()) return bad(name, "must be true or false"), false;
-    return v->get<bool>();
   }
 
   std::vector<std::string> strings(const char* name) {
@@ -128,24 +112,6 @@ class Fields {
     if (*rows == 0 || *cols == 0) return bad(name, "rows and cols must be at least 1"), std::nullopt;
     return PtySize{static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols)};
   }
-
- private:
-  const Json* find(const char* name, bool required) {
-    if (error_) return nullptr;
-    auto it = obj_.find(name);
-    if (it == obj_.end() || it->is_null()) {
-      if (required) bad(name, "is required");
-      return nullptr;
-    }
-    return &*it;
-  }
-  void bad(const std::string& name, const std::string& why) {
-    if (!error_) error_ = "invalid params: '" + prefix_ + name + "' " + why;
-  }
-
-  const Json& obj_;
-  std::string prefix_;
-  std::optional<std::string> error_;
 };
 
 constexpr uint64_t kMaxMs = uint64_t{1} << 40;
@@ -168,6 +134,7 @@ std::optional<Params> parse_params(Method m, const Json& p, std::string& err) {
       c.env = f.env("env");
       c.cwd = f.str("cwd", false);
       c.output_byte_limit = f.uint("outputByteLimit", false, kMaxOutputLimit).value_or(1 << 20);
+      c.output_backpressure = f.flag("outputBackpressure");
       c.timeout_ms = f.uint("timeoutMs", false, kMaxMs);
       c.pty = f.size("pty", false);
       c.keep = f.flag("keep");
@@ -255,6 +222,34 @@ const std::map<std::string, Method, std::less<>>& methods() {
 
 }  // namespace
 
+std::optional<std::string> FieldReader::str(const char* name, bool required) {
+  const Json* v = find(name, required);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return bad(name, "must be a string"), std::nullopt;
+  return v->get<std::string>();
+}
+
+bool FieldReader::flag(const char* name) {
+  const Json* v = find(name, false);
+  if (!v) return false;
+  if (!v->is_boolean()) return bad(name, "must be true or false"), false;
+  return v->get<bool>();
+}
+
+const Json* FieldReader::find(const char* name, bool required) {
+  if (error_) return nullptr;
+  auto it = obj_.find(name);
+  if (it == obj_.end() || it->is_null()) {
+    if (required) bad(name, "is required");
+    return nullptr;
+  }
+  return &*it;
+}
+
+void FieldReader::bad(const std::string& name, const std::string& why) {
+  if (!error_) error_ = what_ + ": '" + prefix_ + name + "' " + why;
+}
+
 std::variant<Request, BadRequest> parse_request(std::string_view line) {
   Json j = Json::parse(line, nullptr, false);
   if (j.is_discarded()) return BadRequest{nullptr, {rpc::kParseError, "parse error: not valid JSON"}};
@@ -313,6 +308,54 @@ Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal) {
   j["exitCode"] = exit_code ? Json(*exit_code) : Json(nullptr);
   j["signal"] = signal ? Json(signal_name(*signal)) : Json(nullptr);
   return j;
+}
+
+Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err, const Json& exit_status) {
+  Json res = {{"output", out.text}, {"truncated", out.truncated}, {"next", out.next}};
+  if (err) res["stderr"] = {{"output", err->text}, {"truncated", err->truncated}, {"next", err->next}};
+  res["exitStatus"] = exit_status;
+  return res;
+}
+
+namespace {
+
+// `"next":N,"output":"..."` and `"truncated":B`: dump() writes the keys
+// sorted, so a job's stderr object comes between the two.
+void append_next_and_output(std::string& line, const OutputBuffer::Read& r) {
+  line += "\"next\":";
+  line += std::to_string(r.next);
+  line += ",\"output\":";
+  append_json_string(line, r.text);
+}
+void append_truncated(std::string& line, const OutputBuffer::Read& r) {
+  line += r.truncated ? "\"truncated\":true" : "\"truncated\":false";
+}
+
+}  // namespace
+
+std::string output_result_line(const Json& id, const OutputBuffer::Read& out, const OutputBuffer::Read* err,
+                               const Json& exit_status, std::string storage) {
+  std::string line = std::move(storage);
+  line.clear();
+  const size_t text = out.text.size() + (err ? err->text.size() : 0);
+  line.reserve(text + text / 16 + 200);  // (room for some escapes)
+  line += "{\"id\":";
+  line += id.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += ",\"jsonrpc\":\"2.0\",\"result\":{\"exitStatus\":";
+  line += exit_status.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += ',';
+  append_next_and_output(line, out);
+  line += ',';
+  if (err) {
+    line += "\"stderr\":{";
+    append_next_and_output(line, *err);
+    line += ',';
+    append_truncated(line, *err);
+    line += "},";
+  }
+  append_truncated(line, out);
+  line += "}}\n";
+  return line;
 }
 
 }  // namespace pmon::serve

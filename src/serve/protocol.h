@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "confine/limits.h"
+#include "serve/output_buffer.h"
 
 namespace pmon::serve {
 
@@ -47,6 +48,10 @@ struct CreateParams {
   std::vector<EnvVar> env;
   std::optional<std::string> cwd;
   uint64_t output_byte_limit = 1 << 20;
+  // pmon's: the job's pipe is not read while outputByteLimit bytes of it
+  // are kept that no read has returned yet (its writes block meanwhile),
+  // so a reader that keeps up loses nothing.
+  bool output_backpressure = false;
   std::optional<uint64_t> timeout_ms;
   std::optional<PtySize> pty;
   bool keep = false;
@@ -124,6 +129,29 @@ struct BadRequest {
 
 std::variant<Request, BadRequest> parse_request(std::string_view line);
 
+// Reads the fields of one JSON object (request params, a tool's
+// arguments); the first problem is kept, naming the field:
+// "<what>: '<prefix><name>' <why>".
+class FieldReader {
+ public:
+  explicit FieldReader(const Json& obj, std::string what = "invalid params")
+      : obj_(obj), what_(std::move(what)) {}
+  const std::optional<std::string>& error() const { return error_; }
+
+  std::optional<std::string> str(const char* name, bool required);
+  bool flag(const char* name);
+
+ protected:
+  // The field, or null when absent or null (an error when required).
+  const Json* find(const char* name, bool required);
+  void bad(const std::string& name, const std::string& why);
+
+  const Json& obj_;
+  std::string what_;
+  std::string prefix_;  // for the fields of a nested object: "pty."
+  std::optional<std::string> error_;
+};
+
 // One line each, ending in '\n'.
 std::string result_line(const Json& id, const Json& result);
 std::string error_line(const Json& id, const RpcError& error);
@@ -131,5 +159,15 @@ std::string notification_line(std::string_view method, const Json& params);
 
 // What a job's exit status reads as: {exitCode, signal}, one of them null.
 Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal);
+
+// terminal/output's result: {output, truncated, next, exitStatus}, and
+// {stderr: {output, truncated, next}} for a job with separateStderr.
+Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err, const Json& exit_status);
+// result_line(id, output_result(...)) to the byte, written straight from
+// the text (no Json copy of it, no nlohmann escaping): the fast path of
+// the one reply that can be megabytes long.
+// `storage`: a string whose allocation the line may reuse.
+std::string output_result_line(const Json& id, const OutputBuffer::Read& out, const OutputBuffer::Read* err,
+                               const Json& exit_status, std::string storage = {});
 
 }  // namespace pmon::serve

@@ -6,6 +6,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,10 +14,12 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "core/report.h"
 #include "core/run.h"
@@ -34,6 +37,13 @@ namespace pmon::serve {
 namespace {
 
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+// An output read waiting for new bytes (waitMs) is answered once this much
+// is new, or this long after the first new bytes came.
+constexpr uint64_t kCoalesceBytes = 1 << 20;
+constexpr int64_t kCoalesceNs = 1'000'000;
+// Storage kept for the next output reply, at most this large (what the
+// service holds on to after a large read, twice: the text and the line).
+constexpr size_t kSpareMax = size_t{32} << 20;
 
 // What an epoll event is about: the kind in the top byte, an id below.
 enum class Tag : uint64_t {
@@ -70,6 +80,7 @@ struct Pending {
   int64_t deadline = kForever;
   std::optional<uint64_t> since;  // Kind::output
   std::optional<uint64_t> stderr_since;
+  int64_t hold_until = 0;         // Kind::output: a few new bytes wait for more until then
   std::optional<uint16_t> port;   // Kind::port: this one, or any
   int64_t next_scan = 0;          // Kind::port
   uint64_t timeout_ms = 0;        // Kind::port, for the error
@@ -79,6 +90,13 @@ struct Pending {
 // when one appears: while (and only while) somebody waits for a port, the
 // job's processes are looked at this often.
 constexpr int64_t kPortScanNs = 50'000'000;
+
+// How far a job's stream has been read, by the job and by its readers.
+struct Flow {
+  uint64_t delivered = 0;  // bytes of the buffer some output read has returned
+  bool paused = false;     // the pipe is full for now: not watched
+  bool grown = false;      // its pipe was made larger (a job that writes a lot)
+};
 
 struct Job {
   uint64_t num = 0;  // epoll tags
@@ -96,6 +114,11 @@ struct Job {
   OutputBuffer buffer;
   Fd err;  // separateStderr: stderr, kept in err_buffer
   std::unique_ptr<OutputBuffer> err_buffer;
+  // outputBackpressure: a pipe is not read while its buffer holds `limit`
+  // bytes no read has returned yet (the job's writes then block).
+  bool backpressure = false;
+  size_t limit = 0;
+  Flow out_flow, err_flow;
   std::string in_pending;
   bool in_eof = false;  // close stdin once in_pending is written
   bool main_watched = false;
@@ -124,9 +147,11 @@ struct Conn {
   int out_fd = -1;
   std::string inbuf;
   bool discarding = false;  // inside a line that was too long
-  std::string outq;
+  std::deque<std::string> outq;  // whole messages, the first sent from out_off on
   size_t out_off = 0;
+  size_t queued_behind = 0;  // bytes of the messages after the first
   bool out_watched = false;
+  bool flush_due = false;  // queued to be written after this round of events
   bool doomed = false;  // dropped after this batch of events
 };
 
@@ -136,7 +161,11 @@ class Service {
   int run();
 
  private:
-  using Answer = std::variant<Json, RpcError, std::monostate>;  // monostate: deferred
+  // A reply written already, as its line (terminal/output's fast path).
+  struct Line {
+    std::string text;
+  };
+  using Answer = std::variant<Json, RpcError, std::monostate, Line>;  // monostate: deferred
 
   // The event loop.
   bool setup();
@@ -150,6 +179,7 @@ class Service {
   void on_line(Conn& c, std::string_view line);
   void on_mcp_line(Conn& c, std::string_view line);
   void send(uint64_t conn, std::string line);
+  void flush_sends();
   void drop_conn(uint64_t conn);
   void schedule_drop(Conn& c);
   void drop_doomed();
@@ -161,6 +191,11 @@ class Service {
   Job* find_job(const std::string& id);
   void on_job_output(Job& j);
   void on_job_stderr(Job& j);
+  void pull(Job& j, bool err, bool to_end);
+  void drain_output(Job& j);
+  std::string output_line(const Json& id, Job& j, std::optional<uint64_t> since,
+                          std::optional<uint64_t> stderr_since);
+  void note_delivered(Job& j, uint64_t out_next, std::optional<uint64_t> err_next);
   void on_job_stdin(Job& j);
   void on_main_exit(Job& j);
   void begin_stop(Job& j, Call::End why, const std::string& by);
@@ -168,7 +203,7 @@ class Service {
   void job_over(Job& j);
   void settle_pending(Job& j);
   void erase_job(const std::string& id);
-  Json output_json(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
+  Json output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since);
   Json ports_of(Job& j);
   Json job_json(Job& j);
   std::string report_of(const Job& j) const;
@@ -189,7 +224,7 @@ class Service {
   // MCP: a tool call on the same methods, its answer shaped as the tool's.
   Answer tool_call(Conn& c, const Json& id, const mcp::ToolCall& call);
   Answer run_tool(Conn& c, const Json& id, const mcp::RunArgs& a);
-  Json run_summary(const Job& j) const;
+  Json run_summary(Job& j);
   void cancel_request(uint64_t conn, const Json& id);
   std::string reply_line(const Pending& p, const Json& result) const;
   std::string reply_error(const Pending& p, const RpcError& e) const;
@@ -203,10 +238,21 @@ class Service {
   uint64_t next_conn_ = 1;
   uint64_t next_job_ = 1;
   std::vector<uint64_t> doomed_;
+  std::vector<uint64_t> to_flush_;
+  std::vector<char> scratch_;  // for a pipe whose buffer keeps nothing
+  // Storage kept from one output reply to the next (large ones would
+  // otherwise be fresh pages each time): the text read, a sent line.
+  std::string text_spare_, line_spare_;
   bool shutting_down_ = false;
   bool all_verified_ = true;
   std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
 };
+
+uint64_t new_bytes(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) {
+  uint64_t n = j.buffer.total() - std::min(j.buffer.total(), since.value_or(0));
+  if (j.err_buffer) n += j.err_buffer->total() - std::min(j.err_buffer->total(), stderr_since.value_or(0));
+  return n;
+}
 
 bool has_new_output(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) {
   if (j.buffer.total() > since.value_or(0)) return true;
@@ -281,6 +327,7 @@ int Service::run() {
     }
     for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
     on_time();
+    flush_sends();
     drop_doomed();
   }
   // Last words to the clients still here, without waiting for slow ones.
@@ -383,6 +430,10 @@ void Service::on_accept() {
       (void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       continue;  // closed by Fd
     }
+    // Room for large replies (a job's output) in fewer wakes of either
+    // side; the kernel caps it (net.core.wmem_max).
+    int sndbuf = 4 << 20;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     Conn c;
     c.id = next_conn_++;
     c.in_fd = c.out_fd = fd;
@@ -450,31 +501,54 @@ void Service::on_line(Conn& c, std::string_view line) {
   if (r.notification) return;
   if (auto* res = std::get_if<Json>(&a)) send(cid, result_line(r.id, *res));
   else if (auto* err = std::get_if<RpcError>(&a)) send(cid, error_line(r.id, *err));
+  else if (auto* line = std::get_if<Line>(&a)) send(cid, std::move(line->text));
 }
 
 void Service::send(uint64_t conn, std::string line) {
   auto it = conns_.find(conn);
   if (it == conns_.end() || it->second.doomed) return;
   Conn& c = it->second;
-  // A client that does not read its replies is dropped once they pile up;
+  // A client that does not read its replies is dropped once they pile up
+  // behind the one being sent (which may be a large output it asked for);
   // it never blocks the service.
-  if (c.outq.size() - c.out_off > opts_.max_queue) {
+  if (line.empty()) return;
+  if (c.queued_behind > opts_.max_queue) {
     schedule_drop(c);
     return;
   }
-  if (c.out_off > 0 && c.out_off == c.outq.size()) {
-    c.outq.clear();
-    c.out_off = 0;
+  if (!c.outq.empty()) c.queued_behind += line.size();
+  c.outq.push_back(std::move(line));
+  // Written once this round of events is handled: what it sends (a
+  // terminal/exited for each of 1000 jobs a session/close stopped) goes
+  // out in a few writes, not one each.
+  if (!c.out_watched && !c.flush_due) {
+    c.flush_due = true;
+    to_flush_.push_back(c.id);
   }
-  c.outq += line;
-  on_conn_writable(c);
+}
+
+void Service::flush_sends() {
+  std::vector<uint64_t> ids = std::move(to_flush_);
+  to_flush_.clear();
+  for (uint64_t id : ids) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    it->second.flush_due = false;
+    if (!it->second.doomed) on_conn_writable(it->second);
+  }
 }
 
 void Service::on_conn_writable(Conn& c) {
-  while (c.out_off < c.outq.size()) {
-    ssize_t n = c.sock ? ::send(c.out_fd, c.outq.data() + c.out_off, c.outq.size() - c.out_off,
-                                MSG_NOSIGNAL | MSG_DONTWAIT)
-                       : ::write(c.out_fd, c.outq.data() + c.out_off, c.outq.size() - c.out_off);
+  while (!c.outq.empty()) {
+    // The first message from out_off, and as many after it as one call takes.
+    iovec iov[64];
+    int cnt = 0;
+    for (auto m = c.outq.begin(); m != c.outq.end() && cnt < 64; ++m, ++cnt) {
+      size_t off = cnt == 0 ? c.out_off : 0;
+      iov[cnt] = {const_cast<char*>(m->data()) + off, m->size() - off};
+    }
+    // (SIGPIPE is ignored: a gone reader is EPIPE.)
+    ssize_t n = ::writev(c.out_fd, iov, cnt);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) {
       if (!c.out_watched) {
@@ -487,13 +561,25 @@ void Service::on_conn_writable(Conn& c) {
     }
     if (n < 0) {
       if (!opts_.stdio || c.sock) schedule_drop(c);
-      else c.outq.clear(), c.out_off = 0;  // stdout gone: keep serving until stdin ends
+      else c.outq.clear(), c.out_off = 0, c.queued_behind = 0;  // stdout gone: keep serving until stdin ends
       return;
     }
-    c.out_off += static_cast<size_t>(n);
+    size_t done = static_cast<size_t>(n);
+    while (done > 0) {
+      size_t left = c.outq.front().size() - c.out_off;
+      if (done < left) {
+        c.out_off += done;
+        break;
+      }
+      done -= left;
+      if (c.outq.front().capacity() > line_spare_.capacity() && c.outq.front().capacity() <= kSpareMax)
+        line_spare_ = std::move(c.outq.front());
+      c.outq.pop_front();
+      c.out_off = 0;
+      if (!c.outq.empty()) c.queued_behind -= c.outq.front().size();
+    }
   }
-  c.outq.clear();
-  c.out_off = 0;
+  c.queued_behind = 0;
   if (c.out_watched) {
     if (c.sock) watch_fd(c.out_fd, EPOLLIN | EPOLLRDHUP, tag(Tag::conn_in, c.id));
     else unwatch_fd(c.out_fd);
@@ -528,44 +614,103 @@ Job* Service::find_job(const std::string& id) {
   return it == jobs_.end() ? nullptr : it->second.get();
 }
 
-// Reads what a pipe has into its buffer; at EOF the pipe is closed.
-void drain_pipe(Fd& fd, OutputBuffer& buffer, int ep) {
-  char buf[65536];
-  // At most 1 MiB per wake: a job that writes flat out shares the thread.
-  for (int round = 0; round < 16; ++round) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) break;
-    if (n <= 0) {
-      (void)::epoll_ctl(ep, EPOLL_CTL_DEL, fd.get(), nullptr);
-      fd.reset();
-      break;
+// A read of a job's pipe goes straight into its buffer, this much at most;
+// at most kReadBudget per wake, so a job that writes flat out shares the
+// thread. A pipe that fills up is made this large (fewer, larger reads).
+constexpr size_t kReadMax = size_t{1} << 20;
+constexpr size_t kReadBudget = size_t{4} << 20;
+constexpr int kLargePipe = 1 << 20;
+constexpr size_t kDirectMin = 64 << 10;
+
+enum class Drained { empty, eof, full, budget };
+
+// Reads what a pipe has into `buffer`, at most `room` bytes (and the
+// budget). *filled: one read returned all a default-sized pipe holds.
+Drained read_pipe(int fd, OutputBuffer& buffer, uint64_t room, std::vector<char>& scratch, bool* filled) {
+  size_t got = 0;
+  for (;;) {
+    if (room == 0) return Drained::full;
+    if (got >= kReadBudget) return Drained::budget;
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(room, kReadMax));
+    std::span<char> into = buffer.writable(want);
+    if (into.size() < std::min(want, kDirectMin)) {
+      // Little room in the storage as it is (it grows with what comes, and
+      // a buffer that keeps nothing still counts what went by): by a copy.
+      if (scratch.size() < kDirectMin) scratch.resize(kDirectMin);
+      into = std::span<char>(scratch.data(), std::min(want, kDirectMin));
     }
-    buffer.append(std::string_view(buf, static_cast<size_t>(n)));
+    ssize_t n = ::read(fd, into.data(), into.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return Drained::empty;
+    if (n <= 0) return Drained::eof;
+    if (into.data() == scratch.data()) buffer.append(std::string_view(into.data(), static_cast<size_t>(n)));
+    else buffer.commit(static_cast<size_t>(n));
+    if (n >= 65536) *filled = true;
+    got += static_cast<size_t>(n);
+    room -= static_cast<uint64_t>(n);
+  }
+}
+
+// Reads a job's stdout (or stderr) pipe into its buffer: what it has, or
+// with backpressure what fits. A full buffer leaves the pipe unwatched
+// until a read makes room. At EOF the pipe is closed, and once the job is
+// over also when nothing is left in it (an escapee of a weak boundary may
+// hold it open). `to_end`: read on until one of those (the job is over).
+void Service::pull(Job& j, bool err, bool to_end) {
+  Fd& fd = err ? j.err : j.out;
+  OutputBuffer& buffer = err ? *j.err_buffer : j.buffer;
+  Flow& flow = err ? j.err_flow : j.out_flow;
+  if (!fd) return;
+  Drained d;
+  do {
+    uint64_t room = std::numeric_limits<uint64_t>::max();
+    if (j.backpressure) {
+      uint64_t unread = buffer.total() - std::min(flow.delivered, buffer.total());
+      room = unread >= j.limit ? 0 : j.limit - unread;
+    }
+    bool filled = false;
+    d = read_pipe(fd.get(), buffer, room, scratch_, &filled);
+    if (filled && !flow.grown) {
+      flow.grown = true;
+      (void)::fcntl(fd.get(), F_SETPIPE_SZ, kLargePipe);  // as large as allowed; a pty is no pipe
+    }
+  } while (to_end && d == Drained::budget);
+  if (d == Drained::eof || (d == Drained::empty && j.done)) {
+    if (!flow.paused) unwatch_fd(fd.get());
+    fd.reset();
+    flow.paused = false;
+    if (j.done) buffer.close();
+    return;
+  }
+  if (d == Drained::full && !flow.paused) {
+    unwatch_fd(fd.get());
+    flow.paused = true;
+  } else if (d != Drained::full && flow.paused) {
+    watch_fd(fd.get(), EPOLLIN, tag(err ? Tag::job_err : Tag::job_out, j.num));
+    flow.paused = false;
   }
 }
 
 void Service::on_job_output(Job& j) {
-  drain_pipe(j.out, j.buffer, ep_.get());
+  pull(j, false, false);
   settle_pending(j);
 }
 
 void Service::on_job_stderr(Job& j) {
-  if (j.err_buffer) drain_pipe(j.err, *j.err_buffer, ep_.get());
+  if (j.err_buffer) pull(j, true, false);
   settle_pending(j);
 }
 
-// Every writer is gone: what is left in a pipe is read to EOF (or, for an
-// escapee of a weak boundary that holds it, to what is there).
-void drain_to_end(Fd& fd, OutputBuffer& buffer, int ep) {
-  if (!fd) return;
-  while (fd) {
-    uint64_t before = buffer.total();
-    drain_pipe(fd, buffer, ep);
-    if (buffer.total() == before) break;
+// The job is over, every writer gone: what is left in its pipes is read to
+// EOF (or, for an escapee of a weak boundary that holds one, to what is
+// there); with backpressure what fits, the rest as readers make room.
+void Service::drain_output(Job& j) {
+  pull(j, false, true);
+  if (!j.out) j.buffer.close();
+  if (j.err_buffer) {
+    pull(j, true, true);
+    if (!j.err) j.err_buffer->close();
   }
-  if (fd) (void)::epoll_ctl(ep, EPOLL_CTL_DEL, fd.get(), nullptr);
-  fd.reset();
 }
 
 void Service::on_job_stdin(Job& j) {
@@ -640,12 +785,7 @@ void Service::job_over(Job& j) {
   j.done = true;
   const RunResult& r = j.call->result();
   if (!r.cleanup_verified) all_verified_ = false;
-  drain_to_end(j.out, j.buffer, ep_.get());
-  j.buffer.close();
-  if (j.err_buffer) {
-    drain_to_end(j.err, *j.err_buffer, ep_.get());
-    j.err_buffer->close();
-  }
+  drain_output(j);
   if (j.in_watched) unwatch_fd(j.in.get());
   j.in.reset();
   Json note = {{"terminalId", j.id},
@@ -684,7 +824,14 @@ void Service::settle_pending(Job& j) {
         return true;
       case Pending::Kind::output:
         if (!j.done && !due && !has_new_output(j, p.since, p.stderr_since)) return false;
-        out.push_back({p.conn, reply_line(p, output_json(j, p.since, p.stderr_since))});
+        if (!j.done && !due && !p.tool && new_bytes(j, p.since, p.stderr_since) < kCoalesceBytes) {
+          // A job writing flat out is read in large replies, not one per
+          // wake of its pipe: the first new bytes wait a moment for more.
+          if (p.hold_until == 0) p.hold_until = now + kCoalesceNs;
+          if (now < p.hold_until) return false;
+        }
+        out.push_back({p.conn, p.tool ? reply_line(p, output_json(j, p.since, p.stderr_since))
+                                      : output_line(p.id, j, p.since, p.stderr_since)});
         return true;
       case Pending::Kind::port: {
         if (!j.done && now < p.next_scan) return false;
@@ -731,17 +878,45 @@ void Service::erase_job(const std::string& id) {
   jobs_.erase(it);
 }
 
-Json Service::output_json(const Job& j, std::optional<uint64_t> since,
-                          std::optional<uint64_t> stderr_since) const {
+Json Service::output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) {
   OutputBuffer::Read rd = j.buffer.read(since);
-  Json res = {{"output", rd.text}, {"truncated", rd.truncated}, {"next", rd.next}};
-  if (j.err_buffer) {
-    OutputBuffer::Read er = j.err_buffer->read(stderr_since);
-    res["stderr"] = {{"output", er.text}, {"truncated", er.truncated}, {"next", er.next}};
-  }
-  res["exitStatus"] = j.done ? exit_status_json(j.call->result().exit_code, j.call->result().signal)
-                             : Json(nullptr);
+  std::optional<OutputBuffer::Read> er;
+  if (j.err_buffer) er = j.err_buffer->read(stderr_since);
+  Json res = output_result(rd, er ? &*er : nullptr, j.done ? exit_status_json(j.call->result().exit_code,
+                                                                                j.call->result().signal)
+                                                           : Json(nullptr));
+  note_delivered(j, rd.next, er ? std::optional(er->next) : std::nullopt);
   return res;
+}
+
+// The same as a result line, written straight from the buffer's text.
+std::string Service::output_line(const Json& id, Job& j, std::optional<uint64_t> since,
+                                 std::optional<uint64_t> stderr_since) {
+  OutputBuffer::Read rd = j.buffer.read(since, std::move(text_spare_));
+  std::optional<OutputBuffer::Read> er;
+  if (j.err_buffer) er = j.err_buffer->read(stderr_since);
+  std::string line = output_result_line(
+      id, rd, er ? &*er : nullptr,
+      j.done ? exit_status_json(j.call->result().exit_code, j.call->result().signal) : Json(nullptr),
+      std::move(line_spare_));
+  note_delivered(j, rd.next, er ? std::optional(er->next) : std::nullopt);
+  if (rd.text.capacity() <= kSpareMax) text_spare_ = std::move(rd.text);
+  return line;
+}
+
+// A read returned the bytes up to `next`: with backpressure, a paused pipe
+// is read again once there is room.
+void Service::note_delivered(Job& j, uint64_t out_next, std::optional<uint64_t> err_next) {
+  j.out_flow.delivered = std::max(j.out_flow.delivered, out_next);
+  if (err_next) j.err_flow.delivered = std::max(j.err_flow.delivered, *err_next);
+  if (!j.backpressure) return;
+  auto resume = [&](Fd& fd, const OutputBuffer& b, Flow& f, Tag t) {
+    if (!fd || !f.paused || b.total() - f.delivered >= j.limit) return;
+    watch_fd(fd.get(), EPOLLIN, tag(t, j.num));  // read in the next round of events
+    f.paused = false;
+  };
+  resume(j.out, j.buffer, j.out_flow, Tag::job_out);
+  if (j.err_buffer) resume(j.err, *j.err_buffer, j.err_flow, Tag::job_err);
 }
 
 std::string Service::report_of(const Job& j) const {
@@ -800,7 +975,9 @@ void Service::arm_timer() {
     if (!j->done && !j->call->finishing()) next = std::min(next, j->deadline);
     if (j->call->finishing()) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
     for (const Pending& p : j->pending)
-      next = std::min(next, p.kind == Pending::Kind::port ? std::min(p.deadline, p.next_scan) : p.deadline);
+      next = std::min(next, p.kind == Pending::Kind::port ? std::min(p.deadline, p.next_scan)
+                            : p.hold_until != 0              ? std::min(p.deadline, p.hold_until)
+                                                             : p.deadline);
   }
   itimerspec its{};
   if (next != kForever) {
@@ -813,8 +990,15 @@ void Service::arm_timer() {
 
 void Service::on_time() {
   const int64_t now = sys::monotonic_ns();
+  // Only the jobs with something due (this runs after every round of
+  // events, with up to --max-jobs jobs).
   std::vector<std::string> ids;
-  for (auto& [id, j] : jobs_) ids.push_back(id);
+  for (auto& [id, j] : jobs_) {
+    const bool finishing = j->call->finishing();
+    if ((!j->done && !finishing && now >= j->deadline) ||
+        (finishing && (now >= j->call->finish_deadline() || now >= j->rescan_at)) || !j->pending.empty())
+      ids.push_back(id);
+  }
   for (const std::string& id : ids) {
     Job* j = find_job(id);
     if (!j) continue;
@@ -907,8 +1091,12 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   ro.limits = p.limits;
 
   const uint64_t n = next_job_++;
+  if (p.output_backpressure && p.output_byte_limit == 0)
+    return RpcError{rpc::kInvalidParams, "invalid params: 'outputBackpressure' needs an outputByteLimit of at least 1"};
   auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit));
   Job& j = *job;
+  j.backpressure = p.output_backpressure;
+  j.limit = static_cast<size_t>(p.output_byte_limit);
   if (err_r) j.err_buffer = std::make_unique<OutputBuffer>(static_cast<size_t>(p.output_byte_limit));
   j.num = n;
   j.id = "t" + std::to_string(n);
@@ -948,8 +1136,16 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
 Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) {
   Job* j = find_job(p.terminal_id);
   if (!j) return unknown_terminal(p.terminal_id);
-  if (!p.wait_ms || j->done || has_new_output(*j, p.since, p.stderr_since))
-    return output_json(*j, p.since, p.stderr_since);
+  if (j->backpressure && j->done) {
+    // What is left in the pipe of a job that is over is read first: a
+    // reply with nothing new and an exit status means there is no more.
+    pull(*j, false, false);
+    if (j->err_buffer) pull(*j, true, false);
+  }
+  if (!p.wait_ms || j->done || has_new_output(*j, p.since, p.stderr_since)) {
+    if (current_tool_) return output_json(*j, p.since, p.stderr_since);
+    return Line{output_line(id, *j, p.since, p.stderr_since)};
+  }
   Pending w;
   w.tool = current_tool_;
   w.kind = Pending::Kind::output;
@@ -1173,7 +1369,7 @@ Service::Answer Service::run_tool(Conn& c, const Json& id, const mcp::RunArgs& a
   return std::monostate{};
 }
 
-Json Service::run_summary(const Job& j) const {
+Json Service::run_summary(Job& j) {
   Json o = output_json(j, std::nullopt, std::nullopt);
   Json s = {{"terminalId", j.id}, {"output", o["output"]}, {"truncated", o["truncated"]}, {"running", !j.done}};
   if (!j.done) return s;

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
+#include <span>
 #include <string>
 
 namespace pmon::serve {
@@ -226,6 +228,51 @@ TEST(OutputBuffer, SlowReaderSeesTheGap) {
   auto r2 = b.read(r.next);
   EXPECT_FALSE(r2.truncated);
   EXPECT_EQ(r2.text, "tail");
+}
+
+// writable()+commit() (the service reads its pipes straight into the
+// storage) keeps exactly what append() of the same bytes keeps.
+TEST(OutputBuffer, WritableAndCommitAsAppend) {
+  const std::string input = mixed_text(200000, 5);
+  for (size_t limit : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{10000}, size_t{300000}}) {
+    OutputBuffer a(limit), b(limit);
+    std::mt19937 rng(static_cast<unsigned>(limit));
+    size_t at = 0;
+    while (at < input.size()) {
+      size_t want = std::min<size_t>(1 + rng() % 9000, input.size() - at);
+      std::span<char> room = b.writable(want);
+      if (room.empty()) {  // no storage yet, or full below the limit: append grows it
+        ASSERT_LT(b.capacity(), std::max<size_t>(limit, 1));
+        b.append(std::string_view(input).substr(at, want));
+        a.append(std::string_view(input).substr(at, want));
+        at += want;
+        continue;
+      }
+      ASSERT_LE(room.size(), want);
+      size_t n = 1 + rng() % room.size();  // a read may return less
+      std::memcpy(room.data(), input.data() + at, n);
+      b.commit(n);
+      a.append(std::string_view(input).substr(at, n));
+      at += n;
+      ASSERT_EQ(a.total(), b.total());
+      ASSERT_EQ(a.first_kept(), b.first_kept()) << limit << " at " << at;
+      ASSERT_LE(b.capacity(), limit);
+      if (rng() % 50 == 0) {  // reads from the same offset agree
+        uint64_t since = a.total() - std::min<uint64_t>(a.total(), rng() % 20000);
+        auto ra = a.read(since), rb = b.read(since);
+        ASSERT_TRUE(ra.text == rb.text);
+        ASSERT_EQ(ra.next, rb.next);
+        ASSERT_EQ(ra.truncated, rb.truncated);
+      }
+    }
+    auto ra = a.read(std::nullopt), rb = b.read(std::nullopt);
+    EXPECT_TRUE(ra.text == rb.text) << limit;
+    EXPECT_EQ(ra.next, rb.next);
+    EXPECT_EQ(ra.truncated, rb.truncated);
+    if (limit >= input.size()) {
+      EXPECT_TRUE(rb.text == input);
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,109 @@
+# outputBackpressure: a job writing 50 MiB through a 1 MiB outputByteLimit
+# is read back byte for byte with `since` (its writes wait for the reader),
+# by a socket client and by `pmon logs -f`; without it the old semantics
+# hold (newest bytes kept, truncated); a reader that stops reading blocks
+# only its own job, never the service.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+# 50 MiB of numbered lines with two- and three-byte characters in them.
+gen='import sys
+out = sys.stdout.buffer
+for i in range(50 * 1024 * 1024 // 32):
+    out.write(b"%08d \xc3\xa9\xe2\x82\xac abcdefghijklmnop\n" % i)   # 32 bytes
+out.flush()'
+python3 -c "$gen" | md5sum | cut -d' ' -f1 > "$t/want.md5"
+
+# reader.py SOCKET MODE: creates the job and reads it (MODE since: with
+# since + waitMs until over and nothing new; MODE end: waits for its exit,
+# then one read) and writes {"md5", "bytes", "truncated", "next", "id"}.
+cat > "$t/reader.py" <<'PY'
+import hashlib, json, socket, sys
+sock, mode, gen, backpressure = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "on"
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+f = s.makefile("rwb")
+n = 0
+def call(method, params):
+    global n
+    n += 1
+    f.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
+    f.flush()
+    while True:
+        m = json.loads(f.readline())
+        if m.get("id") == n:
+            return m
+p = {"command": "python3", "args": ["-c", gen], "outputByteLimit": 1 << 20}
+if backpressure:
+    p["outputBackpressure"] = True
+tid = call("terminal/create", p)["result"]["terminalId"]
+h, got, truncated, since = hashlib.md5(), 0, False, 0
+if mode == "end":
+    call("terminal/wait_for_exit", {"terminalId": tid})
+    r = call("terminal/output", {"terminalId": tid, "since": 0})["result"]
+    b = r["output"].encode()
+    h.update(b)
+    got, truncated, since = len(b), r["truncated"], r["next"]
+else:
+    while True:
+        r = call("terminal/output", {"terminalId": tid, "since": since, "waitMs": 5000})["result"]
+        b = r["output"].encode()
+        h.update(b)
+        got += len(b)
+        truncated = truncated or r["truncated"]
+        since = r["next"]
+        if r["exitStatus"] is not None and not b:
+            break
+call("terminal/release", {"terminalId": tid})
+print(json.dumps({"md5": h.hexdigest(), "bytes": got, "truncated": truncated, "next": since, "id": tid}))
+PY
+
+# With backpressure, read with since: every byte, none dropped.
+r=$(python3 "$t/reader.py" "$SOCK" since "$gen" on)
+[ "$(jf "$r" 'm["bytes"]')" = $((50 * 1024 * 1024)) ] || fail "backpressure: not every byte was read: $r"
+[ "$(jf "$r" 'm["truncated"]')" = false ] || fail "backpressure: a read was truncated: $r"
+[ "$(jf "$r" 'm["md5"]')" = "$(cat "$t/want.md5")" ] || fail "backpressure: the bytes read differ from those written: $r"
+
+# Without it, the same reader after the job's end gets the newest 1 MiB.
+r=$(python3 "$t/reader.py" "$SOCK" end "$gen" off)
+[ "$(jf "$r" 'm["truncated"]')" = true ] || fail "no backpressure: the read was not truncated: $r"
+[ "$(jf "$r" 'm["next"]')" = $((50 * 1024 * 1024)) ] || fail "no backpressure: next is not the end: $r"
+[ "$(jf "$r" 'm["bytes"] <= 1048576 and m["bytes"] > 1048576 - 4')" = true ] || fail "no backpressure: not the newest 1 MiB: $r"
+
+# pmon logs -f of a job made with backpressure: every byte, in order.
+client_open c
+py_job=$(python3 -c 'import json,sys; print(json.dumps({"command":"python3","args":["-c",sys.argv[1]],
+  "outputByteLimit":1048576,"outputBackpressure":True,"keep":True}))' "$gen")
+r=$(call c terminal/create "$py_job")
+id=$(jf "$r" 'm["result"]["terminalId"]')
+"$PMON" logs -f --socket "$SOCK" "$id" | md5sum | cut -d' ' -f1 > "$t/logs.md5"
+[ "$(cat "$t/logs.md5")" = "$(cat "$t/want.md5")" ] || fail "pmon logs -f did not print every byte the job wrote"
+
+# A reader that stops: its job waits, the service goes on serving others.
+r=$(call c terminal/create "$py_job")
+id=$(jf "$r" 'm["result"]["terminalId"]')
+for i in $(seq 200); do
+  r=$(call c terminal/list '{}')
+  [ "$(jf "$r" '[x["status"] for x in m["result"]["terminals"] if x["terminalId"] == "'"$id"'"][0]')" = running ] ||
+    fail "the job whose output nobody reads ended: $r"
+  [ $i -ge 20 ] && break
+  sleep 0.05
+done
+r=$(call c terminal/output '{"terminalId":"'"$id"'","since":0}')
+[ "$(jf "$r" 'm["result"]["truncated"] is False and len(m["result"]["output"].encode()) <= 1048576')" = true ] ||
+  fail "the unread job's buffer holds more than its limit or dropped bytes"
+r=$(call c terminal/release '{"terminalId":"'"$id"'"}')
+[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release of the waiting job: $r"
+
+# Bad values are refused, naming the field.
+r=$(call c terminal/create '{"command":"true","outputBackpressure":"yes"}')
+[ "$(jf "$r" 'm["error"]["code"]')" = -32602 ] && [ "$(jf "$r" '"outputBackpressure" in m["error"]["message"]')" = true ] ||
+  fail "a non-boolean outputBackpressure was not refused: $r"
+r=$(call c terminal/create '{"command":"true","outputBackpressure":true,"outputByteLimit":0}')
+[ "$(jf "$r" 'm["error"]["code"]')" = -32602 ] || fail "outputBackpressure with a limit of 0 was not refused: $r"
+
+client_close c
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass
