@@ -256,37 +256,42 @@ t_boot1=$(now)
 mkdir "$run/results"
 tar -xf "$run/results.raw" -C "$run/results" 2>/dev/null || true
 res=$run/results
-if [ ! -f "$res/summary" ]; then
+if [ ! -f "$res/system" ]; then
   echo "--- qemu output:"; tail -n 20 "$run/qemu.log"
   echo "--- guest console (last 60 lines):"; tail -n 60 "$run/console.log"
   if [ $timed_out = 1 ]; then
-    echo "guest: FAIL: the guest did not finish within ${timeout_s} s (qemu killed); no results"
-  elif [ -f "$res/started" ]; then
-    echo "guest: FAIL: the guest started the scenarios but wrote no results (qemu exit $qrc)"
+    echo "guest: FAIL: the guest did not boot to its scenario runner within ${timeout_s} s (qemu killed)"
   else
-    echo "guest: FAIL: the guest did not boot to its scenario runner (qemu exit $qrc)"
+    echo "guest: FAIL: the guest did not boot to its scenario runner (qemu exit $qrc; console above)"
   fi
   exit 1
 fi
 
-# One line per scenario, then the logs of those that did not pass.
-echo "guest: $(cat "$res/system" 2>/dev/null)"
+# One line per scenario (those the guest did not get to as well), then the
+# logs of those that did not pass.
+echo "guest: $(cat "$res/system")"
+touch "$res/summary"
 bad=0
 while read -r status name took; do
   printf '%-4s %-28s %6s s\n' "$status" "$name" "$took"
   [ "$status" = PASS ] || bad=1
 done < "$res/summary"
-expected=$(( ${#scenarios[@]} + 2 ))  # with the fixture's setup and leak check
-got=$(wc -l < "$res/summary")
-if [ "$got" -lt "$expected" ]; then
-  echo "guest: FAIL: $got of $expected results (the runner stopped early$([ $timed_out = 1 ] && echo ", qemu killed after ${timeout_s} s"))"
+if [ $timed_out = 1 ]; then why="qemu was killed after ${timeout_s} s"; else why="the guest stopped early (qemu exit $qrc)"; fi
+for name in e2e.setup $(for s in "${scenarios[@]}"; do basename "$s" .sh; done) e2e.leak_check; do
+  grep -q "^[A-Z]* $name " "$res/summary" && continue
+  printf '%-4s %-28s %s\n' FAIL "$name" "(not run: $why)"
   bad=1
-fi
+done
 while read -r status name took; do
   [ "$status" = PASS ] && continue
   echo "--- $status $name:"
   cat "$res/logs/$name.log" 2>/dev/null || echo "(no log)"
 done < "$res/summary"
+if [ ! -f "$res/done" ]; then
+  echo "--- guest console (last 30 lines):"; tail -n 30 "$run/console.log"
+  echo "guest: FAIL: the runner did not finish: $why"
+  bad=1
+fi
 boot=$(cat "$res/boot_seconds" 2>/dev/null || echo "?")
 runs=$(cat "$res/run_seconds" 2>/dev/null || echo "?")
 echo "guest: times: root ${root_note}; image $(secs "$t_img0" "$t_img1") s; boot to the runner ${boot} s (guest clock);" \

@@ -72,4 +72,5 @@ done
 # doctor, as root in the same service, says where the leaves go.
 "$PMON" doctor > "$t/doctor" 2>&1 || true
 grep -q "pmon-.*\.scope" "$t/doctor" || fail "doctor does not show the delegated scope: $(cat "$t/doctor")"
+grep -q "leaves get: .*memory" "$t/doctor" || fail "doctor says the leaves get no memory controller: $(cat "$t/doctor")"
 pass "leaves in $unit, memory_peak_bytes $peak"
