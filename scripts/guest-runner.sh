@@ -27,6 +27,9 @@ export PMON_BUILD_DIR=$o/build
 export PMON_TEST_BACKENDS=cgroup
 export PMON_EXPECT_BACKENDS="cgroup pidns"
 export PMON_GUEST=1
+# An emulated CPU: a call that must get going before a timeout gets 10 times
+# as long (common.inc).
+export PMON_TEST_TIME_SCALE=10
 ci=$(cat "$o/ci" 2>/dev/null)
 [ -n "$ci" ] && export CI=$ci
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
