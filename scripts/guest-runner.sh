@@ -10,8 +10,9 @@ res=/run/pmon-results
 mkdir -p "$res/logs"
 # The results so far, as a tar on the second disk: a guest that is killed
 # later (the host's timeout) still hands back what finished.
+# (One writer at a time: scenarios end in parallel.)
 save() {
-  tar -cf /dev/vdb -C "$res" . && sync
+  flock /run/pmon-results.lock sh -c 'tar -cf /dev/vdb -C "$1" . && sync' sh "$res"
 }
 read -r up _ < /proc/uptime
 echo "$up" > "$res/boot_seconds"
@@ -64,12 +65,24 @@ run_one() {
 }
 
 
+# Scenarios run $jobs at a time (the guest has as many CPUs; the host's
+# ctest runs the e2e scenarios in parallel as well); one that says
+# "# guest: alone" in its first lines runs by itself after them (as the
+# host's test command runs the Python suite after the CTests).
+jobs=$(cat "$o/jobs" 2>/dev/null || echo 1)
 r0=$(date +%s.%N)
 run_one e2e.setup bash tests/e2e/fixture.sh setup
+alone=()
+running=0
 while read -r s; do
   [ -n "$s" ] || continue
-  run_one "$(basename "$s" .sh)" bash "$s"
+  if head -n 20 "$s" | grep -q '^# guest: alone'; then alone+=("$s"); continue; fi
+  if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+  run_one "$(basename "$s" .sh)" bash "$s" &
+  running=$((running + 1))
 done < "$o/scenarios"
+wait
+for s in "${alone[@]}"; do run_one "$(basename "$s" .sh)" bash "$s"; done
 run_one e2e.leak_check bash tests/e2e/fixture.sh check
 awk -v a="$r0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' > "$res/run_seconds"
 

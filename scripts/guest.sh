@@ -23,7 +23,8 @@
 # Needs root (debootstrap, and the scenarios' files owned by root in the
 # image). Environment: PMON_GUEST_TIMEOUT (seconds qemu may run, default
 # 1500), PMON_GUEST_MIRROR (a Debian mirror, default: apt's), PMON_GUEST_SMP
-# (default 2), PMON_GUEST_MEM (default 2G).
+# (CPUs, default 2), PMON_GUEST_JOBS (scenarios at a time, default: the
+# CPUs), PMON_GUEST_MEM (default 2G).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -50,6 +51,7 @@ done
 [ "${CI:-}" = true ] && fresh=1
 timeout_s=${PMON_GUEST_TIMEOUT:-1500}
 smp=${PMON_GUEST_SMP:-2}
+jobs=${PMON_GUEST_JOBS:-$smp}
 mem=${PMON_GUEST_MEM:-2G}
 
 die() { echo "guest.sh: $*" >&2; exit 1; }
@@ -215,11 +217,13 @@ cp "$build/pmon" "$build/pmon-systemd" "$o/build/"
 cp -a "$build/tests/helpers" "$o/build/tests/"
 [ -d "$build/python/pmon" ] && cp -a "$build/python" "$o/build/"
 cp -a "$repo/tests/e2e" "$repo/tests/guest" "$o/src/tests/"
+cp -a "$repo/examples" "$o/src/"
 cp -a "$repo/python/tests" "$repo/python/pmon" "$o/src/python/"
 cp "$repo/README.md" "$o/src/"
 cp "$repo/scripts/guest-runner.sh" "$o/runner.sh"
 printf '%s\n' "${scenarios[@]}" > "$o/scenarios"
 echo "${CI:-}" > "$o/ci"
+echo "$jobs" > "$o/jobs"
 size=$(( $(du -sm "$stage" | cut -f1) + 1536 ))
 mke2fs -q -F -t ext4 -L pmon-guest -d "$stage" "$run/root.img" "${size}M" > /dev/null ||
   die "mke2fs -d failed"

@@ -69,6 +69,28 @@ for _ in $(seq 100); do
 done
 [ ! -d "$scope_dir" ] || fail "the scope $scope_dir is still there 10 s after pmon ended: $(find "$scope_dir" -name cgroup.procs -exec cat {} + | tr '\n' ' ')"
 
+# A pmon started by a call stays in that call's leaf: its own leaves go
+# below it, it asks systemd for nothing.
+"$PMON" run --report "$t/outer.json" -- "$PMON" run -v --report "$t/inner.json" -- true 2> "$t/nested.err" ||
+  fail "nested pmon run failed: $(cat "$t/nested.err")"
+outer=$(jq -r .cgroup "$t/outer.json"); inner=$(jq -r .cgroup "$t/inner.json")
+case $inner in
+  "$outer"/pmon-*) ;;
+  *) fail "the inner pmon's leaf $inner is not below the outer call's leaf $outer" ;;
+esac
+
+# Without a way to reach systemd (no pmon-systemd next to pmon) the leaves go
+# in the service's cgroup as before, and -v says why.
+mkdir "$t/alone" && cp "$PMON" "$t/alone/pmon"
+"$t/alone/pmon" run -v --report "$t/alone.json" -- true 2> "$t/alone.err" ||
+  fail "pmon without its helper failed: $(cat "$t/alone.err")"
+grep -q "$own is a systemd manager's (not delegated to pmon), but systemd gave no delegated scope" "$t/alone.err" ||
+  fail "-v does not say why the leaves are not in a scope: $(cat "$t/alone.err")"
+case $(jq -r .cgroup "$t/alone.json") in
+  "$CG$own"/pmon-*|"$own"/pmon-*) ;;
+  *) fail "without the helper the leaf is not in $own: $(jq -r .cgroup "$t/alone.json")" ;;
+esac
+
 # doctor, as root in the same service, says where the leaves go.
 "$PMON" doctor > "$t/doctor" 2>&1 || true
 grep -q "pmon-.*\.scope" "$t/doctor" || fail "doctor does not show the delegated scope: $(cat "$t/doctor")"

@@ -55,6 +55,7 @@ mkdir "$d" && cp "$PMON" "$PMON_BUILD_DIR/pmon-systemd" "$d/" && chmod 755 "$d" 
 chown "$uid" "$d"
 call='cg=$(sed -n "s/^0:://p" /proc/self/cgroup); echo "$cg" > '"$d"'/cg.$0
       cat /sys/fs/cgroup$cg/cgroup.controllers > '"$d"'/controllers.$0
+      python3 -c "import os,sys; print(os.getxattr(sys.argv[1], \"user.delegate\").decode())" /sys/fs/cgroup${cg%/*} > '"$d"'/xattr.$0 2>&1
       exec python3 -c "b = bytes([1]) * (200 << 20); print(len(b))"'
 
 # check LABEL: the report $d/LABEL.json and what the call noted.
@@ -68,6 +69,7 @@ check() {
     *) fail "$label: the report's cgroup $rcg is not a leaf of a pmon-*.scope below $ucg (pmon -v: $(cat "$d/$label.err"))" ;;
   esac
   [ "$(cat "$d/cg.$label")" = "$rcg" ] || fail "$label: the call ran in $(cat "$d/cg.$label"), the report says $rcg"
+  echo "$label: user.delegate of the scope: $(cat "$d/xattr.$label")"
   grep -qw memory "$d/controllers.$label" || fail "$label: the leaf has no memory controller: $(cat "$d/controllers.$label")"
   peak=$(jq -r .memory_peak_bytes "$r")
   [ "$peak" != null ] || fail "$label: memory_peak_bytes is null: $(cat "$r")"
