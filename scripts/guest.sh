@@ -62,7 +62,7 @@ case $build in /*) ;; *) build=$PWD/$build ;; esac
 [ -x "$build/pmon" ] || die "no pmon in $build (build it first: cmake -S . -B build && cmake --build build)"
 [ -x "$build/pmon-systemd" ] || die "no pmon-systemd in $build (built only with libsystemd-dev installed)"
 [ -d "$build/tests/helpers" ] || die "no tests/helpers in $build"
-file -b "$build/pmon" 2>/dev/null | grep -q 'statically linked' ||
+! command -v file >/dev/null || file -b "$build/pmon" | grep -q 'statically linked' ||
   die "$build/pmon is not linked statically (the guest has no matching libraries for it; sanitizer builds cannot run there)"
 
 # The scenarios, as paths relative to the repository (tests/e2e/x.sh).
