@@ -24,7 +24,8 @@
 # image). Environment: PMON_GUEST_TIMEOUT (seconds qemu may run, default
 # 1500), PMON_GUEST_MIRROR (a Debian mirror, default: apt's), PMON_GUEST_SMP
 # (CPUs, default 2), PMON_GUEST_JOBS (scenarios at a time, default: the
-# CPUs), PMON_GUEST_MEM (default 2G).
+# CPUs), PMON_GUEST_MEM (default 2G), PMON_GUEST_RESULTS (a directory to
+# keep every scenario's log, the guest's journal and console in).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -300,5 +301,10 @@ boot=$(cat "$res/boot_seconds" 2>/dev/null || echo "?")
 runs=$(cat "$res/run_seconds" 2>/dev/null || echo "?")
 echo "guest: times: root ${root_note}; image $(secs "$t_img0" "$t_img1") s; boot to the runner ${boot} s (guest clock);" \
      "scenarios ${runs} s; qemu in all $(secs "$t_img1" "$t_boot1") s; total $(secs "$t_start" "$(now)") s"
+if [ -n "${PMON_GUEST_RESULTS:-}" ]; then
+  mkdir -p "$PMON_GUEST_RESULTS" && cp -a "$res/." "$PMON_GUEST_RESULTS/" &&
+    cp "$run/console.log" "$PMON_GUEST_RESULTS/console.log" &&
+    echo "guest: results and logs of every scenario in $PMON_GUEST_RESULTS"
+fi
 if [ $bad = 0 ]; then echo "guest: all ${#scenarios[@]} scenarios passed"; else echo "guest: FAIL"; fi
 exit $bad
