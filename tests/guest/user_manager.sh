@@ -55,7 +55,9 @@ mkdir "$d" && cp "$PMON" "$PMON_BUILD_DIR/pmon-systemd" "$d/" && chmod 755 "$d" 
 chown "$uid" "$d"
 call='cg=$(sed -n "s/^0:://p" /proc/self/cgroup); echo "$cg" > '"$d"'/cg.$0
       cat /sys/fs/cgroup$cg/cgroup.controllers > '"$d"'/controllers.$0
-      python3 -c "import os,sys; print(os.getxattr(sys.argv[1], \"user.delegate\").decode())" /sys/fs/cgroup${cg%/*} > '"$d"'/xattr.$0 2>&1
+      python3 -c "import os,sys
+try: print(os.getxattr(sys.argv[1], \"user.delegate\").decode())
+except OSError as e: print(\"none (\" + e.strerror + \")\")" "/sys/fs/cgroup${cg%/*}" > '"$d"'/xattr.$0 2>&1
       exec python3 -c "b = bytes([1]) * (200 << 20); print(len(b))"'
 
 # check LABEL: the report $d/LABEL.json and what the call noted.
