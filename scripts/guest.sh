@@ -263,7 +263,7 @@ tar -xf "$run/results.raw" -C "$run/results" 2>/dev/null || true
 res=$run/results
 if [ ! -f "$res/system" ]; then
   echo "--- qemu output:"; tail -n 20 "$run/qemu.log"
-  echo "--- guest console (last 60 lines):"; tail -n 60 "$run/console.log"
+  echo "--- guest console (last 60 lines):"; tail -n 60 "$run/console.log"; echo
   if [ $timed_out = 1 ]; then
     echo "guest: FAIL: the guest did not boot to its scenario runner within ${timeout_s} s (qemu killed)"
   else
@@ -284,7 +284,7 @@ done < "$res/summary"
 if [ $timed_out = 1 ]; then why="qemu was killed after ${timeout_s} s"; else why="the guest stopped early (qemu exit $qrc)"; fi
 for name in e2e.setup $(for s in "${scenarios[@]}"; do basename "$s" .sh; done) e2e.leak_check; do
   grep -q "^[A-Z]* $name " "$res/summary" && continue
-  printf '%-4s %-28s %s\n' FAIL "$name" "(not run: $why)"
+  printf '%-4s %-28s %s\n' FAIL "$name" "(no result: $why)"
   bad=1
 done
 while read -r status name took; do
@@ -293,7 +293,7 @@ while read -r status name took; do
   cat "$res/logs/$name.log" 2>/dev/null || echo "(no log)"
 done < "$res/summary"
 if [ ! -f "$res/done" ]; then
-  echo "--- guest console (last 30 lines):"; tail -n 30 "$run/console.log"
+  echo "--- guest console (last 30 lines):"; tail -n 30 "$run/console.log"; echo
   echo "guest: FAIL: the runner did not finish: $why"
   bad=1
 fi
