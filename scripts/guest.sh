@@ -172,8 +172,8 @@ exec 8>"$cache/.lock"
 flock 8
 if [ $fresh = 1 ] || [ ! -f "$guestdir/ok" ]; then
   rm -rf --one-file-system "$guestdir"
-  # Roots of other keys are not used any more.
-  for old in "$cache"/root-*; do [ -d "$old" ] && rm -rf --one-file-system "$old"; done
+  # Roots of other keys are not used any more, nor builds a killed run left.
+  for old in "$cache"/root-* "$cache"/build.*; do [ -d "$old" ] && rm -rf --one-file-system "$old"; done
   tmpb=$(mktemp -d "$cache/build.XXXXXX")
   trap 'rm -rf --one-file-system "$tmpb"' EXIT
   echo "guest: building the root (debootstrap $suite from $mirror)"
