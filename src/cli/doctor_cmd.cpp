@@ -102,6 +102,14 @@ int doctor_main(const std::vector<std::string>& args) {
     // children. A non-root cgroup that holds processes cannot enable any
     // domain controller (the no-internal-process rule).
     std::string base = loc->own_path;
+    // Moved by systemd into a delegated scope (its supervisor leaf): the
+    // leaves go in the scope, which holds no processes itself.
+    if (cg) {
+      std::string why2;
+      auto now = confine::locate_cgroup2(&why2);
+      if (now && now->own != loc->own && now->own_path.ends_with("/supervisor"))
+        base = now->own_path.substr(0, now->own_path.size() - std::string("/supervisor").size());
+    }
     auto avail = words(read_trim(base + "/cgroup.controllers"));
     auto enabled = words(read_trim(base + "/cgroup.subtree_control"));
     bool has_procs = !read_trim(base + "/cgroup.procs").empty();

@@ -281,8 +281,12 @@ class CgroupBackend final : public Backend {
   std::string describe() const override {
     return "cgroup: cgroup2 at " + loc_.mount + ", leaves under " + base_path() +
            (guard_ ? ", crash guard pid " + std::to_string(guard_->pid()) + " (stops the calls if pmon is killed)"
-                   : ", no crash guard (" + guard_error_ + "; if pmon is killed, 'pmon gc' cleans up)");
+                   : ", no crash guard (" + guard_error_ + "; if pmon is killed, 'pmon gc' cleans up)") +
+           note_;
   }
+
+  // Appended to describe() ("; ...").
+  void set_note(std::string note) { note_ = std::move(note); }
 
   // E11: a process of ours that stops our leaves if we die (cgroup_guard.h).
   // Without it the call still runs; `pmon gc` is then the only cleanup.
@@ -416,6 +420,7 @@ class CgroupBackend final : public Backend {
   // guard to go without touching anything.
   std::unique_ptr<confine::CgroupGuard> guard_;
   std::string guard_error_;
+  std::string note_;
 };
 
 void CgroupBoundary::release(bool verified_empty) noexcept {
@@ -486,11 +491,22 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   const std::string own_checked = loc->own;  // its cgroup.procs is not checked twice
   const bool own_writable = ::access(loc->own_path.c_str(), W_OK) == 0 &&
                             ::access((loc->own_path + "/cgroup.procs").c_str(), W_OK) == 0;
-  if (cgroup_root.empty() && !own_writable) {
+  // Writable but systemd's (root in a service, a user in a unit of its user
+  // manager): leaves there could get no controllers (the cgroup holds
+  // processes), and systemd may move or remove them; a scope of our own is
+  // asked for, and if none comes the leaves go there as before (noted in
+  // -v and doctor).
+  std::optional<std::string> managers;
+  if (cgroup_root.empty() && own_writable) managers = confine::cgroup_owned_by_manager(*loc);
+  std::string fallback_note;
+  if (cgroup_root.empty() && (!own_writable || managers)) {
     std::string scope_rel;
     if (auto moved = confine::systemd_delegate_self(*loc, &scope_rel)) {
       loc = std::move(*moved);
       base_rel = scope_rel;
+    } else if (managers) {
+      fallback_note = "; " + *managers + ", but systemd gave no delegated scope (" + moved.error() +
+                      "), so the leaves are made there";
     } else {
       systemd_note = "; asked systemd for a delegated scope: " + moved.error();
     }
@@ -545,6 +561,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   }
   backend->pool_fresh(std::move(*leaf));
   backend->start_guard();
+  backend->set_note(fallback_note);
   return backend;
 }
 

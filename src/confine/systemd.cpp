@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "sys/fd.h"
@@ -107,6 +109,75 @@ std::expected<std::string, std::string> probe_by_helper() { return run_helper({"
 }
 
 }  // namespace
+
+namespace {
+
+// Whether systemd marked cgroup `path` delegated: trusted.delegate (the
+// system manager's mark, visible to root only) or user.delegate (a user
+// manager's) set to "1".
+bool marked_delegated(const std::string& path) {
+  for (const char* name : {"trusted.delegate", "user.delegate"}) {
+    char v[8];
+    ssize_t n = ::getxattr(path.c_str(), name, v, sizeof v);
+    if (n == 1 && v[0] == '1') return true;
+  }
+  return false;
+}
+
+// Digits, then what follows them.
+std::string_view after_digits(std::string_view s) {
+  size_t n = s.find_first_not_of("0123456789");
+  if (n == 0) return "x";  // no digits: matches nothing below
+  return n == std::string_view::npos ? std::string_view() : s.substr(n);
+}
+
+// A cgroup pmon makes: a leaf "pmon-<pid>-<start>-<n>" or a scope
+// "pmon-<pid>-<start>.scope".
+bool pmons_cgroup(std::string_view name) {
+  if (!name.starts_with("pmon-")) return false;
+  std::string_view rest = after_digits(name.substr(5));
+  if (!rest.starts_with("-")) return false;
+  rest = after_digits(rest.substr(1));
+  if (rest == ".scope") return true;
+  if (!rest.starts_with("-")) return false;
+  return after_digits(rest.substr(1)).empty() && rest.size() > 1;
+}
+
+bool user_manager_unit(std::string_view name) {
+  if (!name.starts_with("user@") || !name.ends_with(".service")) return false;
+  std::string_view uid = name.substr(5, name.size() - 5 - 8);
+  return !uid.empty() && uid.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> cgroup_owned_by_manager(const CgroupLocation& loc) {
+  if (::access("/run/systemd/system", F_OK) != 0) return std::nullopt;
+  const std::string& own = loc.own;
+  if (own.empty() || own == "/") return std::nullopt;
+  // One of pmon's own cgroups (a call's leaf, a delegated scope pmon asked
+  // for, or below them): a pmon started by a call stays in it.
+  for (size_t pos = 0; pos < own.size();) {
+    size_t start = own.find_first_not_of('/', pos);
+    if (start == std::string::npos) break;
+    size_t end = own.find('/', start);
+    if (end == std::string::npos) end = own.size();
+    if (pmons_cgroup(std::string_view(own).substr(start, end - start))) return std::nullopt;
+    pos = end;
+  }
+  for (std::string cur = own; !cur.empty() && cur != "/";) {
+    if (marked_delegated(loc.mount + cur)) {
+      if (cur == own) return std::nullopt;  // delegated to the unit pmon runs in
+      std::string_view name = std::string_view(cur).substr(cur.rfind('/') + 1);
+      if (user_manager_unit(name))
+        return own + " is the user manager's (below " + cur + ", not delegated to pmon)";
+      return std::nullopt;  // delegated to whoever runs pmon below it
+    }
+    size_t slash = cur.rfind('/');
+    cur = slash == 0 || slash == std::string::npos ? std::string("/") : cur.substr(0, slash);
+  }
+  return own + " is a systemd manager's (not delegated to pmon)";
+}
 
 void detail::set_systemd_access(const SystemdAccess* access) {
   g_access.store(access, std::memory_order_release);

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <expected>
+#include <optional>
 #include <string>
 
 #include "confine/cgroup_fs.h"
@@ -98,6 +99,19 @@ const SystemdAccess* in_process_sd_bus();
 // "systemd 252 (user manager of uid 1000, via the session bus)" when a manager
 // answers, else why not (one line).
 std::expected<std::string, std::string> probe_systemd_manager();
+
+// Why pmon's own cgroup, though writable, is a systemd manager's and not
+// pmon's to make leaves in (and so pmon should ask that manager for a
+// delegated scope), or nullopt when it is pmon's to use. It is the
+// manager's when systemd is PID 1 (/run/systemd/system exists), the
+// cgroup is not the root one, no cgroup on its path is one of pmon's own
+// (pmon-*: a pmon started by a call stays in that call's leaf), and the
+// nearest cgroup on the path marked delegated (trusted.delegate or
+// user.delegate set to 1, as systemd marks a Delegate=yes unit's) is
+// either none (the system manager's tree) or a strict ancestor named
+// user@UID.service (the user manager's tree). pmon in a delegated unit of
+// its own (Delegate=yes on its service) uses that.
+std::optional<std::string> cgroup_owned_by_manager(const CgroupLocation& loc);
 
 // Makes this process the only member of a fresh transient scope with
 // Delegate=yes, waits for the job, moves itself into <scope>/supervisor (a

@@ -18,7 +18,7 @@ for b in $(backends); do
         name=z1,life=0 name=z2,life=0
       want=7
     else
-      run_probed run -q --confine "$b" --timeout 1s --grace 2s --report "$t/r.json" -- \
+      run_probed run -q --confine "$b" --timeout "$TIME_SCALE"s --grace 2s --report "$t/r.json" -- \
         "$ESCAPER" "$t/procs" -x sleep name=zm,zombies=$N name=zo,orphan,zombies=$N,kids=2
       want=124
     fi
