@@ -91,6 +91,23 @@ case $(jq -r .cgroup "$t/alone.json") in
   *) fail "without the helper the leaf is not in $own: $(jq -r .cgroup "$t/alone.json")" ;;
 esac
 
+# Limits through that scope: the manager delegated the controllers, so a
+# call gets memory.max, pids.max and cpu.max with no --cgroup-root, and one
+# that outgrows its memory is killed whole and says so.
+rc=0
+"$PMON" run --memory-max 100M --pids-max 64 --cpu-max 1.5 --report "$t/lim.json" -- \
+  python3 -c "b = bytes([1]) * (300 << 20)" > /dev/null 2> "$t/lim.err" || rc=$?
+[ $rc = 137 ] || fail "a call over --memory-max 100M: pmon exit $rc, want 137: $(cat "$t/lim.err")"
+case $(jq -r .cgroup "$t/lim.json") in
+  */system.slice/pmon-*.scope/pmon-*) ;;
+  *) fail "the limited call's leaf $(jq -r .cgroup "$t/lim.json") is not in a pmon-*.scope" ;;
+esac
+[ "$(jq -r .oom_killed "$t/lim.json")" = true ] || fail "oom_killed is not true: $(cat "$t/lim.json")"
+[ "$(jq -c .limits "$t/lim.json")" = '{"memory_max":104857600,"pids_max":64,"cpu_max":1.5}' ] ||
+  fail "the report's limits: $(jq -c .limits "$t/lim.json")"
+[ "$(jq -r .pids_max_hit "$t/lim.json")" = false ] || fail "pids_max_hit: $(jq -r .pids_max_hit "$t/lim.json"), want false"
+echo "limits in the scope: exit 137, oom_killed true, memory_peak_bytes $(jq -r .memory_peak_bytes "$t/lim.json")"
+
 # doctor, as root in the same service, says where the leaves go.
 "$PMON" doctor > "$t/doctor" 2>&1 || true
 grep -q "pmon-.*\.scope" "$t/doctor" || fail "doctor does not show the delegated scope: $(cat "$t/doctor")"

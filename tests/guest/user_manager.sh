@@ -99,8 +99,24 @@ runuser -u "$USER_NAME" -- env XDG_RUNTIME_DIR="/run/user/$uid" \
 grep -qx 209715200 "$d/runuser.out" || fail "runuser: the call did not run to its end: $(cat "$d/runuser.out" "$d/runuser.err")"
 check runuser
 
+# 3. A memory limit in the user's scope: the user manager delegates the
+# memory controller, so the call is held to it and killed whole past it.
+rc=0
+runuser -u "$USER_NAME" -- env XDG_RUNTIME_DIR="/run/user/$uid" \
+  DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" \
+  "$d/pmon" run --memory-max 100M --report "$d/limited.json" -- python3 -c "b = bytes([1]) * (300 << 20)" \
+  > /dev/null 2> "$d/limited.err" < /dev/null || rc=$?
+[ $rc = 137 ] || fail "limited: pmon exit $rc, want 137: $(cat "$d/limited.err")"
+case $(jq -r .cgroup "$d/limited.json") in
+  "$CG$ucg"/*pmon-*.scope/pmon-*) ;;
+  *) fail "limited: the leaf $(jq -r .cgroup "$d/limited.json") is not in a pmon-*.scope below $ucg" ;;
+esac
+[ "$(jq -r .oom_killed "$d/limited.json")" = true ] || fail "limited: oom_killed is not true: $(cat "$d/limited.json")"
+[ "$(jq -r .limits.memory_max "$d/limited.json")" = 104857600 ] || fail "limited: limits $(jq -c .limits "$d/limited.json")"
+echo "limited: exit 137, oom_killed true as uid $uid"
+
 # The empty scopes go away (collected by the user manager).
-for label in service runuser; do
+for label in service runuser limited; do
   s=$CG$(jq -r .cgroup "$d/$label.json" | sed "s|^$CG||; s|/[^/]*\$||")
   for _ in $(seq 100); do [ -d "$s" ] || break; sleep 0.1; done
   [ ! -d "$s" ] || fail "$label: the scope $s is still there 10 s after pmon ended"
