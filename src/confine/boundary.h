@@ -65,6 +65,14 @@ class Boundary {
   // Returns how many processes were signalled.
   virtual Result<int> signal_all(int sig) = 0;
 
+  // signal_all for a caller that has just sent sig to `signalled` itself
+  // (the main process, through its pidfd, not yet reaped): a boundary may
+  // leave that pid out of its pass (no pidfd and verification for it).
+  virtual Result<int> signal_all_but(int sig, pid_t signalled) {
+    (void)signalled;
+    return signal_all(sig);
+  }
+
   // SIGKILL for everyone: one atomic cgroup.kill where there is one, else a
   // scan-and-kill pass (the caller repeats until empty).
   virtual Result<void> kill_all() = 0;

@@ -139,9 +139,16 @@ void StopMachine::run_steps() {
     if (!kill) {
       record_.first_signal = step.signal;
       record_.signal_sent_ms = since_ms();
-      if (ctx_.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
-      (void)b.signal_all(step.signal);
-      if (step.with_cont) (void)b.signal_all(SIGCONT);
+      // The main process is signalled through its own pidfd; the boundary's
+      // pass may then leave it out.
+      const bool main = ctx_.main_pidfd >= 0;
+      const pid_t skip = main ? ctx_.main_pid : 0;
+      if (main) (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
+      (void)b.signal_all_but(step.signal, skip);
+      if (step.with_cont) {
+        if (main) (void)sys::pidfd_send_signal(ctx_.main_pidfd, SIGCONT);
+        (void)b.signal_all_but(SIGCONT, skip);
+      }
     } else {
       record_.kill_sent_ms = since_ms();
       (void)b.kill_all();
