@@ -159,7 +159,7 @@ class CgroupBoundary final : public Boundary {
   // instead of a /proc read per process.
   Result<int> signal_all(int sig) override { return signal_all_but(sig, 0); }
 
-  Result<int> signal_all_but(int sig, pid_t signalled) override {
+  Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0) override {
     std::vector<std::pair<pid_t, Fd>> fds;
     for (pid_t pid : pids())
       if (pid != signalled || signalled <= 0)
@@ -168,8 +168,10 @@ class CgroupBoundary final : public Boundary {
     std::vector<pid_t> still = *listed_pids();
     int sent = 0;
     for (auto& [pid, fd] : fds)
-      if (std::binary_search(still.begin(), still.end(), pid) && sys::pidfd_send_signal(fd.get(), sig) == 0)
+      if (std::binary_search(still.begin(), still.end(), pid) && sys::pidfd_send_signal(fd.get(), sig) == 0) {
         ++sent;
+        if (then_sig != 0) (void)sys::pidfd_send_signal(fd.get(), then_sig);
+      }
     return sent;
   }
 

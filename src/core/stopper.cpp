@@ -143,12 +143,13 @@ void StopMachine::run_steps() {
       // pass may then leave it out.
       const bool main = ctx_.main_pidfd >= 0;
       const pid_t skip = main ? ctx_.main_pid : 0;
-      if (main) (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
-      (void)b.signal_all_but(step.signal, skip);
-      if (step.with_cont) {
-        if (main) (void)sys::pidfd_send_signal(ctx_.main_pidfd, SIGCONT);
-        (void)b.signal_all_but(SIGCONT, skip);
+      // SIGCONT follows the signal to each process (a stopped one acts on
+      // it then); one that appears after the pass got neither.
+      if (main) {
+        (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
+        if (step.with_cont) (void)sys::pidfd_send_signal(ctx_.main_pidfd, SIGCONT);
       }
+      (void)b.signal_all_but(step.signal, skip, step.with_cont ? SIGCONT : 0);
     } else {
       record_.kill_sent_ms = since_ms();
       (void)b.kill_all();
