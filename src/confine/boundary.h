@@ -65,6 +65,18 @@ class Boundary {
   // Returns how many processes were signalled.
   virtual Result<int> signal_all(int sig) = 0;
 
+  // signal_all for a caller that has just sent sig (and then_sig) to
+  // `signalled` itself (the main process, through its pidfd, not yet
+  // reaped): a boundary may leave that pid out of its pass (no pidfd and
+  // verification for it). then_sig (SIGCONT after a stop signal, or 0)
+  // follows sig to each member; a boundary may send both from one listing.
+  virtual Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0) {
+    (void)signalled;
+    auto r = signal_all(sig);
+    if (then_sig != 0) (void)signal_all(then_sig);
+    return r;
+  }
+
   // SIGKILL for everyone: one atomic cgroup.kill where there is one, else a
   // scan-and-kill pass (the caller repeats until empty).
   virtual Result<void> kill_all() = 0;

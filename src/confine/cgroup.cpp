@@ -157,16 +157,21 @@ class CgroupBoundary final : public Boundary {
   // so the pidfds are opened first and only those whose pid the leaf still
   // lists afterwards are used (see listed_pids): two reads of cgroup.procs
   // instead of a /proc read per process.
-  Result<int> signal_all(int sig) override {
+  Result<int> signal_all(int sig) override { return signal_all_but(sig, 0); }
+
+  Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0) override {
     std::vector<std::pair<pid_t, Fd>> fds;
     for (pid_t pid : pids())
-      if (auto fd = sys::pidfd_open(pid)) fds.emplace_back(pid, std::move(*fd));
+      if (pid != signalled || signalled <= 0)
+        if (auto fd = sys::pidfd_open(pid)) fds.emplace_back(pid, std::move(*fd));
     if (fds.empty()) return 0;
     std::vector<pid_t> still = *listed_pids();
     int sent = 0;
     for (auto& [pid, fd] : fds)
-      if (std::binary_search(still.begin(), still.end(), pid) && sys::pidfd_send_signal(fd.get(), sig) == 0)
+      if (std::binary_search(still.begin(), still.end(), pid) && sys::pidfd_send_signal(fd.get(), sig) == 0) {
         ++sent;
+        if (then_sig != 0) (void)sys::pidfd_send_signal(fd.get(), then_sig);
+      }
     return sent;
   }
 
@@ -236,9 +241,23 @@ class CgroupBoundary final : public Boundary {
 
  private:
   // Members of the leaf and of any cgroup the call created below it.
+  // The leaf's cgroup.procs through its open directory, and the cgroups
+  // below it only when its link count says it has some (one fstat instead
+  // of a directory read per listing).
   std::vector<pid_t> pids() {
     std::vector<pid_t> out;
-    confine::cgroup_tree_pids(path_, out);
+    if (auto text = sys::read_file_at(leaf_.dir.get(), "cgroup.procs")) {
+      const char* p = text->c_str();
+      char* end = nullptr;
+      for (;;) {
+        long v = std::strtol(p, &end, 10);
+        if (end == p) break;
+        out.push_back(static_cast<pid_t>(v));
+        p = end;
+      }
+    }
+    if (child_cgroup_count(leaf_.dir.get()) != 0)
+      for (const std::string& sub : confine::child_cgroups(path_)) confine::cgroup_tree_pids(path_ + "/" + sub, out, 1);
     return out;
   }
 

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -97,9 +98,17 @@ void kill_listed(int dirfd) noexcept {
   }
 }
 
+// kernfs counts a cgroup's children in its link count (2 + subdirectories):
+// one fstat instead of reading the directory of a leaf that has none.
+bool may_have_children(int dirfd) noexcept {
+  struct stat st;
+  if (raw_syscall(SYS_fstat, dirfd, reinterpret_cast<long>(&st)) != 0 || st.st_nlink < 2) return true;
+  return st.st_nlink > 2;
+}
+
 void kill_listed_tree(int dirfd, int depth) noexcept {
   kill_listed(dirfd);
-  if (depth >= kMaxDepth) return;
+  if (depth >= kMaxDepth || !may_have_children(dirfd)) return;
   (void)raw::for_each_subdir(dirfd, [&](const char* name) {
     long fd = raw::openat(dirfd, name, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return;

@@ -371,6 +371,7 @@ void Runner::stop_context(StopContext& ctx) {
   ctx.waiter = this;
   ctx.leftovers = &leftovers_;
   ctx.main_pidfd = main_exited_ ? -1 : child_.pidfd.get();
+  ctx.main_pid = main_exited_ ? 0 : child_.pid;
   ctx.t0_ns = t0_;
   ctx.skip_grace = escalate_;
 }

@@ -139,9 +139,17 @@ void StopMachine::run_steps() {
     if (!kill) {
       record_.first_signal = step.signal;
       record_.signal_sent_ms = since_ms();
-      if (ctx_.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
-      (void)b.signal_all(step.signal);
-      if (step.with_cont) (void)b.signal_all(SIGCONT);
+      // The main process is signalled through its own pidfd; the boundary's
+      // pass may then leave it out.
+      const bool main = ctx_.main_pidfd >= 0;
+      const pid_t skip = main ? ctx_.main_pid : 0;
+      // SIGCONT follows the signal to each process (a stopped one acts on
+      // it then); one that appears after the pass got neither.
+      if (main) {
+        (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
+        if (step.with_cont) (void)sys::pidfd_send_signal(ctx_.main_pidfd, SIGCONT);
+      }
+      (void)b.signal_all_but(step.signal, skip, step.with_cont ? SIGCONT : 0);
     } else {
       record_.kill_sent_ms = since_ms();
       (void)b.kill_all();

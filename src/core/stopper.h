@@ -83,6 +83,7 @@ struct StopContext {
   StopWaiter* waiter = nullptr;
   LeftoverTracker* leftovers = nullptr;  // may be null
   int main_pidfd = -1;     // also signalled directly while alive; -1: none
+  pid_t main_pid = 0;      // main_pidfd's process (a child not yet reaped), or 0
   int64_t t0_ns = 0;       // for the *_ms fields of the record
   bool skip_grace = false; // start at the first kill step
 };
