@@ -515,8 +515,16 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   // processes), and systemd may move or remove them; a scope of our own is
   // asked for, and if none comes the leaves go there as before (noted in
   // -v and doctor).
+  // This process moved itself into the supervisor cgroup of a scope it
+  // asked for, for an earlier backend (the Python package holds one per
+  // confine= value): the leaves go in that scope too, next to the first
+  // backend's, not beside this process (where they could get no controller).
+  const std::string own_scope_sup = "/" + confine::scope_request_for_self().unit + "/supervisor";
+  const bool in_own_scope = cgroup_root.empty() && own_writable && loc->own.size() > own_scope_sup.size() &&
+                            loc->own.ends_with(own_scope_sup);
+  if (in_own_scope) base_rel = loc->own.substr(0, loc->own.size() - std::strlen("/supervisor"));
   std::optional<std::string> managers;
-  if (cgroup_root.empty() && own_writable) managers = confine::cgroup_owned_by_manager(*loc);
+  if (cgroup_root.empty() && own_writable && !in_own_scope) managers = confine::cgroup_owned_by_manager(*loc);
   std::string fallback_note;
   if (cgroup_root.empty() && (!own_writable || managers)) {
     std::string scope_rel;
