@@ -11,15 +11,6 @@ STORM=$HELPERS/fork_storm
 [ -x "$STORM" ] || fail "helper $STORM missing"
 
 CAP=300
-# Every live process whose argv names this run's counter file (unique path).
-storm_survivors() {
-  local f pid
-  for f in /proc/[0-9]*/cmdline; do
-    grep -qaF "$t/storm" "$f" 2>/dev/null || continue
-    pid=${f#/proc/}; pid=${pid%/cmdline}
-    [ "$(state_of "$pid")" = Z ] || [ -z "$(state_of "$pid")" ] || echo "$pid $(start_time_of "$pid")"
-  done
-}
 
 # storm_call LABEL BACKEND TIMEOUT GRACE CAP BUDGET RATE SECONDS: one stopped
 # storm and the checks every one must pass; leaves the storm's counters in
@@ -29,7 +20,7 @@ storm_call() {
   rm -f "$t/storm"
   run_probed run -q --confine "$b" --timeout "$3" --grace "$4" --report "$t/r.json" -- \
     "$STORM" "$t/storm" "$5" "$6" "$7" "$8"
-  left=$(storm_survivors)
+  left=$(alive_naming "$t/storm")
   [ -f "$t/probe" ] && record_file "$t/probe"
   if [ -n "$left" ]; then
     echo "$left" >> "$t/pids"; echo "$left" >> "$STATE/pids"

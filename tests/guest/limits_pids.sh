@@ -11,16 +11,6 @@
 STORM=$HELPERS/fork_storm
 [ -x "$STORM" ] || fail "helper $STORM missing"
 
-# Every live process whose argv names this run's counter file (a unique
-# path), as "pid start-time".
-storm_survivors() {
-  local f pid
-  for f in /proc/[0-9]*/cmdline; do
-    grep -qaF "$t/storm" "$f" 2>/dev/null || continue
-    pid=${f#/proc/}; pid=${pid%/cmdline}
-    [ "$(state_of "$pid")" = Z ] || [ -z "$(state_of "$pid")" ] || echo "$pid $(start_time_of "$pid")"
-  done
-}
 
 # 1. The storm: cap 2000 live, 200000 forks, 20000 a second, for 30 s at
 #    most; stopped after 3 s. The call notes its leaf first, so the test can
@@ -41,7 +31,7 @@ while kill -0 "$pmon_pid" 2>/dev/null && [ "$(state_of "$pmon_pid")" != Z ]; do
 done
 rc=0
 wait "$pmon_pid" || rc=$?
-left=$(storm_survivors)
+left=$(alive_naming "$t/storm")
 if [ -n "$left" ]; then
   echo "$left" >> "$t/pids"; echo "$left" >> "$STATE/pids"
   fail "storm processes survived: $(echo "$left" | wc -l)"

@@ -89,11 +89,16 @@ systemd-run --machine="$USER_NAME@" --user --wait --pipe --quiet -- \
 grep -qx 209715200 "$d/service.out" || fail "service: the call did not run to its end: $(cat "$d/service.out" "$d/service.err")"
 check service
 
+# as_user CMD...: CMD as the user from outside the user's tree, with its
+# session bus.
+as_user() {
+  runuser -u "$USER_NAME" -- env XDG_RUNTIME_DIR="/run/user/$uid" \
+    DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" "$@"
+}
+
 # 2. Started as the user from outside the user's tree, over its session bus.
 rc=0
-runuser -u "$USER_NAME" -- env XDG_RUNTIME_DIR="/run/user/$uid" \
-  DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" \
-  "$d/pmon" run -v --report "$d/runuser.json" -- sh -c "$call" runuser \
+as_user "$d/pmon" run -v --report "$d/runuser.json" -- sh -c "$call" runuser \
   > "$d/runuser.out" 2> "$d/runuser.err" < /dev/null || rc=$?
 [ $rc = 0 ] || fail "runuser: pmon exit $rc: $(cat "$d/runuser.err")"
 grep -qx 209715200 "$d/runuser.out" || fail "runuser: the call did not run to its end: $(cat "$d/runuser.out" "$d/runuser.err")"
@@ -102,9 +107,7 @@ check runuser
 # 3. A memory limit in the user's scope: the user manager delegates the
 # memory controller, so the call is held to it and killed whole past it.
 rc=0
-runuser -u "$USER_NAME" -- env XDG_RUNTIME_DIR="/run/user/$uid" \
-  DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" \
-  "$d/pmon" run --memory-max 100M --report "$d/limited.json" -- python3 -c "b = bytes([1]) * (300 << 20)" \
+as_user "$d/pmon" run --memory-max 100M --report "$d/limited.json" -- python3 -c "b = bytes([1]) * (300 << 20)" \
   > /dev/null 2> "$d/limited.err" < /dev/null || rc=$?
 [ $rc = 137 ] || fail "limited: pmon exit $rc, want 137: $(cat "$d/limited.err")"
 case $(jq -r .cgroup "$d/limited.json") in
