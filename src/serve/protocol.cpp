@@ -288,9 +288,15 @@ std::variant<Request, BadRequest> parse_request(std::string_view line) {
   return r;
 }
 
+// What dump() makes of {"jsonrpc", "id", "result"} (keys sorted), written
+// around the result's own dump: no copy of a large result (a report).
 std::string result_line(const Json& id, const Json& result) {
-  Json j = {{"jsonrpc", "2.0"}, {"id", id}, {"result", result}};
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::string line = "{\"id\":";
+  line += id.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += ",\"jsonrpc\":\"2.0\",\"result\":";
+  line += result.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += "}\n";
+  return line;
 }
 
 std::string error_line(const Json& id, const RpcError& error) {
@@ -299,8 +305,12 @@ std::string error_line(const Json& id, const RpcError& error) {
 }
 
 std::string notification_line(std::string_view method, const Json& params) {
-  Json j = {{"jsonrpc", "2.0"}, {"method", method}, {"params", params}};
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::string line = "{\"jsonrpc\":\"2.0\",\"method\":";
+  line += Json(method).dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += ",\"params\":";
+  line += params.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += "}\n";
+  return line;
 }
 
 Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal) {

@@ -206,7 +206,7 @@ class Service {
   Json output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since);
   Json ports_of(Job& j);
   Json job_json(Job& j);
-  std::string report_of(const Job& j) const;
+  Json report_of(const Job& j) const;
 
   // The methods: typed params in, an answer out. None touches a socket.
   Answer handle(Conn& c, const Request& r);
@@ -919,14 +919,16 @@ void Service::note_delivered(Job& j, uint64_t out_next, std::optional<uint64_t> 
   if (j.err_buffer) resume(j.err, *j.err_buffer, j.err_flow, Tag::job_err);
 }
 
-std::string Service::report_of(const Job& j) const {
+// The section-4 report as a value: it goes out inside the reply as it is,
+// no text in between (terminal/report is on every job's path).
+Json Service::report_of(const Job& j) const {
   ReportContext ctx;
   ctx.passed_over = opts_.passed_over;
   ctx.weak = backend_.kind() == ConfineKind::pgroup;
-  Json rep = Json::parse(report_json(j.call->result(), ctx), nullptr, false);
+  Json rep = report_object<Json>(j.call->result(), ctx);
   rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
                 {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}};
-  return rep.dump();
+  return rep;
 }
 
 // The TCP ports the job's processes listen on, each {port, address, v6, pid}.
@@ -1249,7 +1251,7 @@ Service::Answer Service::report(const TerminalParams& p) {
   if (!j) return unknown_terminal(p.terminal_id);
   if (!j->done)
     return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' is still running; its report is made when it ends"};
-  return Json::parse(report_of(*j));
+  return report_of(*j);
 }
 
 Service::Answer Service::session_close(Conn& c, const Json& id, const SessionCloseParams& p) {
@@ -1373,7 +1375,7 @@ Json Service::run_summary(Job& j) {
   Json o = output_json(j, std::nullopt, std::nullopt);
   Json s = {{"terminalId", j.id}, {"output", o["output"]}, {"truncated", o["truncated"]}, {"running", !j.done}};
   if (!j.done) return s;
-  Json rep = Json::parse(report_of(j), nullptr, false);
+  Json rep = report_of(j);
   const RunResult& r = j.call->result();
   Json st = exit_status_json(r.exit_code, r.signal);
   s["exit_code"] = st["exitCode"];
