@@ -152,6 +152,11 @@ struct Conn {
   size_t queued_behind = 0;  // bytes of the messages after the first
   bool out_watched = false;
   bool flush_due = false;  // queued to be written after this round of events
+  // A socket's bytes are peeked, handled, and read out only once the
+  // replies are written (consume_peeked): reading them first would free
+  // room in the client's send buffer and wake it, waiting for its reply,
+  // for nothing (AF_UNIX wakes a writer on every byte read).
+  size_t peeked = 0;
   bool doomed = false;  // dropped after this batch of events
 };
 
@@ -180,6 +185,7 @@ class Service {
   void on_mcp_line(Conn& c, std::string_view line);
   void send(uint64_t conn, std::string line);
   void flush_sends();
+  void consume_peeked(Conn& c);
   void drop_conn(uint64_t conn);
   void schedule_drop(Conn& c);
   void drop_doomed();
@@ -239,6 +245,7 @@ class Service {
   uint64_t next_job_ = 1;
   std::vector<uint64_t> doomed_;
   std::vector<uint64_t> to_flush_;
+  std::vector<uint64_t> to_consume_;
   std::vector<char> scratch_;  // for a pipe whose buffer keeps nothing
   // Storage kept from one output reply to the next (large ones would
   // otherwise be fresh pages each time): the text read, a sent line.
@@ -445,11 +452,13 @@ void Service::on_accept() {
 
 void Service::on_conn_readable(Conn& c) {
   const uint64_t cid = c.id;
+  const bool peek = c.sock.get() >= 0;
+  if (peek) consume_peeked(c);  // (read out already, unless a round was cut short)
   char buf[65536];
   // A bounded number of reads per wake, so one busy client cannot starve
-  // the others.
-  for (int round = 0; round < 16; ++round) {
-    ssize_t n = ::read(c.in_fd, buf, sizeof buf);
+  // the others; a socket is peeked once, and woken again for the rest.
+  for (int round = 0; round < (peek ? 1 : 16); ++round) {
+    ssize_t n = peek ? ::recv(c.in_fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT) : ::read(c.in_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) {
@@ -461,6 +470,10 @@ void Service::on_conn_readable(Conn& c) {
       }
       schedule_drop(c);
       return;
+    }
+    if (peek) {
+      c.peeked = static_cast<size_t>(n);
+      to_consume_.push_back(cid);
     }
     size_t start = 0;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
@@ -535,6 +548,27 @@ void Service::flush_sends() {
     if (it == conns_.end()) continue;
     it->second.flush_due = false;
     if (!it->second.doomed) on_conn_writable(it->second);
+  }
+  ids = std::move(to_consume_);
+  to_consume_.clear();
+  for (uint64_t id : ids) {
+    auto it = conns_.find(id);
+    if (it != conns_.end() && !it->second.doomed) consume_peeked(it->second);
+  }
+}
+
+void Service::consume_peeked(Conn& c) {
+  char buf[65536];
+  while (c.peeked > 0) {
+    ssize_t n = ::read(c.in_fd, buf, std::min(sizeof buf, c.peeked));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // The bytes were there a moment ago and nobody else reads them: the
+      // connection is broken, and a peek must never see them twice.
+      schedule_drop(c);
+      return;
+    }
+    c.peeked -= static_cast<size_t>(n);
   }
 }
 
