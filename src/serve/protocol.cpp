@@ -268,17 +268,18 @@ std::variant<Request, BadRequest> parse_request(std::string_view line) {
   auto m = j.find("method");
   if (m == j.end() || !m->is_string())
     return BadRequest{id, {rpc::kInvalidRequest, "invalid request: 'method' must be a string"}};
-  auto known = methods().find(m->get<std::string>());
-  if (known == methods().end())
-    return BadRequest{id, {rpc::kMethodNotFound, "unknown method '" + m->get<std::string>() + "'"}};
-  Json params = Json::object();
+  const std::string& name = m->get_ref<const std::string&>();
+  auto known = methods().find(name);
+  if (known == methods().end()) return BadRequest{id, {rpc::kMethodNotFound, "unknown method '" + name + "'"}};
+  static const Json no_params = Json::object();
+  const Json* params = &no_params;
   if (auto p = j.find("params"); p != j.end()) {
     if (!p->is_object())
       return BadRequest{id, {rpc::kInvalidParams, "invalid params: 'params' must be an object"}};
-    params = *p;
+    params = &*p;
   }
   std::string err;
-  auto typed = parse_params(known->second, params, err);
+  auto typed = parse_params(known->second, *params, err);
   if (!typed) return BadRequest{id, {rpc::kInvalidParams, err}};
   Request r;
   r.id = id;

@@ -1,6 +1,7 @@
 #include "serve/service.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -62,6 +63,11 @@ std::string iso_time(std::chrono::system_clock::time_point t) {
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
+}
+
+bool readable_now(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
 }
 
 void set_nonblocking(int fd) {
@@ -251,6 +257,7 @@ class Service {
   // otherwise be fresh pages each time): the text read, a sent line.
   std::string text_spare_, line_spare_;
   bool shutting_down_ = false;
+  int64_t armed_ = kForever;  // what the timer was last set to
   bool all_verified_ = true;
   std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
 };
@@ -389,7 +396,13 @@ void Service::on_event(uint64_t t, uint32_t events) {
   if (!j) return;
   switch (tag_kind(t)) {
     case Tag::job_main: on_main_exit(*j); return;
-    case Tag::job_out: on_job_output(*j); return;
+    case Tag::job_out:
+      on_job_output(*j);
+      // A job's pipe ends a moment before its main process is reaped (a
+      // process closes its files on the way out): when its pidfd says so
+      // already, the exit is handled in this wake, not in one more.
+      if (!j->out && j->main_watched && readable_now(j->call->pidfd())) on_main_exit(*j);
+      return;
     case Tag::job_err: on_job_stderr(*j); return;
     case Tag::job_in: on_job_stdin(*j); return;
     case Tag::job_stop: {
@@ -1015,6 +1028,9 @@ void Service::arm_timer() {
                             : p.hold_until != 0              ? std::min(p.deadline, p.hold_until)
                                                              : p.deadline);
   }
+  // Disarmed (by us, or it fired: it is one-shot) and nothing due: as it is.
+  if (next == kForever && armed_ == kForever) return;
+  armed_ = next;
   itimerspec its{};
   if (next != kForever) {
     next = std::max<int64_t>(next, 1);
