@@ -70,8 +70,12 @@ class Boundary {
   // reaped): a boundary may leave that pid out of its pass (no pidfd and
   // verification for it). then_sig (SIGCONT after a stop signal, or 0)
   // follows sig to each member; a boundary may send both from one listing.
-  virtual Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0) {
-    (void)signalled;
+  // `listed`: listed_pids() as the caller has just read it (the leftover
+  // snapshot's confirming listing), which a boundary may start from instead
+  // of listing again; it still confirms each pidfd with a listing of its own.
+  virtual Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
+                                     const std::vector<pid_t>* listed = nullptr) {
+    (void)signalled, (void)listed;
     auto r = signal_all(sig);
     if (then_sig != 0) (void)signal_all(then_sig);
     return r;

@@ -159,9 +159,10 @@ class CgroupBoundary final : public Boundary {
   // instead of a /proc read per process.
   Result<int> signal_all(int sig) override { return signal_all_but(sig, 0); }
 
-  Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0) override {
+  Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
+                             const std::vector<pid_t>* listed = nullptr) override {
     std::vector<std::pair<pid_t, Fd>> fds;
-    for (pid_t pid : pids())
+    for (pid_t pid : listed ? *listed : pids())
       if (pid != signalled || signalled <= 0)
         if (auto fd = sys::pidfd_open(pid)) fds.emplace_back(pid, std::move(*fd));
     if (fds.empty()) return 0;
@@ -367,8 +368,16 @@ class CgroupBackend final : public Backend {
     // call made cgroups in. One the call enabled controllers in (it moved
     // itself below, enabled them, and removed its cgroups again) refuses
     // processes: spawn_in() notices that (EBUSY) and drops it.
-    if (!leaf.memory) leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
-    bool reusable = verified_empty && !leaf.memory && !leaf.limited && child_cgroup_count(leaf.dir.get()) == 0;
+    // (Looked at only when the pool has room: 1000 jobs ending at once
+    // leave all but a few to be removed anyway.)
+    bool room;
+    {
+      std::lock_guard lock(mu_);
+      room = pool_.size() < kMaxPooled;
+    }
+    if (room && verified_empty && !leaf.memory)
+      leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
+    bool reusable = room && verified_empty && !leaf.memory && !leaf.limited && child_cgroup_count(leaf.dir.get()) == 0;
     if (reusable) {
       std::lock_guard lock(mu_);
       if (pool_.size() < kMaxPooled) {

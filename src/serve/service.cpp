@@ -129,7 +129,10 @@ struct Job {
   bool in_eof = false;  // close stdin once in_pending is written
   bool main_watched = false;
   bool in_watched = false;
-  Fd stop_ep;           // the stop's watch, an epoll of its own inside ours
+  // The stop's watch: its one fd (a leaf's cgroup.events, a pidfd) in our
+  // epoll as it is, or several in an epoll of their own inside ours.
+  int stop_fd = -1;
+  Fd stop_ep;
   int64_t deadline = kForever;  // the job's own timeout
   int64_t rescan_at = kForever;
   std::chrono::system_clock::time_point started;
@@ -212,6 +215,7 @@ class Service {
   void on_main_exit(Job& j);
   void begin_stop(Job& j, Call::End why, const std::string& by);
   void after_finish_step(Job& j, bool over);
+  void drop_stop_watch(Job& j);
   void job_over(Job& j);
   void settle_pending(Job& j);
   void erase_job(const std::string& id);
@@ -406,9 +410,13 @@ void Service::on_event(uint64_t t, uint32_t events) {
     case Tag::job_err: on_job_stderr(*j); return;
     case Tag::job_in: on_job_stdin(*j); return;
     case Tag::job_stop: {
-      // Empty the inner epoll's ready list; the stop re-reads the boundary.
-      epoll_event inner[16];
-      (void)::epoll_wait(j->stop_ep.get(), inner, 16, 0);
+      if (!j->call->finishing()) return;  // (an event of a watch dropped in this batch)
+      if (j->stop_ep) {
+        // Empty the inner epoll's ready list; the stop re-reads the boundary.
+        epoll_event inner[16];
+        (void)::epoll_wait(j->stop_ep.get(), inner, 16, 0);
+      }
+      drop_stop_watch(*j);
       after_finish_step(*j, j->call->resume_finish());
       return;
     }
@@ -795,6 +803,7 @@ void Service::begin_stop(Job& j, Call::End why, const std::string& by) {
     // waitTree: the main process is gone and its tree is waited for; an
     // owner's end stops the tree instead.
     if (j.ended_by.empty()) j.ended_by = by;
+    drop_stop_watch(j);
     after_finish_step(j, j.call->resume_finish(true));
     return;
   }
@@ -807,24 +816,42 @@ void Service::begin_stop(Job& j, Call::End why, const std::string& by) {
   after_finish_step(j, j.call->begin_finish(why));
 }
 
+// Before the stop takes a step, which may close the fd it was watching (a
+// leaf given back closes its files, and the number may be reused at once):
+// a watch of our epoll is dropped while its fd is surely the stop's.
+void Service::drop_stop_watch(Job& j) {
+  if (j.stop_fd >= 0) unwatch_fd(j.stop_fd);
+  j.stop_fd = -1;
+  if (j.stop_ep) unwatch_fd(j.stop_ep.get());
+  j.stop_ep.reset();
+}
+
 // After begin_finish/resume_finish: the call is over, or its stop waits on
 // a fresh watch until a fresh deadline.
 void Service::after_finish_step(Job& j, bool over) {
-  if (j.stop_ep) unwatch_fd(j.stop_ep.get());
-  j.stop_ep.reset();
+  drop_stop_watch(j);  // (done by the callers that step a stop already watched)
   j.rescan_at = kForever;
   if (over) {
     job_over(j);
     return;
   }
   Watch w = j.call->finish_watch();
+  if (w.rescan_ms >= 0) j.rescan_at = sys::monotonic_ns() + int64_t{w.rescan_ms} * 1'000'000;
+  if (w.fds.size() == 1) {
+    epoll_event ev{};
+    ev.events = ((w.fds[0].events & POLLIN) ? EPOLLIN : 0u) | ((w.fds[0].events & POLLPRI) ? EPOLLPRI : 0u);
+    ev.data.u64 = tag(Tag::job_stop, j.num);
+    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, w.fds[0].fd, &ev) == 0) {
+      j.stop_fd = w.fds[0].fd;
+      return;
+    }
+  }
   j.stop_ep = Fd(::epoll_create1(EPOLL_CLOEXEC));
   for (const pollfd& p : w.fds) {
     epoll_event ev{};
     ev.events = ((p.events & POLLIN) ? EPOLLIN : 0u) | ((p.events & POLLPRI) ? EPOLLPRI : 0u);
     (void)::epoll_ctl(j.stop_ep.get(), EPOLL_CTL_ADD, p.fd, &ev);
   }
-  if (w.rescan_ms >= 0) j.rescan_at = sys::monotonic_ns() + int64_t{w.rescan_ms} * 1'000'000;
   watch_fd(j.stop_ep.get(), EPOLLIN, tag(Tag::job_stop, j.num));
 }
 
@@ -1056,8 +1083,10 @@ void Service::on_time() {
     if (!j) continue;
     if (!j->done && !j->call->finishing() && now >= j->deadline) begin_stop(*j, Call::End::timeout, "timeout");
     j = find_job(id);
-    if (j && j->call->finishing() && (now >= j->call->finish_deadline() || now >= j->rescan_at))
+    if (j && j->call->finishing() && (now >= j->call->finish_deadline() || now >= j->rescan_at)) {
+      drop_stop_watch(*j);
       after_finish_step(*j, j->call->resume_finish());
+    }
     j = find_job(id);
     if (j && !j->pending.empty()) settle_pending(*j);
   }
