@@ -131,6 +131,15 @@ class Backend {
   // so its exit overlaps the caller's own end). Later calls still work, but
   // without the guard.
   virtual void dismiss_helpers() noexcept {}
+  // What is left of a call once it is over and verified (a cgroup leaf not
+  // kept for reuse) is removed later, by tidy(), not as the call ends: a
+  // caller with an event loop (pmon serve) answers first and tidies when it
+  // has nothing else to do. Nothing of it runs any more; the crash guard
+  // and `pmon gc` still cover it; the backend's end removes what is left.
+  virtual void defer_cleanup() noexcept {}
+  virtual bool cleanup_due() const noexcept { return false; }
+  // Removes up to `max` of what was left for later.
+  virtual void tidy(size_t max) noexcept { (void)max; }
 };
 
 struct ConfineRequest {

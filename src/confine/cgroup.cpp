@@ -288,6 +288,27 @@ class CgroupBackend final : public Backend {
 
   ~CgroupBackend() override {
     for (Leaf& l : pool_) remove_leaf(l);
+    for (Leaf& l : retired_) remove_leaf(l);
+  }
+
+  void defer_cleanup() noexcept override { defer_ = true; }
+
+  bool cleanup_due() const noexcept override {
+    std::lock_guard lock(mu_);
+    return !retired_.empty();
+  }
+
+  void tidy(size_t max) noexcept override {
+    for (size_t i = 0; i < max; ++i) {
+      Leaf l;
+      {
+        std::lock_guard lock(mu_);
+        if (retired_.empty()) return;
+        l = std::move(retired_.back());
+        retired_.pop_back();
+      }
+      remove_leaf(l);
+    }
   }
 
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
@@ -378,10 +399,14 @@ class CgroupBackend final : public Backend {
     if (room && verified_empty && !leaf.memory)
       leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
     bool reusable = room && verified_empty && !leaf.memory && !leaf.limited && child_cgroup_count(leaf.dir.get()) == 0;
-    if (reusable) {
+    {
       std::lock_guard lock(mu_);
-      if (pool_.size() < kMaxPooled) {
+      if (reusable && pool_.size() < kMaxPooled) {
         pool_.push_back(std::move(leaf));
+        return;
+      }
+      if (defer_) {
+        retired_.push_back(std::move(leaf));
         return;
       }
     }
@@ -441,9 +466,11 @@ class CgroupBackend final : public Backend {
   std::string base_rel_;
   Fd base_;
   std::string prefix_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::mutex controller_mu_;
   std::vector<Leaf> pool_;
+  bool defer_ = false;
+  std::vector<Leaf> retired_;  // to be removed by tidy()
   // Destroyed after ~CgroupBackend has removed the leaves: it tells the
   // guard to go without touching anything.
   std::unique_ptr<confine::CgroupGuard> guard_;

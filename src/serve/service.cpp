@@ -38,6 +38,7 @@ namespace pmon::serve {
 namespace {
 
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+constexpr size_t kTidyBatch = 8;
 // An output read waiting for new bytes (waitMs) is answered once this much
 // is new, or this long after the first new bytes came.
 constexpr uint64_t kCoalesceBytes = 1 << 20;
@@ -335,13 +336,22 @@ void Service::unwatch_fd(int fd) {
 int Service::run() {
   if (!setup()) return 125;
   std::vector<epoll_event> evs(256);
+  backend_.defer_cleanup();
   for (;;) {
     if (shutting_down_ && jobs_.empty()) break;
     arm_timer();
-    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), -1);
+    // What jobs that are over left behind (their cgroup leaves) is removed
+    // when nothing else is ready, a few at a time: a client waiting to hear
+    // that its 1000 jobs are gone does not wait for 1000 rmdirs.
+    const bool tidy = backend_.cleanup_due();
+    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), tidy ? 0 : -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       return 125;
+    }
+    if (n == 0 && tidy) {
+      backend_.tidy(kTidyBatch);
+      continue;
     }
     for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
     on_time();
