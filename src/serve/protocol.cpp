@@ -292,10 +292,14 @@ std::variant<Request, BadRequest> parse_request(std::string_view line) {
 // What dump() makes of {"jsonrpc", "id", "result"} (keys sorted), written
 // around the result's own dump: no copy of a large result (a report).
 std::string result_line(const Json& id, const Json& result) {
+  return result_line_of_text(id, result.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+std::string result_line_of_text(const Json& id, std::string_view result) {
   std::string line = "{\"id\":";
   line += id.dump(-1, ' ', false, Json::error_handler_t::replace);
   line += ",\"jsonrpc\":\"2.0\",\"result\":";
-  line += result.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += result;
   line += "}\n";
   return line;
 }

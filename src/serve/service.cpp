@@ -139,6 +139,7 @@ struct Job {
   std::chrono::system_clock::time_point started;
   std::string ended_by;  // why pmon stopped it: "kill", "release", ...
   bool forget = false;   // dropped once over (release, its owner's end)
+  std::string report;    // its terminal/report result, dumped, once made
   bool done = false;
   std::vector<Pending> pending;
 
@@ -195,6 +196,7 @@ class Service {
   void on_mcp_line(Conn& c, std::string_view line);
   void send(uint64_t conn, std::string line);
   void flush_sends();
+  void make_reports();
   void consume_peeked(Conn& c);
   void drop_conn(uint64_t conn);
   void schedule_drop(Conn& c);
@@ -235,7 +237,7 @@ class Service {
   Answer list(const ListParams& p);
   Answer resize(const ResizeParams& p);
   Answer wait_for_port(Conn& c, const Json& id, const WaitForPortParams& p);
-  Answer report(const TerminalParams& p);
+  Answer report(const Json& id, const TerminalParams& p);
   Answer session_close(Conn& c, const Json& id, const SessionCloseParams& p);
 
   // MCP: a tool call on the same methods, its answer shaped as the tool's.
@@ -257,6 +259,7 @@ class Service {
   std::vector<uint64_t> doomed_;
   std::vector<uint64_t> to_flush_;
   std::vector<uint64_t> to_consume_;
+  std::vector<std::string> to_report_;  // jobs just over whose report is made after the replies go
   std::vector<char> scratch_;  // for a pipe whose buffer keeps nothing
   // Storage kept from one output reply to the next (large ones would
   // otherwise be fresh pages each time): the text read, a sent line.
@@ -356,6 +359,7 @@ int Service::run() {
     for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
     on_time();
     flush_sends();
+    make_reports();
     drop_doomed();
   }
   // Last words to the clients still here, without waiting for slow ones.
@@ -880,6 +884,17 @@ void Service::job_over(Job& j) {
   if (!opts_.mcp) send(j.creator, notification_line("terminal/exited", note));
   settle_pending(j);
   if (j.forget) erase_job(j.id);
+  else to_report_.push_back(j.id);
+}
+
+// A job that is over has the report it will have: made once its exit has
+// been sent (while its client reads that), kept for terminal/report.
+void Service::make_reports() {
+  std::vector<std::string> ids = std::move(to_report_);
+  to_report_.clear();
+  for (const std::string& id : ids)
+    if (Job* j = find_job(id); j && j->done && j->report.empty())
+      j->report = report_of(*j).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 // Answers what is owed: exits once over, output once there is some, and
@@ -1114,7 +1129,7 @@ Service::Answer Service::handle(Conn& c, const Request& r) {
     case Method::kill: return kill(c, r.id, std::get<TerminalParams>(r.params), false);
     case Method::release: return kill(c, r.id, std::get<TerminalParams>(r.params), true);
     case Method::list: return list(std::get<ListParams>(r.params));
-    case Method::report: return report(std::get<TerminalParams>(r.params));
+    case Method::report: return report(r.id, std::get<TerminalParams>(r.params));
     case Method::session_close: return session_close(c, r.id, std::get<SessionCloseParams>(r.params));
     case Method::resize: return resize(std::get<ResizeParams>(r.params));
     case Method::wait_for_port: return wait_for_port(c, r.id, std::get<WaitForPortParams>(r.params));
@@ -1335,12 +1350,14 @@ Service::Answer Service::list(const ListParams& p) {
   return Json{{"terminals", arr}};
 }
 
-Service::Answer Service::report(const TerminalParams& p) {
+Service::Answer Service::report(const Json& id, const TerminalParams& p) {
   Job* j = find_job(p.terminal_id);
   if (!j) return unknown_terminal(p.terminal_id);
   if (!j->done)
     return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' is still running; its report is made when it ends"};
-  return report_of(*j);
+  if (current_tool_) return report_of(*j);
+  if (j->report.empty()) j->report = report_of(*j).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return Line{result_line_of_text(id, j->report)};
 }
 
 Service::Answer Service::session_close(Conn& c, const Json& id, const SessionCloseParams& p) {
