@@ -241,7 +241,7 @@ int jobs_main(const std::vector<std::string>& args) {
 }
 
 int logs_main(const std::vector<std::string>& args) {
-  CLI::App app{"Print a job's output (its newest bytes within the job's limit).", "pmon logs"};
+  CLI::App app{"Print a job's output, the bytes as it wrote them (its newest within the job's limit).", "pmon logs"};
   std::string id;
   bool follow = false;
   SocketFlag sock;
