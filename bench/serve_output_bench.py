@@ -5,7 +5,10 @@ text to stdout, read back through terminal/output with `since` (and
 read, by two readers:
 
   logs -f   the C++ client, `pmon logs -f ID` into a pipe this process reads
-  python    this process, JSON over the socket (json.loads per reply)
+            (it asks for a stream: the raw bytes through a pipe the service
+            writes, passed with the reply)
+  stream    this process, asking for the stream itself and reading its pipe
+  json      this process, JSON over the socket (json.loads per reply)
 
 Baseline, in the same run: the same writer piped into `cat`, read from
 cat's stdout pipe by this process. Prints MB/s of each, the ratio against
@@ -15,7 +18,7 @@ outputBackpressure and should drop none).
 
 usage: serve_output_bench.py PMON [SIZE_MIB] [ROUNDS] [LIMIT_MIB] [--backpressure]
 """
-import json, os, socket, subprocess, sys, tempfile, time
+import array, json, os, socket, subprocess, sys, tempfile, time
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 BACKPRESSURE = "--backpressure" in sys.argv
@@ -70,6 +73,39 @@ def through_python(c):
     return dt, got
 
 
+def through_stream(c, path):
+    t0 = time.perf_counter()
+    tid = create(c)
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "terminal/output",
+                           "params": {"terminalId": tid, "stream": True}}) + "\n").encode())
+    buf, fds = b"", []
+    while b"\n" not in buf:
+        data, anc, _, _ = s.recvmsg(1 << 16, socket.CMSG_SPACE(4))
+        if not data:
+            raise RuntimeError("the service closed the connection")
+        for _, _, raw in anc:
+            fds += list(array.array("i", raw))
+        buf += data
+    r = json.loads(buf.split(b"\n", 1)[0])["result"]
+    f = os.fdopen(fds[0], "rb", buffering=0)
+    got = 0
+    while True:
+        b = f.read(1 << 20)
+        if not b:
+            break
+        got += len(b)
+    f.close()
+    s.close()
+    # The end of the stream: the job's output is over (or bytes were dropped).
+    r = c.call("terminal/output", {"terminalId": tid, "since": r["since"] + got})
+    got += len(r["output"].encode())
+    dt = time.perf_counter() - t0
+    c.call("terminal/release", {"terminalId": tid})
+    return dt, got
+
+
 def read_pipe(f):
     got = 0
     while True:
@@ -109,15 +145,16 @@ def main():
         print("%d MiB of text per round, outputByteLimit %d MiB, outputBackpressure %s; load average %s"
               % (SIZE >> 20, LIMIT >> 20, "on" if BACKPRESSURE else "off",
                  " ".join(open("/proc/loadavg").read().split()[:3])))
-        print("%-6s %9s | %9s %7s %12s | %9s %7s %12s" % ("round", "cat MB/s", "logs -f", "ratio", "lost bytes",
-                                                       "python", "ratio", "lost bytes"))
+        cols = ("logs -f", "stream", "json")
+        print("%-6s %9s" % ("round", "cat MB/s") + "".join(" | %9s %7s %10s" % (n, "ratio", "lost bytes") for n in cols))
         for i in range(ROUNDS):
             ct, cg = through_cat()
-            lt, lg = through_logs(c, path)
-            pt, pg = through_python(c)
-            cr, lr, pr = cg / ct / 1e6, lg / lt / 1e6, pg / pt / 1e6
-            print("%-6d %9.1f | %9.1f %6.2fx %12d | %9.1f %6.2fx %12d"
-                  % (i + 1, cr, lr, lr / cr, SIZE - lg, pr, pr / cr, SIZE - pg))
+            cr = cg / ct / 1e6
+            line = "%-6d %9.1f" % (i + 1, cr)
+            for fn in (lambda: through_logs(c, path), lambda: through_stream(c, path), lambda: through_python(c)):
+                t, g = fn()
+                line += " | %9.1f %6.2fx %10d" % (g / t / 1e6, g / t / 1e6 / cr, SIZE - g)
+            print(line)
         print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     finally:
         svc.terminate()

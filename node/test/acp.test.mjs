@@ -9,7 +9,7 @@ import { ESCAPER, records, gone, running, perFile } from './helpers.mjs';
 import { promptAgent } from '../../examples/acp_client.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const agent = join(here, 'fixtures', 'acp_agent.mjs');
+const agent = join(here, '..', 'fixtures', 'acp_agent.mjs');
 const { tmp, started } = perFile();
 
 test('ACP: the agent kills and releases its terminal — the daemon and the trapping child are gone', async () => {

@@ -7,7 +7,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { records, gone, scratch, cleanup, procStat } from './helpers.mjs';
 
-const owner = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'owner.mjs');
+const owner = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'owner.mjs');
 const started = [];
 const dirs = [];
 after(() => {

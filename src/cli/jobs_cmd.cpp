@@ -1,11 +1,14 @@
 // The client verbs of pmon serve: start, jobs, logs, stop, wait. Each is
 // one or a few JSON-RPC requests on the service's socket.
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
@@ -32,8 +35,10 @@ class Client {
     fd_ = std::move(*fd);
   }
 
-  // The result of `method`, or die() with the service's error line.
-  Json call(const std::string& method, const Json& params) {
+  // The result of `method`, or die() with the service's error line; an fd
+  // that came with the reply is put in *passed.
+  Json call(const std::string& method, const Json& params, Fd* passed = nullptr) {
+    fds_.clear();
     const int id = next_id_++;
     std::string line = Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() + "\n";
     for (size_t off = 0; off < line.size();) {
@@ -46,6 +51,8 @@ class Client {
       Json msg = read_message();
       if (!msg.contains("id") || msg["id"] != id) continue;  // a notification
       if (msg.contains("error")) die(msg["error"].value("message", std::string("error")));
+      if (passed && !fds_.empty()) *passed = std::move(fds_.front());
+      fds_.clear();
       return std::move(msg["result"]);
     }
   }
@@ -74,14 +81,39 @@ class Client {
         start_ = 0;
       }
       if (buf_.size() < len_ + kReadSize) buf_.resize(std::max(2 * buf_.size(), len_ + kReadSize));
-      ssize_t n = ::read(fd_.get(), buf_.data() + len_, kReadSize);
+      ssize_t n = receive(buf_.data() + len_, kReadSize);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) die("the service on " + path_ + " closed the connection");
       len_ += static_cast<size_t>(n);
     }
   }
 
+  // read(2), keeping the fds that come along (the service passes one with
+  // a stream's reply, and never more than one a message).
+  ssize_t receive(char* into, size_t len) {
+    iovec iov{into, len};
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n = ::recvmsg(fd_.get(), &msg, MSG_CMSG_CLOEXEC);
+    if (n <= 0) return n;
+    for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+      if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+        fds_.emplace_back(fd);
+      }
+    }
+    return n;
+  }
+
   static constexpr size_t kReadSize = size_t{1} << 20;
+  std::deque<Fd> fds_;  // came with the messages read for the current call
   std::string path_;
   Fd fd_;
   std::vector<char> buf_;  // what came: its first len_ bytes
@@ -112,6 +144,36 @@ std::string status_line(const Json& t) {
     else if (st["signal"].is_string()) s += " " + st["signal"].get<std::string>();
   }
   return s;
+}
+
+// Copies what comes on `fd` to stdout until its end; how many bytes. A
+// pipe to a pipe or a file moves by splice(2), anything else by read and
+// write.
+uint64_t copy_to_stdout(int fd) {
+  std::fflush(stdout);
+  uint64_t total = 0;
+  for (;;) {
+    ssize_t n = ::splice(fd, nullptr, STDOUT_FILENO, nullptr, size_t{1} << 20, SPLICE_F_MOVE | SPLICE_F_MORE);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL) break;  // stdout takes no splice (a terminal, a socket on old kernels)
+    if (n < 0) die(std::string("logs: cannot write the output: ") + std::strerror(errno));
+    if (n == 0) return total;
+    total += static_cast<uint64_t>(n);
+  }
+  std::vector<char> buf(size_t{1} << 20);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) die(std::string("logs: cannot read the output: ") + std::strerror(errno));
+    if (n == 0) return total;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(STDOUT_FILENO, buf.data() + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) die(std::string("logs: cannot write the output: ") + std::strerror(errno));
+      off += w;
+    }
+    total += static_cast<uint64_t>(n);
+  }
 }
 
 }  // namespace
@@ -179,7 +241,7 @@ int jobs_main(const std::vector<std::string>& args) {
 }
 
 int logs_main(const std::vector<std::string>& args) {
-  CLI::App app{"Print a job's output (its newest bytes within the job's limit).", "pmon logs"};
+  CLI::App app{"Print a job's output, the bytes as it wrote them (its newest within the job's limit).", "pmon logs"};
   std::string id;
   bool follow = false;
   SocketFlag sock;
@@ -189,7 +251,29 @@ int logs_main(const std::vector<std::string>& args) {
   if (!parse_options(app, args, "logs")) return 0;
   Client c = sock.connect();
   Json p = {{"terminalId", id}};
+  bool streams = true;
   for (;;) {
+    if (streams) {
+      // The bytes as the job wrote them, through a pipe the service writes
+      // into (no JSON on the way), to the end of the job's output or to
+      // where the service could not go on: bytes dropped before they were
+      // read, said by the read below.
+      Json sp = p;
+      sp.erase("waitMs");
+      sp["stream"] = true;
+      if (!follow) sp["follow"] = false;
+      Fd pipe;
+      Json r = c.call("terminal/output", sp, &pipe);
+      if (r.value("stream", false) && pipe) {
+        const uint64_t n = copy_to_stdout(pipe.get());
+        if (!follow) return 0;
+        p["since"] = r["since"].get<uint64_t>() + n;
+        p.erase("waitMs");
+      } else {
+        streams = false;  // a service that does not stream answered with text
+        p = {{"terminalId", id}};
+      }
+    }
     Json r = c.call("terminal/output", p);
     const std::string& text = r["output"].get_ref<const std::string&>();
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -198,7 +282,7 @@ int logs_main(const std::vector<std::string>& args) {
     // outputBackpressure can end with output still to read).
     if (!follow || (!r["exitStatus"].is_null() && text.empty())) return 0;
     p["since"] = r["next"];
-    p["waitMs"] = 60'000;
+    if (!streams) p["waitMs"] = 60'000;
   }
 }
 

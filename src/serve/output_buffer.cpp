@@ -64,6 +64,16 @@ size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final) 
 
 OutputBuffer::OutputBuffer(size_t limit) : limit_(limit) {}
 
+std::array<std::span<const char>, 2> OutputBuffer::bytes_from(uint64_t from, size_t max) const noexcept {
+  if (from < first_ || from >= total() || max == 0) return {};
+  const size_t off = static_cast<size_t>(from - first_);
+  const size_t n = std::min(size_ - off, max);
+  const size_t cap = ring_.size();
+  const size_t start = (head_ + off) % cap;
+  const size_t first = std::min(n, cap - start);
+  return {std::span<const char>(ring_.data() + start, first), std::span<const char>(ring_.data(), n - first)};
+}
+
 void OutputBuffer::reserve_for(size_t n) {
   size_t cap = ring_.size();
   if (size_ + n <= cap || cap == limit_) return;

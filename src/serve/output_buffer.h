@@ -4,6 +4,7 @@
 // time so that successive reads return every kept byte exactly once.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,6 +47,11 @@ class OutputBuffer {
   // The same, its text made in `storage` (emptied first; a caller that
   // reads often hands back the last text, keeping its allocation).
   Read read(std::optional<uint64_t> since, std::string storage) const;
+
+  // The kept bytes from offset `from` (first_kept() <= from <= total()) as
+  // they were appended, at most `max` of them: two spans, the second empty
+  // unless they wrap around the end of the storage.
+  std::array<std::span<const char>, 2> bytes_from(uint64_t from, size_t max) const noexcept;
 
   uint64_t total() const noexcept { return first_ + size_; }  // every byte ever appended
   uint64_t first_kept() const noexcept { return first_; }     // offset of the oldest kept byte

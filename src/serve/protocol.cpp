@@ -157,6 +157,8 @@ std::optional<Params> parse_params(Method m, const Json& p, std::string& err) {
       o.since = f.uint("since", false, std::numeric_limits<uint64_t>::max());
       o.stderr_since = f.uint("stderrSince", false, std::numeric_limits<uint64_t>::max());
       o.wait_ms = f.uint("waitMs", false, kMaxMs);
+      o.stream = f.flag("stream");
+      o.follow = f.flag("follow", true);
       out = o;
       break;
     }
@@ -229,9 +231,9 @@ std::optional<std::string> FieldReader::str(const char* name, bool required) {
   return v->get<std::string>();
 }
 
-bool FieldReader::flag(const char* name) {
+bool FieldReader::flag(const char* name, bool absent) {
   const Json* v = find(name, false);
-  if (!v) return false;
+  if (!v) return absent;
   if (!v->is_boolean()) return bad(name, "must be true or false"), false;
   return v->get<bool>();
 }

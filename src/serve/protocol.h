@@ -78,6 +78,11 @@ struct OutputParams {
   // pmon's: with nothing new past `since` on a running job, wait up to this
   // long for more (or its end) before answering.
   std::optional<uint64_t> wait_ms;
+  // pmon's: the bytes from `since` on, as the job wrote them, into a pipe
+  // whose read end comes with the reply (a Unix socket connection only);
+  // with `follow` until the job's output ends, else what is there now.
+  bool stream = false;
+  bool follow = true;
 };
 struct WaitForExitParams {
   std::string terminal_id;
@@ -139,7 +144,7 @@ class FieldReader {
   const std::optional<std::string>& error() const { return error_; }
 
   std::optional<std::string> str(const char* name, bool required);
-  bool flag(const char* name);
+  bool flag(const char* name, bool absent = false);
 
  protected:
   // The field, or null when absent or null (an error when required).

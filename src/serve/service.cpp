@@ -49,7 +49,7 @@ constexpr size_t kSpareMax = size_t{32} << 20;
 
 // What an epoll event is about: the kind in the top byte, an id below.
 enum class Tag : uint64_t {
-  listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop, job_err
+  listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop, job_err, stream
 };
 uint64_t tag(Tag t, uint64_t id = 0) { return (static_cast<uint64_t>(t) << 56) | id; }
 Tag tag_kind(uint64_t v) { return static_cast<Tag>(v >> 56); }
@@ -105,6 +105,27 @@ struct Flow {
   bool grown = false;      // its pipe was made larger (a job that writes a lot)
 };
 
+// terminal/output with `stream`: a job's bytes from `at` on, written as the
+// job wrote them into a pipe whose read end went to the client. It ends
+// (the pipe closed) when the job's output has ended and all of it is
+// written, at `until` (without follow), when bytes it had still to write
+// were dropped from the buffer (the reader then asks terminal/output,
+// which says so), when its reader closes its end, and with the job or the
+// connection that asked for it.
+struct Stream {
+  uint64_t id = 0;
+  uint64_t conn = 0;
+  uint64_t job = 0;  // Job::num
+  Fd pipe;           // our end, nonblocking
+  uint64_t at = 0;
+  uint64_t until = std::numeric_limits<uint64_t>::max();
+  bool watched = false;  // for room in the pipe
+};
+
+// At most this many streams per connection; each pipe is made this large.
+constexpr size_t kMaxStreams = 64;
+constexpr int kStreamPipe = 1 << 20;
+
 struct Job {
   uint64_t num = 0;  // epoll tags
   std::string id;
@@ -142,6 +163,7 @@ struct Job {
   std::string report;    // its terminal/report result, dumped, once made
   bool done = false;
   std::vector<Pending> pending;
+  std::vector<uint64_t> streams;  // ids in Service::streams_
 
   explicit Job(size_t limit) : buffer(limit) {}
 
@@ -158,8 +180,16 @@ struct Conn {
   int out_fd = -1;
   std::string inbuf;
   bool discarding = false;  // inside a line that was too long
-  std::deque<std::string> outq;  // whole messages, the first sent from out_off on
+  // A message, and the fd that goes with its first byte (terminal/output's
+  // stream: SCM_RIGHTS).
+  struct Out {
+    std::string text;
+    Fd fd;
+  };
+  std::deque<Out> outq;  // whole messages, the first sent from out_off on
   size_t out_off = 0;
+  bool passes_fds = false;  // a Unix socket: fds can go with a reply
+  size_t streams = 0;
   size_t queued_behind = 0;  // bytes of the messages after the first
   bool out_watched = false;
   bool flush_due = false;  // queued to be written after this round of events
@@ -181,7 +211,12 @@ class Service {
   struct Line {
     std::string text;
   };
-  using Answer = std::variant<Json, RpcError, std::monostate, Line>;  // monostate: deferred
+  // A result that hands the client an fd along with it.
+  struct WithFd {
+    Json result;
+    Fd fd;
+  };
+  using Answer = std::variant<Json, RpcError, std::monostate, Line, WithFd>;  // monostate: deferred
 
   // The event loop.
   bool setup();
@@ -194,7 +229,7 @@ class Service {
   void on_conn_writable(Conn& c);
   void on_line(Conn& c, std::string_view line);
   void on_mcp_line(Conn& c, std::string_view line);
-  void send(uint64_t conn, std::string line);
+  void send(uint64_t conn, std::string line, Fd fd = Fd());
   void flush_sends();
   void make_reports();
   void consume_peeked(Conn& c);
@@ -215,6 +250,10 @@ class Service {
                           std::optional<uint64_t> stderr_since);
   void note_delivered(Job& j, uint64_t out_next, std::optional<uint64_t> err_next);
   void on_job_stdin(Job& j);
+  Answer open_stream(Conn& c, Job& j, const OutputParams& p);
+  void pump_streams(Job& j);
+  bool pump(Stream& s, Job& j);
+  void end_stream(uint64_t sid);
   void on_main_exit(Job& j);
   void begin_stop(Job& j, Call::End why, const std::string& by);
   void after_finish_step(Job& j, bool over);
@@ -258,6 +297,8 @@ class Service {
   uint64_t next_job_ = 1;
   std::vector<uint64_t> doomed_;
   std::vector<uint64_t> to_flush_;
+  std::map<uint64_t, Stream> streams_;
+  uint64_t next_stream_ = 1;
   std::vector<uint64_t> to_consume_;
   std::vector<std::string> to_report_;  // jobs just over whose report is made after the replies go
   std::vector<char> scratch_;  // for a pipe whose buffer keeps nothing
@@ -316,6 +357,9 @@ bool Service::setup() {
     c.id = next_conn_++;
     c.in_fd = STDIN_FILENO;
     c.out_fd = STDOUT_FILENO;
+    int domain = 0;
+    socklen_t dlen = sizeof domain;
+    c.passes_fds = ::getsockopt(c.out_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) == 0 && domain == AF_UNIX;
     set_nonblocking(c.in_fd);
     set_nonblocking(c.out_fd);
     watch_fd(c.in_fd, EPOLLIN, tag(Tag::conn_in, c.id));
@@ -406,6 +450,14 @@ void Service::on_event(uint64_t t, uint32_t events) {
       if (tag_kind(t) == Tag::conn_in && !c.doomed && (events & ~uint32_t{EPOLLOUT}) != 0) on_conn_readable(c);
       return;
     }
+    case Tag::stream: {
+      auto it = streams_.find(id);
+      if (it == streams_.end()) return;
+      auto key = job_keys_.find(it->second.job);
+      Job* j = key == job_keys_.end() ? nullptr : find_job(key->second);
+      if (!j || (events & (EPOLLERR | EPOLLHUP)) || !pump(it->second, *j)) end_stream(id);
+      return;
+    }
     default: break;
   }
   auto key = job_keys_.find(id);
@@ -479,6 +531,7 @@ void Service::on_accept() {
     Conn c;
     c.id = next_conn_++;
     c.in_fd = c.out_fd = fd;
+    c.passes_fds = true;
     c.sock = std::move(sock);
     watch_fd(fd, EPOLLIN | EPOLLRDHUP, tag(Tag::conn_in, c.id));
     conns_.emplace(c.id, std::move(c));
@@ -550,9 +603,10 @@ void Service::on_line(Conn& c, std::string_view line) {
   if (auto* res = std::get_if<Json>(&a)) send(cid, result_line(r.id, *res));
   else if (auto* err = std::get_if<RpcError>(&a)) send(cid, error_line(r.id, *err));
   else if (auto* line = std::get_if<Line>(&a)) send(cid, std::move(line->text));
+  else if (auto* with = std::get_if<WithFd>(&a)) send(cid, result_line(r.id, with->result), std::move(with->fd));
 }
 
-void Service::send(uint64_t conn, std::string line) {
+void Service::send(uint64_t conn, std::string line, Fd fd) {
   auto it = conns_.find(conn);
   if (it == conns_.end() || it->second.doomed) return;
   Conn& c = it->second;
@@ -565,7 +619,7 @@ void Service::send(uint64_t conn, std::string line) {
     return;
   }
   if (!c.outq.empty()) c.queued_behind += line.size();
-  c.outq.push_back(std::move(line));
+  c.outq.push_back({std::move(line), std::move(fd)});
   // Written once this round of events is handled: what it sends (a
   // terminal/exited for each of 1000 jobs a session/close stopped) goes
   // out in a few writes, not one each.
@@ -609,15 +663,36 @@ void Service::consume_peeked(Conn& c) {
 
 void Service::on_conn_writable(Conn& c) {
   while (!c.outq.empty()) {
-    // The first message from out_off, and as many after it as one call takes.
+    // The first message from out_off, and as many after it as one call
+    // takes, up to one that carries an fd: that goes with its first byte.
     iovec iov[64];
     int cnt = 0;
     for (auto m = c.outq.begin(); m != c.outq.end() && cnt < 64; ++m, ++cnt) {
+      if (cnt > 0 && m->fd) break;
       size_t off = cnt == 0 ? c.out_off : 0;
-      iov[cnt] = {const_cast<char*>(m->data()) + off, m->size() - off};
+      iov[cnt] = {const_cast<char*>(m->text.data()) + off, m->text.size() - off};
     }
     // (SIGPIPE is ignored: a gone reader is EPIPE.)
-    ssize_t n = ::writev(c.out_fd, iov, cnt);
+    ssize_t n;
+    Fd& passing = c.outq.front().fd;
+    if (passing) {
+      msghdr msg{};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(cnt);
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN(sizeof(int));
+      const int pass = passing.get();
+      std::memcpy(CMSG_DATA(cm), &pass, sizeof pass);
+      n = ::sendmsg(c.out_fd, &msg, MSG_NOSIGNAL);
+      if (n > 0) passing.reset();  // the client has it now
+    } else {
+      n = ::writev(c.out_fd, iov, cnt);
+    }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) {
       if (!c.out_watched) {
@@ -635,17 +710,17 @@ void Service::on_conn_writable(Conn& c) {
     }
     size_t done = static_cast<size_t>(n);
     while (done > 0) {
-      size_t left = c.outq.front().size() - c.out_off;
+      size_t left = c.outq.front().text.size() - c.out_off;
       if (done < left) {
         c.out_off += done;
         break;
       }
       done -= left;
-      if (c.outq.front().capacity() > line_spare_.capacity() && c.outq.front().capacity() <= kSpareMax)
-        line_spare_ = std::move(c.outq.front());
+      std::string& sent = c.outq.front().text;
+      if (sent.capacity() > line_spare_.capacity() && sent.capacity() <= kSpareMax) line_spare_ = std::move(sent);
       c.outq.pop_front();
       c.out_off = 0;
-      if (!c.outq.empty()) c.queued_behind -= c.outq.front().size();
+      if (!c.outq.empty()) c.queued_behind -= c.outq.front().text.size();
     }
   }
   c.queued_behind = 0;
@@ -663,6 +738,10 @@ void Service::drop_conn(uint64_t conn) {
   if (it == conns_.end()) return;
   unwatch_fd(it->second.in_fd);
   conns_.erase(it);
+  std::vector<uint64_t> sids;
+  for (auto& [sid, st] : streams_)
+    if (st.conn == conn) sids.push_back(sid);
+  for (uint64_t sid : sids) end_stream(sid);
   std::vector<std::string> ids;
   for (auto& [id, j] : jobs_)
     if (j->owner == conn) ids.push_back(id);
@@ -762,7 +841,102 @@ void Service::pull(Job& j, bool err, bool to_end) {
 
 void Service::on_job_output(Job& j) {
   pull(j, false, false);
+  pump_streams(j);
   settle_pending(j);
+}
+
+// --- streams --------------------------------------------------------------
+
+Service::Answer Service::open_stream(Conn& c, Job& j, const OutputParams& p) {
+  if (!c.passes_fds)
+    return RpcError{rpc::kInvalidParams,
+                    "invalid params: 'stream' needs a Unix socket connection (pmon serve --listen); "
+                    "read without it"};
+  if (p.stderr_since)
+    return RpcError{rpc::kInvalidParams, "invalid params: 'stream' reads the job's output, not its stderr; "
+                                         "read stderr with 'stderrSince' and no 'stream'"};
+  if (c.streams >= kMaxStreams)
+    return RpcError{rpc::kServerError, "too many streams on this connection (at most " +
+                                           std::to_string(kMaxStreams) + "); read one to its end first"};
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+  Fd r(fds[0]);  // the client's, blocking
+  set_nonblocking(fds[1]);
+  Stream s;
+  s.conn = c.id;
+  s.job = j.num;
+  s.pipe = Fd(fds[1]);
+  (void)::fcntl(s.pipe.get(), F_SETPIPE_SZ, kStreamPipe);  // as large as allowed
+  const uint64_t first = j.buffer.first_kept();
+  const bool truncated = p.since.value_or(0) < first;
+  s.at = std::clamp(p.since.value_or(0), first, j.buffer.total());
+  if (!p.follow) s.until = j.buffer.total();
+  const uint64_t sid = next_stream_++;
+  s.id = sid;
+  Json res = {{"stream", true}, {"since", s.at}, {"truncated", truncated}};
+  auto [it, _] = streams_.emplace(sid, std::move(s));
+  j.streams.push_back(sid);
+  ++c.streams;
+  if (!pump(it->second, j)) end_stream(sid);
+  return WithFd{std::move(res), std::move(r)};
+}
+
+void Service::pump_streams(Job& j) {
+  for (size_t i = 0; i < j.streams.size();) {
+    const uint64_t sid = j.streams[i];
+    auto it = streams_.find(sid);
+    if (it != streams_.end() && pump(it->second, j)) {
+      ++i;
+      continue;
+    }
+    end_stream(sid);  // takes it out of j.streams
+  }
+}
+
+// Writes what the stream has to write; false once it is over.
+bool Service::pump(Stream& s, Job& j) {
+  const OutputBuffer& b = j.buffer;
+  for (;;) {
+    if (s.at < b.first_kept()) return false;  // dropped before it was written
+    const uint64_t end = std::min(b.total(), s.until);
+    if (s.at >= end) {
+      if (s.until != std::numeric_limits<uint64_t>::max() || b.closed()) return false;
+      break;
+    }
+    auto parts = b.bytes_from(s.at, static_cast<size_t>(std::min<uint64_t>(end - s.at, kReadBudget)));
+    iovec iov[2] = {{const_cast<char*>(parts[0].data()), parts[0].size()},
+                    {const_cast<char*>(parts[1].data()), parts[1].size()}};
+    ssize_t n = ::writev(s.pipe.get(), iov, parts[1].empty() ? 1 : 2);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      if (!s.watched) {
+        watch_fd(s.pipe.get(), EPOLLOUT, tag(Tag::stream, s.id));
+        s.watched = true;
+      }
+      return true;
+    }
+    if (n <= 0) return false;  // the reader closed its end (EPIPE)
+    s.at += static_cast<uint64_t>(n);
+    note_delivered(j, s.at, std::nullopt);
+    if (static_cast<size_t>(n) < parts[0].size() + parts[1].size()) continue;  // (the next write says EAGAIN)
+  }
+  if (s.watched) {
+    unwatch_fd(s.pipe.get());
+    s.watched = false;
+  }
+  return true;
+}
+
+void Service::end_stream(uint64_t sid) {
+  auto it = streams_.find(sid);
+  if (it == streams_.end()) return;
+  Stream& s = it->second;
+  if (s.watched) unwatch_fd(s.pipe.get());
+  if (auto c = conns_.find(s.conn); c != conns_.end() && c->second.streams > 0) --c->second.streams;
+  if (auto key = job_keys_.find(s.job); key != job_keys_.end())
+    if (Job* j = find_job(key->second)) std::erase(j->streams, sid);
+  streams_.erase(it);  // closes the pipe: the reader sees its end
 }
 
 void Service::on_job_stderr(Job& j) {
@@ -874,6 +1048,7 @@ void Service::job_over(Job& j) {
   const RunResult& r = j.call->result();
   if (!r.cleanup_verified) all_verified_ = false;
   drain_output(j);
+  pump_streams(j);
   if (j.in_watched) unwatch_fd(j.in.get());
   j.in.reset();
   Json note = {{"terminalId", j.id},
@@ -973,6 +1148,7 @@ void Service::erase_job(const std::string& id) {
   if (it == jobs_.end()) return;
   Job& j = *it->second;
   if (!j.done) return;  // forgotten once over
+  for (uint64_t sid : std::vector<uint64_t>(j.streams)) end_stream(sid);
   job_keys_.erase(j.num);
   jobs_.erase(it);
 }
@@ -1247,6 +1423,10 @@ Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) 
     // reply with nothing new and an exit status means there is no more.
     pull(*j, false, false);
     if (j->err_buffer) pull(*j, true, false);
+  }
+  if (p.stream) {
+    if (current_tool_) return RpcError{rpc::kInvalidParams, "invalid params: no 'stream' for a tool"};
+    return open_stream(c, *j, p);
   }
   if (!p.wait_ms || j->done || has_new_output(*j, p.since, p.stderr_since)) {
     if (current_tool_) return output_json(*j, p.since, p.stderr_since);

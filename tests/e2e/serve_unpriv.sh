@@ -69,6 +69,15 @@ case $(jf "$r" 'm["error"]["message"]') in
   *) fail "another uid was served: $r" ;;
 esac
 
+# The user's pmon logs -f reads its job's output through a stream.
+chmod 600 "$usock"
+r=$(rpc_as "$TEST_UID" "$usock" terminal/create '{"command":"sh","args":["-c","echo one; sleep 0.2; echo two"],"keep":true}')
+lid=$(jf "$r" 'm["result"]["terminalId"]')
+[ "$(setpriv --reuid="$TEST_UID" --regid="$TEST_UID" --clear-groups "$PMON" logs -f --socket "$usock" "$lid")" = "one
+two" ] || fail "the user's pmon logs -f did not print its job's output"
+r=$(rpc_as "$TEST_UID" "$usock" terminal/release '{"terminalId":"'"$lid"'"}')
+[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release of the logs job: $r"
+
 r=$(rpc_as "$TEST_UID" "$usock" terminal/release '{"terminalId":"'"$id"'"}')
 [ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release: $r"
 ! alive "$dpid" "$dst" || fail "the release left the daemon running"

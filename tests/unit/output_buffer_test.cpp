@@ -275,5 +275,42 @@ TEST(OutputBuffer, WritableAndCommitAsAppend) {
   }
 }
 
+// bytes_from gives the kept bytes as appended (no U+FFFD), from any kept
+// offset, in one span or two where the ring wraps, never past `max`.
+TEST(OutputBuffer, BytesFromAreTheRawKeptBytes) {
+  std::mt19937 rng(7);
+  for (size_t limit : {size_t{1}, size_t{5}, size_t{64}, size_t{1000}, size_t{5000}}) {
+    OutputBuffer b(limit);
+    std::string all;
+    for (int i = 0; i < 400; ++i) {
+      std::string chunk(1 + rng() % 300, '\0');
+      for (char& c : chunk) c = static_cast<char>(rng() % 256);  // invalid UTF-8 too
+      b.append(chunk);
+      all += chunk;
+      ASSERT_EQ(b.total(), all.size());
+      ASSERT_LE(b.total() - b.first_kept(), limit);
+      const uint64_t from = b.first_kept() + rng() % (b.total() - b.first_kept() + 1);
+      const size_t max = 1 + rng() % (limit + 10);
+      auto parts = b.bytes_from(from, max);
+      std::string got(parts[0].begin(), parts[0].end());
+      got.append(parts[1].begin(), parts[1].end());
+      const size_t want = std::min<uint64_t>(max, b.total() - from);
+      ASSERT_EQ(got.size(), want) << limit << " from " << from;
+      ASSERT_TRUE(got == all.substr(static_cast<size_t>(from), want)) << limit << " from " << from;
+      if (parts[0].empty()) {
+        ASSERT_TRUE(parts[1].empty());
+      }
+    }
+    // Before the first kept byte, at or past the end: nothing.
+    if (b.first_kept() > 0) {
+      EXPECT_TRUE(b.bytes_from(b.first_kept() - 1, 100)[0].empty());
+    }
+    EXPECT_TRUE(b.bytes_from(b.total(), 100)[0].empty());
+  }
+  OutputBuffer none(0);
+  none.append("gone");
+  EXPECT_TRUE(none.bytes_from(4, 10)[0].empty());
+}
+
 }  // namespace
 }  // namespace pmon::serve

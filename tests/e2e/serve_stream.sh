@@ -1,0 +1,268 @@
+# terminal/output with `stream`: the job's bytes, as it wrote them, come
+# through a pipe whose read end is passed with the reply. Every byte once
+# (with backpressure), raw bytes kept, `follow: false` ends at what was
+# there, a reader that falls behind gets an early end and the next read says
+# bytes were dropped, a reader that goes away, the job's release and the
+# connection's end each end the stream, --stdio streams only on a socket,
+# and bad values are refused while the service goes on serving.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+
+# stream.py SOCKET: the scenario's socket client, one connection; each
+# step prints one JSON line of what it saw.
+cat > "$t/stream.py" <<'PY'
+import array, hashlib, json, os, select, socket, sys, time
+sock_path, step = sys.argv[1], sys.argv[2]
+
+class Conn:
+    def __init__(self):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(sock_path)
+        self.buf, self.fds, self.n = b"", [], 0
+    def call(self, method, params):
+        self.n += 1
+        self.s.sendall((json.dumps({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}) + "\n").encode())
+        while True:
+            while b"\n" not in self.buf:
+                data, anc, _, _ = self.s.recvmsg(1 << 20, socket.CMSG_SPACE(4 * 4))
+                if not data:
+                    raise SystemExit("the service closed the connection")
+                for level, kind, raw in anc:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        a = array.array("i")
+                        a.frombytes(raw[:len(raw) - len(raw) % 4])
+                        self.fds += list(a)
+                self.buf += data
+            line, self.buf = self.buf.split(b"\n", 1)
+            m = json.loads(line)
+            if m.get("id") == self.n:
+                fd = self.fds.pop(0) if self.fds else None
+                assert not self.fds, "more than one fd came with a reply"
+                return m, fd
+
+def read_all(fd, h=None, deadline=30):
+    got, end = 0, time.monotonic() + deadline
+    while True:
+        r, _, _ = select.select([fd], [], [], max(0, end - time.monotonic()))
+        if not r:
+            raise SystemExit("the stream did not end within %d s" % deadline)
+        b = os.read(fd, 1 << 20)
+        if not b:
+            os.close(fd)
+            return got
+        got += len(b)
+        if h:
+            h.update(b)
+
+def wait_exit(c, tid):
+    return c.call("terminal/wait_for_exit", {"terminalId": tid})[0]["result"]
+
+c = Conn()
+out = {}
+if step == "every-byte":
+    # 20 MiB of every byte value through a 1 MiB buffer with backpressure.
+    gen = sys.argv[3]
+    m, _ = c.call("terminal/create", {"command": "python3", "args": ["-c", gen],
+                                       "outputByteLimit": 1 << 20, "outputBackpressure": True})
+    tid = m["result"]["terminalId"]
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+    out["reply"] = m.get("result")
+    h = hashlib.md5()
+    out["bytes"] = read_all(fd, h)
+    out["md5"] = h.hexdigest()
+    m, fd2 = c.call("terminal/output", {"terminalId": tid, "since": out["bytes"]})
+    out["after"] = m["result"]
+    out["fd_with_text"] = fd2 is not None
+elif step == "now":
+    m, _ = c.call("terminal/create", {"command": "sh", "args": ["-c", "printf 'abc\\377'; exec sleep 600"]})
+    tid = m["result"]["terminalId"]
+    c.call("terminal/output", {"terminalId": tid, "since": 0, "waitMs": 10000})
+    t0 = time.monotonic()
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True, "follow": False})
+    b = os.read(fd, 100)
+    out["text"] = b.hex()
+    out["ended"] = read_all(fd, deadline=10) == 0
+    # since beyond what was written: the stream starts at the end.
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True, "since": 10 ** 9, "follow": False})
+    out["beyond"] = m["result"]
+    out["beyond_bytes"] = read_all(fd, deadline=10)
+    # A stream of the running job; its release ends it, after the bytes.
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True, "since": 1})
+    r = c.call("terminal/release", {"terminalId": tid})[0]
+    out["released"] = r["result"]["cleanupVerified"]
+    out["after_release"] = os.read(fd, 100).hex()
+    out["release_ended"] = read_all(fd, deadline=10) == 0
+elif step == "behind":
+    # No backpressure, 64 KiB kept: a reader that does not read while the
+    # job writes 8 MiB is ended early, and the next read says bytes were
+    # dropped; what it got is the job's first bytes, in order.
+    gen = "import sys, time\ntime.sleep(0.3)\nfor i in range(524288): sys.stdout.write('%015d\\n' % i)"
+    m, _ = c.call("terminal/create", {"command": "python3", "args": ["-c", gen], "outputByteLimit": 65536})
+    tid = m["result"]["terminalId"]
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+    out["reply"] = m["result"]
+    wait_exit(c, tid)
+    h = hashlib.md5()
+    out["bytes"] = read_all(fd, h)
+    out["md5"] = h.hexdigest()
+    written = b"".join(b"%015d\n" % i for i in range(524288))
+    out["want_md5"] = hashlib.md5(written[:out["bytes"]]).hexdigest()
+    m, _ = c.call("terminal/output", {"terminalId": tid, "since": out["bytes"]})
+    out["after"] = {k: v for k, v in m["result"].items() if k != "output"}
+    out["after_bytes"] = len(m["result"]["output"])
+    # A stream asked for after the job is over, from 0: the kept bytes,
+    # and the reply says the older ones were dropped.
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True, "since": 0})
+    out["late"] = m["result"]
+    out["late_bytes"] = read_all(fd)
+elif step == "reader-gone":
+    # A reader that closes its end: the service goes on, the job too.
+    m, _ = c.call("terminal/create", {"command": "yes", "args": ["stream"], "outputByteLimit": 1 << 20,
+                                       "outputBackpressure": True})
+    tid = m["result"]["terminalId"]
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+    got = 0
+    while got < (4 << 20):
+        got += len(os.read(fd, 1 << 20))
+    os.close(fd)
+    time.sleep(0.2)
+    m, _ = c.call("terminal/list", {})
+    out["status"] = [t["status"] for t in m["result"]["terminals"] if t["terminalId"] == tid]
+    # A new stream goes on from where the reader stopped (the bytes the
+    # closed pipe held count as read: with backpressure the buffer may have
+    # let them go, and the reply says so).
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True, "since": got})
+    out["again"] = m["result"]
+    out["again_bytes"] = len(os.read(fd, 1 << 16))
+    os.close(fd)
+    out["released"] = c.call("terminal/release", {"terminalId": tid})[0]["result"]["cleanupVerified"]
+elif step == "conn-gone":
+    # The connection that asked for a stream ends: so does the stream.
+    m, _ = c.call("terminal/create", {"command": "sleep", "args": ["600"], "keep": True})
+    tid = m["result"]["terminalId"]
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+    c.s.close()
+    out["ended"] = read_all(fd, deadline=10) == 0
+    c = Conn()
+    out["released"] = c.call("terminal/release", {"terminalId": tid})[0]["result"]["cleanupVerified"]
+elif step == "bad":
+    m, _ = c.call("terminal/create", {"command": "sleep", "args": ["600"], "separateStderr": True})
+    tid = m["result"]["terminalId"]
+    out["not_bool"] = c.call("terminal/output", {"terminalId": tid, "stream": "yes"})[0].get("error")
+    out["follow_not_bool"] = c.call("terminal/output", {"terminalId": tid, "stream": True, "follow": 1})[0].get("error")
+    out["stderr"] = c.call("terminal/output", {"terminalId": tid, "stream": True, "stderrSince": 0})[0].get("error")
+    out["unknown"] = c.call("terminal/output", {"terminalId": "nope", "stream": True})[0].get("error")
+    fds = []
+    for i in range(64):
+        m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+        assert fd is not None and "result" in m, m
+        fds.append(fd)
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+    out["too_many"] = m.get("error")
+    out["too_many_fd"] = fd is not None
+    # The streams are the service's to end: the job's release ends all 64.
+    out["released"] = c.call("terminal/release", {"terminalId": tid})[0]["result"]["cleanupVerified"]
+    out["all_ended"] = all(read_all(fd, deadline=10) == 0 for fd in fds)
+    m, _ = c.call("terminal/list", {})
+    out["still_serving"] = "result" in m
+print(json.dumps(out))
+PY
+
+# Every byte value, 20 MiB, with backpressure: each byte once, in order.
+gen='import sys
+b = bytes(range(256)) * 4096
+for i in range(20):
+    sys.stdout.buffer.write(b)'
+want=$(python3 -c "$gen" | md5sum | cut -d' ' -f1)
+r=$(python3 "$t/stream.py" "$SOCK" every-byte "$gen")
+[ "$(jf "$r" 'm["reply"]')" = '{"since": 0, "stream": true, "truncated": false}' ] || fail "every-byte: the stream's reply: $r"
+[ "$(jf "$r" 'm["bytes"]')" = $((20 << 20)) ] || fail "every-byte: not every byte came through the stream: $r"
+[ "$(jf "$r" 'm["md5"]')" = "$want" ] || fail "every-byte: the bytes differ from those the job wrote: $r"
+[ "$(jf "$r" 'm["after"]["output"] == "" and m["after"]["exitStatus"]["exitCode"] == 0 and not m["after"]["truncated"]')" = true ] ||
+  fail "every-byte: the read after the stream's end: $r"
+[ "$(jf "$r" 'm["fd_with_text"]')" = false ] || fail "every-byte: an fd came with a plain read: $r"
+
+# follow: false ends at what was there; the raw byte is kept as is; a
+# since past the end starts there; the release ends a following stream.
+r=$(python3 "$t/stream.py" "$SOCK" now)
+[ "$(jf "$r" 'm["text"]')" = 616263ff ] || fail "now: the stream did not give the job's bytes as written: $r"
+[ "$(jf "$r" 'm["ended"]')" = true ] || fail "now: follow false did not end at what was there: $r"
+[ "$(jf "$r" 'm["beyond"]["since"] == 4 and m["beyond_bytes"] == 0')" = true ] || fail "now: a since past the end: $r"
+[ "$(jf "$r" 'm["released"] and m["after_release"] == "6263ff" and m["release_ended"]')" = true ] ||
+  fail "now: the release did not end the stream after its bytes: $r"
+
+# A reader that falls behind: an early end, then the read says so.
+r=$(python3 "$t/stream.py" "$SOCK" behind)
+[ "$(jf "$r" 'm["bytes"] < 8388608 and m["md5"] == m["want_md5"]')" = true ] || fail "behind: what the stream gave: $r"
+[ "$(jf "$r" 'm["after"]["truncated"] and m["after"]["next"] == 8388608 and 0 < m["after_bytes"] <= 65536')" = true ] ||
+  fail "behind: the read after an early end does not say bytes were dropped: $r"
+[ "$(jf "$r" 'm["late"]["truncated"] and m["late"]["since"] == 8388608 - 65536 and m["late_bytes"] == 65536')" = true ] ||
+  fail "behind: a stream from 0 of a job that dropped bytes: $r"
+
+r=$(python3 "$t/stream.py" "$SOCK" reader-gone)
+[ "$(jf "$r" 'm["status"]')" = '["running"]' ] || fail "reader-gone: the job or the service did not go on: $r"
+[ "$(jf "$r" 'm["again"]["stream"] and m["again_bytes"] > 0 and m["released"]')" = true ] ||
+  fail "reader-gone: a second stream from where the first stopped: $r"
+
+r=$(python3 "$t/stream.py" "$SOCK" conn-gone)
+[ "$(jf "$r" 'm["ended"] and m["released"]')" = true ] || fail "conn-gone: the stream outlived its connection: $r"
+
+r=$(python3 "$t/stream.py" "$SOCK" bad)
+[ "$(jf "$r" 'm["not_bool"]["code"] == -32602 and "stream" in m["not_bool"]["message"]')" = true ] || fail "bad: stream not a boolean: $r"
+[ "$(jf "$r" 'm["follow_not_bool"]["code"] == -32602 and "follow" in m["follow_not_bool"]["message"]')" = true ] ||
+  fail "bad: follow not a boolean: $r"
+[ "$(jf "$r" 'm["stderr"]["code"] == -32602 and "stderr" in m["stderr"]["message"]')" = true ] || fail "bad: stream with stderrSince: $r"
+[ "$(jf "$r" '"unknown terminal" in m["unknown"]["message"]')" = true ] || fail "bad: an unknown terminal: $r"
+[ "$(jf "$r" '"too many streams" in m["too_many"]["message"] and not m["too_many_fd"]')" = true ] || fail "bad: 65 streams: $r"
+[ "$(jf "$r" 'm["released"] and m["all_ended"] and m["still_serving"]')" = true ] || fail "bad: after the 64 streams: $r"
+
+# pmon logs -f prints the raw bytes too, and ends with the job.
+client_open c
+r=$(call c terminal/create '{"command":"sh","args":["-c","printf \"a\\377\\n\"; sleep 0.3; printf \"b\\n\""],"keep":true}')
+id=$(jf "$r" 'm["result"]["terminalId"]')
+[ "$("$PMON" logs -f --socket "$SOCK" "$id" | od -An -tx1 | tr -d ' \n')" = 61ff0a620a ] || fail "pmon logs -f did not print the raw bytes"
+call c terminal/release '{"terminalId":"'"$id"'"}' > /dev/null
+client_close c
+
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+
+# --stdio: on pipes a stream is refused (and the next request served); on a
+# socket it works.
+r=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"echo","args":["hi"]}}' \
+  '{"jsonrpc":"2.0","id":2,"method":"terminal/output","params":{"terminalId":"t1","stream":true}}' \
+  '{"jsonrpc":"2.0","id":3,"method":"terminal/list","params":{}}' | "$PMON" serve -q --stdio)
+printf '%s\n' "$r" | python3 -c '
+import json, sys
+m = {x.get("id"): x for x in map(json.loads, sys.stdin) if "id" in x}
+assert m[2]["error"]["code"] == -32602 and "Unix socket" in m[2]["error"]["message"], m[2]
+assert "result" in m[3], m[3]' || fail "--stdio on pipes: the stream was not refused in one line, or the service stopped serving: $r"
+python3 - "$PMON" <<'PY' || fail "--stdio on a socket: no stream"
+import array, json, os, socket, subprocess, sys
+a, b = socket.socketpair()
+p = subprocess.Popen([sys.argv[1], "serve", "-q", "--stdio"], stdin=b, stdout=b)
+b.close()
+def call(i, method, params):
+    a.sendall((json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n").encode())
+    buf, fds = b"", []
+    while True:
+        data, anc, _, _ = a.recvmsg(1 << 16, socket.CMSG_SPACE(4))
+        for level, kind, raw in anc:
+            fds += list(array.array("i", raw))
+        buf += data
+        for line in buf.split(b"\n")[:-1]:
+            m = json.loads(line)
+            if m.get("id") == i:
+                return m, fds
+tid = call(1, "terminal/create", {"command": "echo", "args": ["through a socket"]})[0]["result"]["terminalId"]
+call(2, "terminal/wait_for_exit", {"terminalId": tid})
+m, fds = call(3, "terminal/output", {"terminalId": tid, "stream": True})
+assert m["result"]["stream"] and len(fds) == 1, m
+assert os.read(fds[0], 100) == b"through a socket\n"
+assert os.read(fds[0], 100) == b""
+a.close()
+assert p.wait(30) == 0
+PY
+pass
