@@ -70,8 +70,12 @@ class Boundary {
   // reaped): a boundary may leave that pid out of its pass (no pidfd and
   // verification for it). then_sig (SIGCONT after a stop signal, or 0)
   // follows sig to each member; a boundary may send both from one listing.
-  virtual Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0) {
-    (void)signalled;
+  // `listed`: listed_pids() as the caller has just read it (the leftover
+  // snapshot's confirming listing), which a boundary may start from instead
+  // of listing again; it still confirms each pidfd with a listing of its own.
+  virtual Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
+                                     const std::vector<pid_t>* listed = nullptr) {
+    (void)signalled, (void)listed;
     auto r = signal_all(sig);
     if (then_sig != 0) (void)signal_all(then_sig);
     return r;
@@ -127,6 +131,15 @@ class Backend {
   // so its exit overlaps the caller's own end). Later calls still work, but
   // without the guard.
   virtual void dismiss_helpers() noexcept {}
+  // What is left of a call once it is over and verified (a cgroup leaf not
+  // kept for reuse) is removed later, by tidy(), not as the call ends: a
+  // caller with an event loop (pmon serve) answers first and tidies when it
+  // has nothing else to do. Nothing of it runs any more; the crash guard
+  // and `pmon gc` still cover it; the backend's end removes what is left.
+  virtual void defer_cleanup() noexcept {}
+  virtual bool cleanup_due() const noexcept { return false; }
+  // Removes up to `max` of what was left for later.
+  virtual void tidy(size_t max) noexcept { (void)max; }
 };
 
 struct ConfineRequest {

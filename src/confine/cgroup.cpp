@@ -159,9 +159,10 @@ class CgroupBoundary final : public Boundary {
   // instead of a /proc read per process.
   Result<int> signal_all(int sig) override { return signal_all_but(sig, 0); }
 
-  Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0) override {
+  Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
+                             const std::vector<pid_t>* listed = nullptr) override {
     std::vector<std::pair<pid_t, Fd>> fds;
-    for (pid_t pid : pids())
+    for (pid_t pid : listed ? *listed : pids())
       if (pid != signalled || signalled <= 0)
         if (auto fd = sys::pidfd_open(pid)) fds.emplace_back(pid, std::move(*fd));
     if (fds.empty()) return 0;
@@ -287,6 +288,27 @@ class CgroupBackend final : public Backend {
 
   ~CgroupBackend() override {
     for (Leaf& l : pool_) remove_leaf(l);
+    for (Leaf& l : retired_) remove_leaf(l);
+  }
+
+  void defer_cleanup() noexcept override { defer_ = true; }
+
+  bool cleanup_due() const noexcept override {
+    std::lock_guard lock(mu_);
+    return !retired_.empty();
+  }
+
+  void tidy(size_t max) noexcept override {
+    for (size_t i = 0; i < max; ++i) {
+      Leaf l;
+      {
+        std::lock_guard lock(mu_);
+        if (retired_.empty()) return;
+        l = std::move(retired_.back());
+        retired_.pop_back();
+      }
+      remove_leaf(l);
+    }
   }
 
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
@@ -367,12 +389,24 @@ class CgroupBackend final : public Backend {
     // call made cgroups in. One the call enabled controllers in (it moved
     // itself below, enabled them, and removed its cgroups again) refuses
     // processes: spawn_in() notices that (EBUSY) and drops it.
-    if (!leaf.memory) leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
-    bool reusable = verified_empty && !leaf.memory && !leaf.limited && child_cgroup_count(leaf.dir.get()) == 0;
-    if (reusable) {
+    // (Looked at only when the pool has room: 1000 jobs ending at once
+    // leave all but a few to be removed anyway.)
+    bool room;
+    {
       std::lock_guard lock(mu_);
-      if (pool_.size() < kMaxPooled) {
+      room = pool_.size() < kMaxPooled;
+    }
+    if (room && verified_empty && !leaf.memory)
+      leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
+    bool reusable = room && verified_empty && !leaf.memory && !leaf.limited && child_cgroup_count(leaf.dir.get()) == 0;
+    {
+      std::lock_guard lock(mu_);
+      if (reusable && pool_.size() < kMaxPooled) {
         pool_.push_back(std::move(leaf));
+        return;
+      }
+      if (defer_) {
+        retired_.push_back(std::move(leaf));
         return;
       }
     }
@@ -432,9 +466,11 @@ class CgroupBackend final : public Backend {
   std::string base_rel_;
   Fd base_;
   std::string prefix_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::mutex controller_mu_;
   std::vector<Leaf> pool_;
+  bool defer_ = false;
+  std::vector<Leaf> retired_;  // to be removed by tidy()
   // Destroyed after ~CgroupBackend has removed the leaves: it tells the
   // guard to go without touching anything.
   std::unique_ptr<confine::CgroupGuard> guard_;

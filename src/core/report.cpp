@@ -15,8 +15,6 @@ namespace pmon {
 
 namespace {
 
-using json = nlohmann::ordered_json;
-
 std::string iso8601(std::chrono::system_clock::time_point t) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
   time_t secs = static_cast<time_t>(us / 1'000'000);
@@ -29,13 +27,14 @@ std::string iso8601(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-template <class T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
+template <class J, class T>
+J opt(const std::optional<T>& v) {
+  return v ? J(*v) : J(nullptr);
 }
 
-json procs(const std::vector<Leftover>& v) {
-  json a = json::array();
+template <class J>
+J procs(const std::vector<Leftover>& v) {
+  J a = J::array();
   for (const Leftover& l : v)
     a.push_back({{"pid", l.pid}, {"start_time", l.start_time}, {"cmdline", l.cmdline}, {"action", l.action}});
   return a;
@@ -43,15 +42,21 @@ json procs(const std::vector<Leftover>& v) {
 
 double round3(double v) { return static_cast<double>(static_cast<int64_t>(v * 1000 + 0.5)) / 1000; }
 
-json opt_ms(const std::optional<double>& v) { return v ? json(round3(*v)) : json(nullptr); }
+template <class J>
+J opt_ms(const std::optional<double>& v) { return v ? J(round3(*v)) : J(nullptr); }
+
+template <class J>
+J limits_of(const Limits& l) {
+  return {{"memory_max", opt<J>(l.memory_max)}, {"pids_max", opt<J>(l.pids_max)}, {"cpu_max", opt<J>(l.cpu_max)}};
+}
 
 }  // namespace
 
-nlohmann::ordered_json limits_json(const Limits& l) {
-  return {{"memory_max", opt(l.memory_max)}, {"pids_max", opt(l.pids_max)}, {"cpu_max", opt(l.cpu_max)}};
-}
+nlohmann::ordered_json limits_json(const Limits& l) { return limits_of<nlohmann::ordered_json>(l); }
 
-std::string report_json(const RunResult& r, const ReportContext& ctx) {
+template <class J>
+J report_object(const RunResult& r, const ReportContext& ctx) {
+  using json = J;
   json j;
   j["version"] = 1;
   j["command"] = r.command;
@@ -59,36 +64,45 @@ std::string report_json(const RunResult& r, const ReportContext& ctx) {
   j["confinement"] = std::string(to_string(r.confinement));
   j["confinement_weak"] = ctx.weak;
   j["confinement_passed_over"] = ctx.passed_over;
-  j["cgroup"] = opt(r.cgroup);
+  j["cgroup"] = opt<json>(r.cgroup);
   j["started_at"] = iso8601(r.started_at);
   j["duration_ms"] = round3(r.duration_ms);
   j["outcome"] = std::string(to_string(r.outcome));
-  j["error"] = opt(r.error);
-  j["exit_code"] = opt(r.exit_code);
-  j["signal"] = opt(r.signal);
+  j["error"] = opt<json>(r.error);
+  j["exit_code"] = opt<json>(r.exit_code);
+  j["signal"] = opt<json>(r.signal);
   j["signal_name"] = r.signal ? json(signal_name(*r.signal)) : json(nullptr);
   j["core_dumped"] = r.core_dumped;
   j["timed_out"] = r.timed_out;
   j["cancel_signal"] = r.cancel_signal ? json(signal_name(r.cancel_signal)) : json(nullptr);
-  j["leftovers"] = procs(r.leftovers);
-  j["escaped"] = procs(r.escaped);
+  j["leftovers"] = procs<json>(r.leftovers);
+  j["escaped"] = procs<json>(r.escaped);
   j["stop"] = {
       {"reason", r.stop.reason.empty() ? json(nullptr) : json(r.stop.reason)},
       {"first_signal", signal_name(r.stop.first_signal)},
-      {"signal_sent_ms", opt_ms(r.stop.signal_sent_ms)},
-      {"kill_sent_ms", opt_ms(r.stop.kill_sent_ms)},
-      {"empty_confirmed_ms", opt_ms(r.stop.empty_confirmed_ms)},
+      {"signal_sent_ms", opt_ms<json>(r.stop.signal_sent_ms)},
+      {"kill_sent_ms", opt_ms<json>(r.stop.kill_sent_ms)},
+      {"empty_confirmed_ms", opt_ms<json>(r.stop.empty_confirmed_ms)},
   };
   j["cleanup_verified"] = r.cleanup_verified;
-  j["cpu_usec"] = opt(r.cpu_usec);
-  j["memory_peak_bytes"] = opt(r.memory_peak_bytes);
-  j["limits"] = limits_json(r.limits);
-  j["oom_killed"] = opt(r.oom_killed);
-  j["pids_max_hit"] = opt(r.pids_max_hit);
+  j["cpu_usec"] = opt<json>(r.cpu_usec);
+  j["memory_peak_bytes"] = opt<json>(r.memory_peak_bytes);
+  j["limits"] = limits_of<json>(r.limits);
+  j["oom_killed"] = opt<json>(r.oom_killed);
+  j["pids_max_hit"] = opt<json>(r.pids_max_hit);
   j["exit_status"] = r.status();
+  return j;
+}
+
+template nlohmann::json report_object(const RunResult& r, const ReportContext& ctx);
+template nlohmann::ordered_json report_object(const RunResult& r, const ReportContext& ctx);
+
+std::string report_json(const RunResult& r, const ReportContext& ctx) {
   // Arguments and command lines are bytes, not always UTF-8: replace what
   // is invalid (U+FFFD) rather than throw and lose the report.
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return report_object<nlohmann::ordered_json>(r, ctx).dump(2, ' ', false,
+                                                            nlohmann::ordered_json::error_handler_t::replace) +
+         "\n";
 }
 
 namespace {

@@ -17,6 +17,12 @@ struct ReportContext {
 
 std::string report_json(const RunResult& r, const ReportContext& ctx);
 
+// The same report as a value, for a caller that adds to it or sends it
+// inside a message of its own (serve's terminal/report): no text between.
+// J is nlohmann::json (keys sorted) or nlohmann::ordered_json (the file's order).
+template <class J>
+J report_object(const RunResult& r, const ReportContext& ctx);
+
 // The report's "limits": {"memory_max": bytes, "pids_max": n, "cpu_max":
 // cores}, null for each not set (also serve's terminal/report).
 nlohmann::ordered_json limits_json(const Limits& l);

@@ -365,7 +365,11 @@ void Runner::stop(const std::string& reason) {
 }
 
 void Runner::stop_context(StopContext& ctx) {
-  if (leftovers_.empty()) leftovers_.snapshot(*b_, child_.pid);
+  if (leftovers_.empty()) {
+    leftovers_.snapshot(*b_, child_.pid);
+    // Taken for this stop: its listing is the first signal pass's too.
+    if (leftovers_.last_listing()) ctx.listed = &*leftovers_.last_listing();
+  }
   ctx.boundary = b_.get();
   ctx.plan = &opts_.stop;
   ctx.waiter = this;

@@ -27,6 +27,7 @@ StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
 }
 
 void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
+  listing_.reset();
   if (auto listed = b.listed_pids()) {
     // One /proc read per process for what the report says of it, the
     // pidfd opened before it; membership confirmed by a second listing.
@@ -46,12 +47,16 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
       t.pidfd = std::move(*fd);
       tracked_.push_back(std::move(t));
     }
-    if (tracked_.empty()) return;  // (the main process alone: nothing to confirm)
+    if (tracked_.empty()) {  // (the main process alone: nothing to confirm)
+      listing_ = std::move(listed);
+      return;
+    }
     auto again = b.listed_pids();
     std::erase_if(tracked_, [&](const Tracked& t) {
       return again && !std::binary_search(again->begin(), again->end(), t.info.pid) &&
              sys::pidfd_alive(t.pidfd.get());
     });
+    listing_ = std::move(again);
     return;
   }
   for (const sys::ProcStat& p : b.members()) {
@@ -131,6 +136,9 @@ void StopMachine::start() {
 
 void StopMachine::run_steps() {
   Boundary& b = *ctx_.boundary;
+  // A listing is fresh for the first pass only.
+  const std::vector<pid_t>* listed = ctx_.listed;
+  ctx_.listed = nullptr;
   for (; i_ < ctx_.plan->steps.size(); ++i_) {
     const StopStep& step = ctx_.plan->steps[i_];
     const bool kill = step.action == StopStep::Action::kill;
@@ -149,7 +157,8 @@ void StopMachine::run_steps() {
         (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
         if (step.with_cont) (void)sys::pidfd_send_signal(ctx_.main_pidfd, SIGCONT);
       }
-      (void)b.signal_all_but(step.signal, skip, step.with_cont ? SIGCONT : 0);
+      (void)b.signal_all_but(step.signal, skip, step.with_cont ? SIGCONT : 0, listed);
+      listed = nullptr;
     } else {
       record_.kill_sent_ms = since_ms();
       (void)b.kill_all();

@@ -65,6 +65,9 @@ class LeftoverTracker {
   // readable: the kernel has reparented its children by then), or until
   // the deadline. A boundary reads empty a moment before that.
   void wait_exited(int64_t deadline) const;
+  // The boundary's listing the last snapshot ended with (listed_pids(), the
+  // main process included), where the boundary has one.
+  const std::optional<std::vector<pid_t>>& last_listing() const noexcept { return listing_; }
   bool empty() const noexcept { return tracked_.empty(); }
   size_t size() const noexcept { return tracked_.size(); }
   std::vector<Leftover> take();
@@ -75,6 +78,7 @@ class LeftoverTracker {
     Fd pidfd;
   };
   std::vector<Tracked> tracked_;
+  std::optional<std::vector<pid_t>> listing_;
 };
 
 struct StopContext {
@@ -85,6 +89,10 @@ struct StopContext {
   int main_pidfd = -1;     // also signalled directly while alive; -1: none
   pid_t main_pid = 0;      // main_pidfd's process (a child not yet reaped), or 0
   int64_t t0_ns = 0;       // for the *_ms fields of the record
+  // The boundary's members as listed a moment ago (a snapshot taken for
+  // this stop), where the first signal pass starts instead of listing
+  // again; null: the pass lists. (One that appears since gets the kill.)
+  const std::vector<pid_t>* listed = nullptr;
   bool skip_grace = false; // start at the first kill step
 };
 

@@ -270,17 +270,18 @@ std::variant<Request, BadRequest> parse_request(std::string_view line) {
   auto m = j.find("method");
   if (m == j.end() || !m->is_string())
     return BadRequest{id, {rpc::kInvalidRequest, "invalid request: 'method' must be a string"}};
-  auto known = methods().find(m->get<std::string>());
-  if (known == methods().end())
-    return BadRequest{id, {rpc::kMethodNotFound, "unknown method '" + m->get<std::string>() + "'"}};
-  Json params = Json::object();
+  const std::string& name = m->get_ref<const std::string&>();
+  auto known = methods().find(name);
+  if (known == methods().end()) return BadRequest{id, {rpc::kMethodNotFound, "unknown method '" + name + "'"}};
+  static const Json no_params = Json::object();
+  const Json* params = &no_params;
   if (auto p = j.find("params"); p != j.end()) {
     if (!p->is_object())
       return BadRequest{id, {rpc::kInvalidParams, "invalid params: 'params' must be an object"}};
-    params = *p;
+    params = &*p;
   }
   std::string err;
-  auto typed = parse_params(known->second, params, err);
+  auto typed = parse_params(known->second, *params, err);
   if (!typed) return BadRequest{id, {rpc::kInvalidParams, err}};
   Request r;
   r.id = id;
@@ -290,9 +291,19 @@ std::variant<Request, BadRequest> parse_request(std::string_view line) {
   return r;
 }
 
+// What dump() makes of {"jsonrpc", "id", "result"} (keys sorted), written
+// around the result's own dump: no copy of a large result (a report).
 std::string result_line(const Json& id, const Json& result) {
-  Json j = {{"jsonrpc", "2.0"}, {"id", id}, {"result", result}};
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return result_line_of_text(id, result.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+std::string result_line_of_text(const Json& id, std::string_view result) {
+  std::string line = "{\"id\":";
+  line += id.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += ",\"jsonrpc\":\"2.0\",\"result\":";
+  line += result;
+  line += "}\n";
+  return line;
 }
 
 std::string error_line(const Json& id, const RpcError& error) {
@@ -301,8 +312,12 @@ std::string error_line(const Json& id, const RpcError& error) {
 }
 
 std::string notification_line(std::string_view method, const Json& params) {
-  Json j = {{"jsonrpc", "2.0"}, {"method", method}, {"params", params}};
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::string line = "{\"jsonrpc\":\"2.0\",\"method\":";
+  line += Json(method).dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += ",\"params\":";
+  line += params.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += "}\n";
+  return line;
 }
 
 Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal) {

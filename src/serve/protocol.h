@@ -159,6 +159,8 @@ class FieldReader {
 
 // One line each, ending in '\n'.
 std::string result_line(const Json& id, const Json& result);
+// The same around a result already dumped (with Json::error_handler_t::replace).
+std::string result_line_of_text(const Json& id, std::string_view result);
 std::string error_line(const Json& id, const RpcError& error);
 std::string notification_line(std::string_view method, const Json& params);
 

@@ -1,6 +1,7 @@
 #include "serve/service.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -37,6 +38,7 @@ namespace pmon::serve {
 namespace {
 
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+constexpr size_t kTidyBatch = 8;
 // An output read waiting for new bytes (waitMs) is answered once this much
 // is new, or this long after the first new bytes came.
 constexpr uint64_t kCoalesceBytes = 1 << 20;
@@ -62,6 +64,11 @@ std::string iso_time(std::chrono::system_clock::time_point t) {
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
+}
+
+bool readable_now(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
 }
 
 void set_nonblocking(int fd) {
@@ -144,12 +151,16 @@ struct Job {
   bool in_eof = false;  // close stdin once in_pending is written
   bool main_watched = false;
   bool in_watched = false;
-  Fd stop_ep;           // the stop's watch, an epoll of its own inside ours
+  // The stop's watch: its one fd (a leaf's cgroup.events, a pidfd) in our
+  // epoll as it is, or several in an epoll of their own inside ours.
+  int stop_fd = -1;
+  Fd stop_ep;
   int64_t deadline = kForever;  // the job's own timeout
   int64_t rescan_at = kForever;
   std::chrono::system_clock::time_point started;
   std::string ended_by;  // why pmon stopped it: "kill", "release", ...
   bool forget = false;   // dropped once over (release, its owner's end)
+  std::string report;    // its terminal/report result, dumped, once made
   bool done = false;
   std::vector<Pending> pending;
   std::vector<uint64_t> streams;  // ids in Service::streams_
@@ -182,6 +193,11 @@ struct Conn {
   size_t queued_behind = 0;  // bytes of the messages after the first
   bool out_watched = false;
   bool flush_due = false;  // queued to be written after this round of events
+  // A socket's bytes are peeked, handled, and read out only once the
+  // replies are written (consume_peeked): reading them first would free
+  // room in the client's send buffer and wake it, waiting for its reply,
+  // for nothing (AF_UNIX wakes a writer on every byte read).
+  size_t peeked = 0;
   bool doomed = false;  // dropped after this batch of events
 };
 
@@ -215,6 +231,8 @@ class Service {
   void on_mcp_line(Conn& c, std::string_view line);
   void send(uint64_t conn, std::string line, Fd fd = Fd());
   void flush_sends();
+  void make_reports();
+  void consume_peeked(Conn& c);
   void drop_conn(uint64_t conn);
   void schedule_drop(Conn& c);
   void drop_doomed();
@@ -239,13 +257,14 @@ class Service {
   void on_main_exit(Job& j);
   void begin_stop(Job& j, Call::End why, const std::string& by);
   void after_finish_step(Job& j, bool over);
+  void drop_stop_watch(Job& j);
   void job_over(Job& j);
   void settle_pending(Job& j);
   void erase_job(const std::string& id);
   Json output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since);
   Json ports_of(Job& j);
   Json job_json(Job& j);
-  std::string report_of(const Job& j) const;
+  Json report_of(const Job& j) const;
 
   // The methods: typed params in, an answer out. None touches a socket.
   Answer handle(Conn& c, const Request& r);
@@ -257,7 +276,7 @@ class Service {
   Answer list(const ListParams& p);
   Answer resize(const ResizeParams& p);
   Answer wait_for_port(Conn& c, const Json& id, const WaitForPortParams& p);
-  Answer report(const TerminalParams& p);
+  Answer report(const Json& id, const TerminalParams& p);
   Answer session_close(Conn& c, const Json& id, const SessionCloseParams& p);
 
   // MCP: a tool call on the same methods, its answer shaped as the tool's.
@@ -280,11 +299,14 @@ class Service {
   std::vector<uint64_t> to_flush_;
   std::map<uint64_t, Stream> streams_;
   uint64_t next_stream_ = 1;
+  std::vector<uint64_t> to_consume_;
+  std::vector<std::string> to_report_;  // jobs just over whose report is made after the replies go
   std::vector<char> scratch_;  // for a pipe whose buffer keeps nothing
   // Storage kept from one output reply to the next (large ones would
   // otherwise be fresh pages each time): the text read, a sent line.
   std::string text_spare_, line_spare_;
   bool shutting_down_ = false;
+  int64_t armed_ = kForever;  // what the timer was last set to
   bool all_verified_ = true;
   std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
 };
@@ -361,17 +383,27 @@ void Service::unwatch_fd(int fd) {
 int Service::run() {
   if (!setup()) return 125;
   std::vector<epoll_event> evs(256);
+  backend_.defer_cleanup();
   for (;;) {
     if (shutting_down_ && jobs_.empty()) break;
     arm_timer();
-    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), -1);
+    // What jobs that are over left behind (their cgroup leaves) is removed
+    // when nothing else is ready, a few at a time: a client waiting to hear
+    // that its 1000 jobs are gone does not wait for 1000 rmdirs.
+    const bool tidy = backend_.cleanup_due();
+    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), tidy ? 0 : -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       return 125;
     }
+    if (n == 0 && tidy) {
+      backend_.tidy(kTidyBatch);
+      continue;
+    }
     for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
     on_time();
     flush_sends();
+    make_reports();
     drop_doomed();
   }
   // Last words to the clients still here, without waiting for slow ones.
@@ -434,13 +466,23 @@ void Service::on_event(uint64_t t, uint32_t events) {
   if (!j) return;
   switch (tag_kind(t)) {
     case Tag::job_main: on_main_exit(*j); return;
-    case Tag::job_out: on_job_output(*j); return;
+    case Tag::job_out:
+      on_job_output(*j);
+      // A job's pipe ends a moment before its main process is reaped (a
+      // process closes its files on the way out): when its pidfd says so
+      // already, the exit is handled in this wake, not in one more.
+      if (!j->out && j->main_watched && readable_now(j->call->pidfd())) on_main_exit(*j);
+      return;
     case Tag::job_err: on_job_stderr(*j); return;
     case Tag::job_in: on_job_stdin(*j); return;
     case Tag::job_stop: {
-      // Empty the inner epoll's ready list; the stop re-reads the boundary.
-      epoll_event inner[16];
-      (void)::epoll_wait(j->stop_ep.get(), inner, 16, 0);
+      if (!j->call->finishing()) return;  // (an event of a watch dropped in this batch)
+      if (j->stop_ep) {
+        // Empty the inner epoll's ready list; the stop re-reads the boundary.
+        epoll_event inner[16];
+        (void)::epoll_wait(j->stop_ep.get(), inner, 16, 0);
+      }
+      drop_stop_watch(*j);
       after_finish_step(*j, j->call->resume_finish());
       return;
     }
@@ -498,11 +540,13 @@ void Service::on_accept() {
 
 void Service::on_conn_readable(Conn& c) {
   const uint64_t cid = c.id;
+  const bool peek = c.sock.get() >= 0;
+  if (peek) consume_peeked(c);  // (read out already, unless a round was cut short)
   char buf[65536];
   // A bounded number of reads per wake, so one busy client cannot starve
-  // the others.
-  for (int round = 0; round < 16; ++round) {
-    ssize_t n = ::read(c.in_fd, buf, sizeof buf);
+  // the others; a socket is peeked once, and woken again for the rest.
+  for (int round = 0; round < (peek ? 1 : 16); ++round) {
+    ssize_t n = peek ? ::recv(c.in_fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT) : ::read(c.in_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) {
@@ -514,6 +558,10 @@ void Service::on_conn_readable(Conn& c) {
       }
       schedule_drop(c);
       return;
+    }
+    if (peek) {
+      c.peeked = static_cast<size_t>(n);
+      to_consume_.push_back(cid);
     }
     size_t start = 0;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
@@ -589,6 +637,27 @@ void Service::flush_sends() {
     if (it == conns_.end()) continue;
     it->second.flush_due = false;
     if (!it->second.doomed) on_conn_writable(it->second);
+  }
+  ids = std::move(to_consume_);
+  to_consume_.clear();
+  for (uint64_t id : ids) {
+    auto it = conns_.find(id);
+    if (it != conns_.end() && !it->second.doomed) consume_peeked(it->second);
+  }
+}
+
+void Service::consume_peeked(Conn& c) {
+  char buf[65536];
+  while (c.peeked > 0) {
+    ssize_t n = ::read(c.in_fd, buf, std::min(sizeof buf, c.peeked));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // The bytes were there a moment ago and nobody else reads them: the
+      // connection is broken, and a peek must never see them twice.
+      schedule_drop(c);
+      return;
+    }
+    c.peeked -= static_cast<size_t>(n);
   }
 }
 
@@ -922,6 +991,7 @@ void Service::begin_stop(Job& j, Call::End why, const std::string& by) {
     // waitTree: the main process is gone and its tree is waited for; an
     // owner's end stops the tree instead.
     if (j.ended_by.empty()) j.ended_by = by;
+    drop_stop_watch(j);
     after_finish_step(j, j.call->resume_finish(true));
     return;
   }
@@ -934,24 +1004,42 @@ void Service::begin_stop(Job& j, Call::End why, const std::string& by) {
   after_finish_step(j, j.call->begin_finish(why));
 }
 
+// Before the stop takes a step, which may close the fd it was watching (a
+// leaf given back closes its files, and the number may be reused at once):
+// a watch of our epoll is dropped while its fd is surely the stop's.
+void Service::drop_stop_watch(Job& j) {
+  if (j.stop_fd >= 0) unwatch_fd(j.stop_fd);
+  j.stop_fd = -1;
+  if (j.stop_ep) unwatch_fd(j.stop_ep.get());
+  j.stop_ep.reset();
+}
+
 // After begin_finish/resume_finish: the call is over, or its stop waits on
 // a fresh watch until a fresh deadline.
 void Service::after_finish_step(Job& j, bool over) {
-  if (j.stop_ep) unwatch_fd(j.stop_ep.get());
-  j.stop_ep.reset();
+  drop_stop_watch(j);  // (done by the callers that step a stop already watched)
   j.rescan_at = kForever;
   if (over) {
     job_over(j);
     return;
   }
   Watch w = j.call->finish_watch();
+  if (w.rescan_ms >= 0) j.rescan_at = sys::monotonic_ns() + int64_t{w.rescan_ms} * 1'000'000;
+  if (w.fds.size() == 1) {
+    epoll_event ev{};
+    ev.events = ((w.fds[0].events & POLLIN) ? EPOLLIN : 0u) | ((w.fds[0].events & POLLPRI) ? EPOLLPRI : 0u);
+    ev.data.u64 = tag(Tag::job_stop, j.num);
+    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, w.fds[0].fd, &ev) == 0) {
+      j.stop_fd = w.fds[0].fd;
+      return;
+    }
+  }
   j.stop_ep = Fd(::epoll_create1(EPOLL_CLOEXEC));
   for (const pollfd& p : w.fds) {
     epoll_event ev{};
     ev.events = ((p.events & POLLIN) ? EPOLLIN : 0u) | ((p.events & POLLPRI) ? EPOLLPRI : 0u);
     (void)::epoll_ctl(j.stop_ep.get(), EPOLL_CTL_ADD, p.fd, &ev);
   }
-  if (w.rescan_ms >= 0) j.rescan_at = sys::monotonic_ns() + int64_t{w.rescan_ms} * 1'000'000;
   watch_fd(j.stop_ep.get(), EPOLLIN, tag(Tag::job_stop, j.num));
 }
 
@@ -971,6 +1059,17 @@ void Service::job_over(Job& j) {
   if (!opts_.mcp) send(j.creator, notification_line("terminal/exited", note));
   settle_pending(j);
   if (j.forget) erase_job(j.id);
+  else to_report_.push_back(j.id);
+}
+
+// A job that is over has the report it will have: made once its exit has
+// been sent (while its client reads that), kept for terminal/report.
+void Service::make_reports() {
+  std::vector<std::string> ids = std::move(to_report_);
+  to_report_.clear();
+  for (const std::string& id : ids)
+    if (Job* j = find_job(id); j && j->done && j->report.empty())
+      j->report = report_of(*j).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 // Answers what is owed: exits once over, output once there is some, and
@@ -1095,14 +1194,16 @@ void Service::note_delivered(Job& j, uint64_t out_next, std::optional<uint64_t> 
   if (j.err_buffer) resume(j.err, *j.err_buffer, j.err_flow, Tag::job_err);
 }
 
-std::string Service::report_of(const Job& j) const {
+// The section-4 report as a value: it goes out inside the reply as it is,
+// no text in between (terminal/report is on every job's path).
+Json Service::report_of(const Job& j) const {
   ReportContext ctx;
   ctx.passed_over = opts_.passed_over;
   ctx.weak = backend_.kind() == ConfineKind::pgroup;
-  Json rep = Json::parse(report_json(j.call->result(), ctx), nullptr, false);
+  Json rep = report_object<Json>(j.call->result(), ctx);
   rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
                 {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}};
-  return rep.dump();
+  return rep;
 }
 
 // The TCP ports the job's processes listen on, each {port, address, v6, pid}.
@@ -1155,6 +1256,9 @@ void Service::arm_timer() {
                             : p.hold_until != 0              ? std::min(p.deadline, p.hold_until)
                                                              : p.deadline);
   }
+  // Disarmed (by us, or it fired: it is one-shot) and nothing due: as it is.
+  if (next == kForever && armed_ == kForever) return;
+  armed_ = next;
   itimerspec its{};
   if (next != kForever) {
     next = std::max<int64_t>(next, 1);
@@ -1180,8 +1284,10 @@ void Service::on_time() {
     if (!j) continue;
     if (!j->done && !j->call->finishing() && now >= j->deadline) begin_stop(*j, Call::End::timeout, "timeout");
     j = find_job(id);
-    if (j && j->call->finishing() && (now >= j->call->finish_deadline() || now >= j->rescan_at))
+    if (j && j->call->finishing() && (now >= j->call->finish_deadline() || now >= j->rescan_at)) {
+      drop_stop_watch(*j);
       after_finish_step(*j, j->call->resume_finish());
+    }
     j = find_job(id);
     if (j && !j->pending.empty()) settle_pending(*j);
   }
@@ -1199,7 +1305,7 @@ Service::Answer Service::handle(Conn& c, const Request& r) {
     case Method::kill: return kill(c, r.id, std::get<TerminalParams>(r.params), false);
     case Method::release: return kill(c, r.id, std::get<TerminalParams>(r.params), true);
     case Method::list: return list(std::get<ListParams>(r.params));
-    case Method::report: return report(std::get<TerminalParams>(r.params));
+    case Method::report: return report(r.id, std::get<TerminalParams>(r.params));
     case Method::session_close: return session_close(c, r.id, std::get<SessionCloseParams>(r.params));
     case Method::resize: return resize(std::get<ResizeParams>(r.params));
     case Method::wait_for_port: return wait_for_port(c, r.id, std::get<WaitForPortParams>(r.params));
@@ -1424,12 +1530,14 @@ Service::Answer Service::list(const ListParams& p) {
   return Json{{"terminals", arr}};
 }
 
-Service::Answer Service::report(const TerminalParams& p) {
+Service::Answer Service::report(const Json& id, const TerminalParams& p) {
   Job* j = find_job(p.terminal_id);
   if (!j) return unknown_terminal(p.terminal_id);
   if (!j->done)
     return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' is still running; its report is made when it ends"};
-  return Json::parse(report_of(*j));
+  if (current_tool_) return report_of(*j);
+  if (j->report.empty()) j->report = report_of(*j).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return Line{result_line_of_text(id, j->report)};
 }
 
 Service::Answer Service::session_close(Conn& c, const Json& id, const SessionCloseParams& p) {
@@ -1553,7 +1661,7 @@ Json Service::run_summary(Job& j) {
   Json o = output_json(j, std::nullopt, std::nullopt);
   Json s = {{"terminalId", j.id}, {"output", o["output"]}, {"truncated", o["truncated"]}, {"running", !j.done}};
   if (!j.done) return s;
-  Json rep = Json::parse(report_of(j), nullptr, false);
+  Json rep = report_of(j);
   const RunResult& r = j.call->result();
   Json st = exit_status_json(r.exit_code, r.signal);
   s["exit_code"] = st["exitCode"];

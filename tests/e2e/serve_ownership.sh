@@ -33,6 +33,33 @@ r=$(call b terminal/list)
 [ "$(jf "$r" '[t["name"] for t in m["result"]["terminals"]]')" = '["kept"]' ] || fail "list after the close: $r"
 client_close b
 
+# The cgroup leaves of jobs that are over go while the service runs on: of
+# 24 closed at once, none is left once the service is idle but the 16 it
+# keeps for reuse (and the kept job's, still running).
+client_open d
+r=$(call d terminal/create '{"command":"true"}')
+id=$(jf "$r" 'm["result"]["terminalId"]')
+call d terminal/wait_for_exit '{"terminalId":"'"$id"'"}' > /dev/null
+r=$(call d terminal/report '{"terminalId":"'"$id"'"}')
+if [ "$(jf "$r" 'm["result"]["confinement"]')" = cgroup ]; then
+  leaf=$(jf "$r" 'm["result"]["cgroup"]')
+  leaves="$(dirname "$leaf")/$(basename "$leaf" | sed 's/-[0-9]*$//')-"
+  for i in $(seq 24); do
+    call d terminal/create '{"command":"sleep","args":["600"],"sessionId":"many"}' > /dev/null
+  done
+  n=$(ls -d "$leaves"* | wc -l)
+  [ "$n" -ge 25 ] || fail "only $n cgroup leaves for 25 running jobs"
+  r=$(call d session/close '{"sessionId":"many"}')
+  [ "$(jf "$r" 'm["result"]["stopping"]')" = 24 ] || fail "session/close: $r"
+  for i in $(seq 200); do
+    n=$(ls -d "$leaves"* 2>/dev/null | wc -l)
+    [ "$n" -le 17 ] && break
+    sleep 0.05
+  done
+  [ "$n" -le 17 ] || fail "$n cgroup leaves are still there after 24 jobs ended (at most 17 expected)"
+fi
+client_close d
+
 kill -TERM "$SERVE_PID"
 rc=0; wait "$SERVE_PID" || rc=$?
 [ $rc = 0 ] || fail "pmon serve exited $rc after SIGTERM"
