@@ -8,10 +8,12 @@ killed with raw writes to each leaf's cgroup.kill, in the same run).
 
 usage: serve_bench.py PMON [N_CALLS]
 """
-import functools, json, os, select, socket, subprocess, sys, tempfile, time
+import atexit, functools, json, os, select, socket, subprocess, sys, tempfile, time
 
 try:
     import pmon as pmon_py
+    if not hasattr(pmon_py, "run"):  # a directory named pmon, not the package
+        pmon_py = None
 except ImportError:
     pmon_py = None
 
@@ -51,6 +53,8 @@ class Client:
 def start_service(d, *args):
     path = os.path.join(d, "s.sock")
     p = subprocess.Popen([PMON, "serve", "-q", "--listen", path, *args])
+    # A bench that fails half-way does not leave its service running.
+    atexit.register(lambda: p.poll() is None and (p.terminate(), p.wait()))
     while not os.path.exists(path):
         time.sleep(0.01)
     return p, path
