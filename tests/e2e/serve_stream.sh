@@ -147,6 +147,22 @@ elif step == "conn-gone":
     out["ended"] = read_all(fd, deadline=10) == 0
     c = Conn()
     out["released"] = c.call("terminal/release", {"terminalId": tid})[0]["result"]["cleanupVerified"]
+elif step == "pty":
+    # A job on a pseudo-terminal streams what its master reads (the line
+    # discipline's \r\n), to the end of the job.
+    m, _ = c.call("terminal/create", {"command": "sh", "args": ["-c", "echo from-pty; sleep 0.2; echo again"],
+                                       "pty": {"rows": 24, "cols": 80}})
+    tid = m["result"]["terminalId"]
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+    h = []
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            break
+        h.append(b)
+    os.close(fd)
+    out["bytes"] = b"".join(h).decode("latin-1")
+    out["exit"] = c.call("terminal/output", {"terminalId": tid, "since": len(b"".join(h))})[0]["result"]["exitStatus"]
 elif step == "bad":
     m, _ = c.call("terminal/create", {"command": "sleep", "args": ["600"], "separateStderr": True})
     tid = m["result"]["terminalId"]
@@ -208,6 +224,9 @@ r=$(python3 "$t/stream.py" "$SOCK" reader-gone)
 
 r=$(python3 "$t/stream.py" "$SOCK" conn-gone)
 [ "$(jf "$r" 'm["ended"] and m["released"]')" = true ] || fail "conn-gone: the stream outlived its connection: $r"
+
+r=$(python3 "$t/stream.py" "$SOCK" pty)
+[ "$(jf "$r" 'm["bytes"] == "from-pty\r\nagain\r\n" and m["exit"]["exitCode"] == 0')" = true ] || fail "pty: the stream of a pty job: $r"
 
 r=$(python3 "$t/stream.py" "$SOCK" bad)
 [ "$(jf "$r" 'm["not_bool"]["code"] == -32602 and "stream" in m["not_bool"]["message"]')" = true ] || fail "bad: stream not a boolean: $r"
