@@ -247,16 +247,7 @@ class CgroupBoundary final : public Boundary {
   // of a directory read per listing).
   std::vector<pid_t> pids() {
     std::vector<pid_t> out;
-    if (auto text = sys::read_file_at(leaf_.dir.get(), "cgroup.procs")) {
-      const char* p = text->c_str();
-      char* end = nullptr;
-      for (;;) {
-        long v = std::strtol(p, &end, 10);
-        if (end == p) break;
-        out.push_back(static_cast<pid_t>(v));
-        p = end;
-      }
-    }
+    if (auto text = sys::read_file_at(leaf_.dir.get(), "cgroup.procs")) confine::parse_pid_list(*text, out);
     if (child_cgroup_count(leaf_.dir.get()) != 0)
       for (const std::string& sub : confine::child_cgroups(path_)) confine::cgroup_tree_pids(path_ + "/" + sub, out, 1);
     return out;

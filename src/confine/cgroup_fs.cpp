@@ -138,17 +138,19 @@ std::string cgroup_of(int pid) {
   return text ? own_from_proc_cgroup(*text) : std::string();
 }
 
-void cgroup_tree_pids(const std::string& dir, std::vector<int>& out, int depth) {
-  if (auto text = sys::read_file(dir + "/cgroup.procs")) {
-    const char* p = text->c_str();
-    char* end = nullptr;
-    for (;;) {
-      long v = std::strtol(p, &end, 10);
-      if (end == p) break;
-      out.push_back(static_cast<int>(v));
-      p = end;
-    }
+void parse_pid_list(const std::string& text, std::vector<int>& out) {
+  const char* p = text.c_str();
+  char* end = nullptr;
+  for (;;) {
+    long v = std::strtol(p, &end, 10);
+    if (end == p) return;
+    out.push_back(static_cast<int>(v));
+    p = end;
   }
+}
+
+void cgroup_tree_pids(const std::string& dir, std::vector<int>& out, int depth) {
+  if (auto text = sys::read_file(dir + "/cgroup.procs")) parse_pid_list(*text, out);
   if (depth >= 32) return;
   for (const std::string& s : child_cgroups(dir)) cgroup_tree_pids(dir + "/" + s, out, depth + 1);
 }

@@ -30,6 +30,9 @@ std::vector<std::string> child_cgroups(const std::string& dir);
 // call may make sub-cgroups where it can write), at most 32 levels deep.
 void cgroup_tree_pids(const std::string& dir, std::vector<int>& out, int depth = 0);
 
+// Appends the pids of a cgroup.procs text (one decimal a line) to `out`.
+void parse_pid_list(const std::string& text, std::vector<int>& out);
+
 // The cgroup of another process, relative to the same mount ("" if gone or
 // not on cgroup2).
 std::string cgroup_of(int pid);
