@@ -1,0 +1,238 @@
+// Job start through `pmon serve`, driven by a compiled client (as a harness
+// written in Rust or C++ would drive it): a /bin/true job created, waited
+// for, reported and released over the socket, each request sent after the
+// answer to the one before and every answer parsed; the same job with its
+// end learned from the terminal/exited notification and report and release
+// sent together; against `pmon run -q -- /bin/true` started per call with
+// posix_spawn + waitpid, and against bare /bin/true (the floor: what any
+// start of the command costs here, so the best ratio any service could
+// reach). Batches
+// of each alternate in one run, the first of a round rotating, so load and
+// whatever one way leaves behind hit all of them alike. Prints a table;
+// asserts nothing.
+//
+// usage: bench_serve_start [--pmon PATH] [--calls N] [--batch N]
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+
+extern char** environ;
+
+namespace {
+
+using Json = nlohmann::json;
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "bench_serve_start: %s\n", what.c_str());
+  std::exit(1);
+}
+
+pid_t spawn(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid;
+  int e = ::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (e != 0) die("cannot start " + args[0] + ": " + std::strerror(e));
+  return pid;
+}
+
+int reap(pid_t pid) {
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) die(std::string("waitpid: ") + std::strerror(errno));
+  return st;
+}
+
+// One JSON-RPC connection: a request per line, answers read up to the one
+// with our id (notifications on the way are parsed and set aside).
+class Client {
+ public:
+  explicit Client(const std::string& path) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      die("cannot connect to " + path + ": " + std::strerror(errno));
+  }
+  ~Client() { ::close(fd_); }
+
+  Json call(const char* method, Json params) {
+    queue(method, std::move(params));
+    return answer(flush());
+  }
+
+  // Requests queued, then sent in one write: the id of the last.
+  int64_t queue(const char* method, Json params) {
+    out_ += Json{{"jsonrpc", "2.0"}, {"id", ++id_}, {"method", method}, {"params", std::move(params)}}.dump();
+    out_ += '\n';
+    return id_;
+  }
+  int64_t flush() {
+    for (size_t off = 0; off < out_.size();) {
+      ssize_t n = ::write(fd_, out_.data() + off, out_.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) die(std::string("write to the service: ") + std::strerror(errno));
+      off += static_cast<size_t>(n);
+    }
+    out_.clear();
+    return id_;
+  }
+
+  // The answer to request `id` (answers to earlier ones are read past).
+  Json answer(int64_t id) {
+    for (;;) {
+      Json m = Json::parse(next_line());
+      if (m.contains("id") && m["id"] == id) {
+        if (m.contains("error")) die("request " + std::to_string(id) + ": " + m["error"].dump());
+        return std::move(m["result"]);
+      }
+      if (m.contains("method")) notes_.push_back(std::move(m));
+    }
+  }
+
+  // The terminal/exited notification of `tid`, come already or to come.
+  Json exited(const std::string& tid) {
+    for (;;) {
+      for (size_t i = 0; i < notes_.size(); ++i)
+        if (notes_[i]["method"] == "terminal/exited" && notes_[i]["params"]["terminalId"] == tid) {
+          Json n = std::move(notes_[i]["params"]);
+          notes_.erase(notes_.begin() + static_cast<long>(i));
+          return n;
+        }
+      Json m = Json::parse(next_line());
+      if (m.contains("method")) notes_.push_back(std::move(m));
+    }
+  }
+
+ private:
+  std::string next_line() {
+    for (;;) {
+      size_t nl = buf_.find('\n', pos_);
+      if (nl != std::string::npos) {
+        std::string line = buf_.substr(pos_, nl - pos_);
+        pos_ = nl + 1;
+        if (pos_ == buf_.size()) buf_.clear(), pos_ = 0;
+        return line;
+      }
+      char tmp[65536];
+      ssize_t n = ::read(fd_, tmp, sizeof tmp);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) die("the service closed the connection");
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+  }
+
+  int fd_ = -1;
+  int64_t id_ = 0;
+  std::vector<Json> notes_;
+  std::string out_;
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+struct Way {
+  const char* name;
+  std::function<void()> once;
+  std::vector<double> us;  // one per call
+  double total_us = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string pmon = bench::self_dir() + "/../pmon";
+  int calls = 400, batch = 20;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--pmon" && i + 1 < argc) pmon = argv[++i];
+    else if (a == "--calls" && i + 1 < argc) calls = std::atoi(argv[++i]);
+    else if (a == "--batch" && i + 1 < argc) batch = std::atoi(argv[++i]);
+    else die("usage: bench_serve_start [--pmon PATH] [--calls N] [--batch N]");
+  }
+  if (calls < 1 || batch < 1) die("--calls and --batch must be at least 1");
+  ::signal(SIGPIPE, SIG_IGN);
+
+  char dir[] = "/tmp/pmon-bench-serve.XXXXXX";
+  if (!::mkdtemp(dir)) die(std::string("mkdtemp: ") + std::strerror(errno));
+  const std::string sock = std::string(dir) + "/s.sock";
+  pid_t service = spawn({pmon, "serve", "-q", "--listen", sock});
+  struct stat st;
+  for (int i = 0; ::stat(sock.c_str(), &st) != 0; ++i) {
+    if (i > 1000 || ::waitpid(service, nullptr, WNOHANG) == service) die("the service did not start");
+    ::usleep(10'000);
+  }
+  Client c(sock);
+
+  std::vector<Way> ways;
+  ways.push_back({"serve: create, wait_for_exit, report, release", [&] {
+                    std::string tid = c.call("terminal/create", {{"command", "/bin/true"}})["terminalId"];
+                    Json exit = c.call("terminal/wait_for_exit", {{"terminalId", tid}});
+                    if (exit["exitCode"] != 0) die("the job did not exit 0: " + exit.dump());
+                    Json report = c.call("terminal/report", {{"terminalId", tid}});
+                    if (report["cleanup_verified"] != true) die("the job's report is not verified: " + report.dump());
+                    c.call("terminal/release", {{"terminalId", tid}});
+                  }, {}, 0});
+  ways.push_back({"serve: create; on exited, report+release at once", [&] {
+                    std::string tid = c.call("terminal/create", {{"command", "/bin/true"}})["terminalId"];
+                    Json note = c.exited(tid);
+                    if (note["exitStatus"]["exitCode"] != 0 || note["cleanupVerified"] != true)
+                      die("the job did not exit 0, verified: " + note.dump());
+                    int64_t rep = c.queue("terminal/report", {{"terminalId", tid}});
+                    int64_t rel = c.queue("terminal/release", {{"terminalId", tid}});
+                    c.flush();
+                    Json report = c.answer(rep);
+                    if (report["cleanup_verified"] != true) die("the job's report is not verified: " + report.dump());
+                    c.answer(rel);
+                  }, {}, 0});
+  ways.push_back({"pmon run -q -- /bin/true", [&] {
+                    int s = reap(spawn({pmon, "run", "-q", "--", "/bin/true"}));
+                    if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) die("pmon run did not exit 0");
+                  }, {}, 0});
+  ways.push_back({"/bin/true alone (the floor)", [&] { (void)reap(spawn({"/bin/true"})); }, {}, 0});
+
+  const int rounds = (calls + batch - 1) / batch;
+  for (int r = 0; r < rounds; ++r)
+    for (size_t k = 0; k < ways.size(); ++k) {
+      Way& w = ways[(k + static_cast<size_t>(r)) % ways.size()];
+      for (int i = 0; i < batch; ++i) {
+        int64_t t0 = bench::now_ns();
+        w.once();
+        double us = static_cast<double>(bench::now_ns() - t0) / 1e3;
+        w.us.push_back(us);
+        w.total_us += us;
+      }
+    }
+
+  ::kill(service, SIGTERM);
+  (void)reap(service);
+  ::unlink(sock.c_str());
+  ::rmdir(dir);
+
+  const Way& run = ways[2];
+  std::printf("job start, %d calls each in batches of %d, load average %s\n", rounds * batch, batch,
+              bench::loadavg().c_str());
+  std::printf("%-48s %9s %9s %9s %12s\n", "way", "calls/s", "median", "p90", "vs pmon run");
+  for (const Way& w : ways) {
+    bench::Stats s = bench::stats_of(w.us);
+    std::printf("%-48s %9.0f %7.0fus %7.0fus %11.2fx\n", w.name, 1e6 * static_cast<double>(s.n) / w.total_us, s.median,
+                s.p90, run.total_us / w.total_us);
+  }
+  return 0;
+}
