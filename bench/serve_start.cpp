@@ -6,12 +6,13 @@
 // sent together; against `pmon run -q -- /bin/true` started per call with
 // posix_spawn + waitpid, and against bare /bin/true (the floor: what any
 // start of the command costs here, so the best ratio any service could
-// reach). Batches
+// reach). --alt PATH adds the first way against a service run from
+// another pmon binary (a prototype build), in the same run. Batches
 // of each alternate in one run, the first of a round rotating, so load and
 // whatever one way leaves behind hit all of them alike. Prints a table;
 // asserts nothing.
 //
-// usage: bench_serve_start [--pmon PATH] [--calls N] [--batch N]
+// usage: bench_serve_start [--pmon PATH] [--alt PATH] [--calls N] [--batch N]
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <spawn.h>
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -148,64 +150,95 @@ class Client {
 };
 
 struct Way {
-  const char* name;
+  std::string name;
   std::function<void()> once;
   std::vector<double> us;  // one per call
   double total_us = 0;
 };
 
+// A `pmon serve` of ours on a socket in a scratch directory, and a client.
+struct Service {
+  std::string dir, sock;
+  pid_t pid = -1;
+  std::unique_ptr<Client> client;
+
+  explicit Service(const std::string& pmon) {
+    char tmpl[] = "/tmp/pmon-bench-serve.XXXXXX";
+    if (!::mkdtemp(tmpl)) die(std::string("mkdtemp: ") + std::strerror(errno));
+    dir = tmpl;
+    sock = dir + "/s.sock";
+    pid = spawn({pmon, "serve", "-q", "--listen", sock});
+    struct stat st;
+    for (int i = 0; ::stat(sock.c_str(), &st) != 0; ++i) {
+      if (i > 1000 || ::waitpid(pid, nullptr, WNOHANG) == pid) die("the service " + pmon + " did not start");
+      ::usleep(10'000);
+    }
+    client = std::make_unique<Client>(sock);
+  }
+  ~Service() {
+    client.reset();
+    ::kill(pid, SIGTERM);
+    (void)reap(pid);
+    ::unlink(sock.c_str());
+    ::rmdir(dir.c_str());
+  }
+};
+
+// One job, each request after the answer to the one before.
+void one_after_another(Client& c) {
+  std::string tid = c.call("terminal/create", {{"command", "/bin/true"}})["terminalId"];
+  Json exit = c.call("terminal/wait_for_exit", {{"terminalId", tid}});
+  if (exit["exitCode"] != 0) die("the job did not exit 0: " + exit.dump());
+  Json report = c.call("terminal/report", {{"terminalId", tid}});
+  if (report["cleanup_verified"] != true) die("the job's report is not verified: " + report.dump());
+  c.call("terminal/release", {{"terminalId", tid}});
+}
+
+// One job, its end from the notification, report and release in one write.
+void on_notification(Client& c) {
+  std::string tid = c.call("terminal/create", {{"command", "/bin/true"}})["terminalId"];
+  Json note = c.exited(tid);
+  if (note["exitStatus"]["exitCode"] != 0 || note["cleanupVerified"] != true)
+    die("the job did not exit 0, verified: " + note.dump());
+  int64_t rep = c.queue("terminal/report", {{"terminalId", tid}});
+  int64_t rel = c.queue("terminal/release", {{"terminalId", tid}});
+  c.flush();
+  Json report = c.answer(rep);
+  if (report["cleanup_verified"] != true) die("the job's report is not verified: " + report.dump());
+  c.answer(rel);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string pmon = bench::self_dir() + "/../pmon";
+  std::string pmon = bench::self_dir() + "/../pmon", alt;
   int calls = 400, batch = 20;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--pmon" && i + 1 < argc) pmon = argv[++i];
+    else if (a == "--alt" && i + 1 < argc) alt = argv[++i];
     else if (a == "--calls" && i + 1 < argc) calls = std::atoi(argv[++i]);
     else if (a == "--batch" && i + 1 < argc) batch = std::atoi(argv[++i]);
-    else die("usage: bench_serve_start [--pmon PATH] [--calls N] [--batch N]");
+    else die("usage: bench_serve_start [--pmon PATH] [--alt PATH] [--calls N] [--batch N]");
   }
   if (calls < 1 || batch < 1) die("--calls and --batch must be at least 1");
   ::signal(SIGPIPE, SIG_IGN);
 
-  char dir[] = "/tmp/pmon-bench-serve.XXXXXX";
-  if (!::mkdtemp(dir)) die(std::string("mkdtemp: ") + std::strerror(errno));
-  const std::string sock = std::string(dir) + "/s.sock";
-  pid_t service = spawn({pmon, "serve", "-q", "--listen", sock});
-  struct stat st;
-  for (int i = 0; ::stat(sock.c_str(), &st) != 0; ++i) {
-    if (i > 1000 || ::waitpid(service, nullptr, WNOHANG) == service) die("the service did not start");
-    ::usleep(10'000);
-  }
-  Client c(sock);
+  Service main_service(pmon);
+  std::unique_ptr<Service> alt_service;
+  if (!alt.empty()) alt_service = std::make_unique<Service>(alt);
+  Client& c = *main_service.client;
 
   std::vector<Way> ways;
-  ways.push_back({"serve: create, wait_for_exit, report, release", [&] {
-                    std::string tid = c.call("terminal/create", {{"command", "/bin/true"}})["terminalId"];
-                    Json exit = c.call("terminal/wait_for_exit", {{"terminalId", tid}});
-                    if (exit["exitCode"] != 0) die("the job did not exit 0: " + exit.dump());
-                    Json report = c.call("terminal/report", {{"terminalId", tid}});
-                    if (report["cleanup_verified"] != true) die("the job's report is not verified: " + report.dump());
-                    c.call("terminal/release", {{"terminalId", tid}});
-                  }, {}, 0});
-  ways.push_back({"serve: create; on exited, report+release at once", [&] {
-                    std::string tid = c.call("terminal/create", {{"command", "/bin/true"}})["terminalId"];
-                    Json note = c.exited(tid);
-                    if (note["exitStatus"]["exitCode"] != 0 || note["cleanupVerified"] != true)
-                      die("the job did not exit 0, verified: " + note.dump());
-                    int64_t rep = c.queue("terminal/report", {{"terminalId", tid}});
-                    int64_t rel = c.queue("terminal/release", {{"terminalId", tid}});
-                    c.flush();
-                    Json report = c.answer(rep);
-                    if (report["cleanup_verified"] != true) die("the job's report is not verified: " + report.dump());
-                    c.answer(rel);
-                  }, {}, 0});
+  ways.push_back({"serve: create, wait_for_exit, report, release", [&] { one_after_another(c); }, {}, 0});
+  ways.push_back({"serve: create; on exited, report+release at once", [&] { on_notification(c); }, {}, 0});
   ways.push_back({"pmon run -q -- /bin/true", [&] {
                     int s = reap(spawn({pmon, "run", "-q", "--", "/bin/true"}));
                     if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) die("pmon run did not exit 0");
                   }, {}, 0});
   ways.push_back({"/bin/true alone (the floor)", [&] { (void)reap(spawn({"/bin/true"})); }, {}, 0});
+  if (alt_service)
+    ways.push_back({"--alt serve: one after another", [&] { one_after_another(*alt_service->client); }, {}, 0});
 
   const int rounds = (calls + batch - 1) / batch;
   for (int r = 0; r < rounds; ++r)
@@ -220,18 +253,14 @@ int main(int argc, char** argv) {
       }
     }
 
-  ::kill(service, SIGTERM);
-  (void)reap(service);
-  ::unlink(sock.c_str());
-  ::rmdir(dir);
-
+  alt_service.reset();
   const Way& run = ways[2];
   std::printf("job start, %d calls each in batches of %d, load average %s\n", rounds * batch, batch,
               bench::loadavg().c_str());
   std::printf("%-48s %9s %9s %9s %12s\n", "way", "calls/s", "median", "p90", "vs pmon run");
   for (const Way& w : ways) {
     bench::Stats s = bench::stats_of(w.us);
-    std::printf("%-48s %9.0f %7.0fus %7.0fus %11.2fx\n", w.name, 1e6 * static_cast<double>(s.n) / w.total_us, s.median,
+    std::printf("%-48s %9.0f %7.0fus %7.0fus %11.2fx\n", w.name.c_str(), 1e6 * static_cast<double>(s.n) / w.total_us, s.median,
                 s.p90, run.total_us / w.total_us);
   }
   return 0;
