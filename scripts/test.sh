@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, runs every test.
 #   scripts/test.sh            RelWithDebInfo build in build/
-#   PMON_SANITIZE=1 scripts/test.sh   ASan+UBSan build in build-asan/
+#   PMON_SANITIZE=1 scripts/test.sh   ASan+UBSan build in build-asan/ (no bench/)
 # Strict (CI=true, or PMON_EXPECT_BACKENDS set): the backends in
 # PMON_EXPECT_BACKENDS (default in CI: all four) must work, and a skipped
 # test fails the run unless tests/allowed_skips.txt lists it with a reason.
@@ -19,7 +19,7 @@ elif [ -n "${PMON_EXPECT_BACKENDS:-}" ]; then
 fi
 dir=build; flags=(); skip=()
 if [ "${PMON_SANITIZE:-0}" = 1 ]; then
-  dir=build-asan; flags=(-DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF)
+  dir=build-asan; flags=(-DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF -DPMON_BENCH=OFF)
   # Two scenarios measure timing that a sanitized pmon cannot keep (a
   # bounded fork storm that must still be forking when the stop starts;
   # supervise under strace with a 400 ms deadline): they run in the plain
