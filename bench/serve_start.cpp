@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,8 +40,15 @@ namespace {
 
 using Json = nlohmann::json;
 
+// The services we started: a bench that fails stops them on its way out.
+std::vector<pid_t> g_services;
+
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "bench_serve_start: %s\n", what.c_str());
+  for (pid_t p : g_services) {
+    ::kill(p, SIGTERM);
+    (void)::waitpid(p, nullptr, 0);
+  }
   std::exit(1);
 }
 
@@ -62,7 +70,8 @@ int reap(pid_t pid) {
 }
 
 // One JSON-RPC connection: a request per line, answers read up to the one
-// with our id (notifications on the way are parsed and set aside).
+// with our id (terminal/exited notifications on the way are kept by
+// terminal, until asked for; other notifications are dropped).
 class Client {
  public:
   explicit Client(const std::string& path) {
@@ -105,25 +114,29 @@ class Client {
         if (m.contains("error")) die("request " + std::to_string(id) + ": " + m["error"].dump());
         return std::move(m["result"]);
       }
-      if (m.contains("method")) notes_.push_back(std::move(m));
+      keep(std::move(m));
     }
   }
 
   // The terminal/exited notification of `tid`, come already or to come.
   Json exited(const std::string& tid) {
     for (;;) {
-      for (size_t i = 0; i < notes_.size(); ++i)
-        if (notes_[i]["method"] == "terminal/exited" && notes_[i]["params"]["terminalId"] == tid) {
-          Json n = std::move(notes_[i]["params"]);
-          notes_.erase(notes_.begin() + static_cast<long>(i));
-          return n;
-        }
-      Json m = Json::parse(next_line());
-      if (m.contains("method")) notes_.push_back(std::move(m));
+      if (auto it = exited_.find(tid); it != exited_.end()) {
+        Json n = std::move(it->second);
+        exited_.erase(it);
+        return n;
+      }
+      keep(Json::parse(next_line()));
     }
   }
 
  private:
+  void keep(Json m) {
+    if (m.value("method", "") != "terminal/exited") return;
+    std::string tid = m["params"]["terminalId"];
+    exited_[tid] = std::move(m["params"]);
+  }
+
   std::string next_line() {
     for (;;) {
       size_t nl = buf_.find('\n', pos_);
@@ -143,7 +156,7 @@ class Client {
 
   int fd_ = -1;
   int64_t id_ = 0;
-  std::vector<Json> notes_;
+  std::map<std::string, Json> exited_;
   std::string out_;
   std::string buf_;
   size_t pos_ = 0;
@@ -168,6 +181,7 @@ struct Service {
     dir = tmpl;
     sock = dir + "/s.sock";
     pid = spawn({pmon, "serve", "-q", "--listen", sock});
+    g_services.push_back(pid);
     struct stat st;
     for (int i = 0; ::stat(sock.c_str(), &st) != 0; ++i) {
       if (i > 1000 || ::waitpid(pid, nullptr, WNOHANG) == pid) die("the service " + pmon + " did not start");
@@ -179,6 +193,7 @@ struct Service {
     client.reset();
     ::kill(pid, SIGTERM);
     (void)reap(pid);
+    std::erase(g_services, pid);
     ::unlink(sock.c_str());
     ::rmdir(dir.c_str());
   }
@@ -189,6 +204,7 @@ void one_after_another(Client& c) {
   std::string tid = c.call("terminal/create", {{"command", "/bin/true"}})["terminalId"];
   Json exit = c.call("terminal/wait_for_exit", {{"terminalId", tid}});
   if (exit["exitCode"] != 0) die("the job did not exit 0: " + exit.dump());
+  if (c.exited(tid)["cleanupVerified"] != true) die("the job's exit is not verified");  // (came before the answer)
   Json report = c.call("terminal/report", {{"terminalId", tid}});
   if (report["cleanup_verified"] != true) die("the job's report is not verified: " + report.dump());
   c.call("terminal/release", {{"terminalId", tid}});
@@ -210,7 +226,7 @@ void on_notification(Client& c) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::string pmon = bench::self_dir() + "/../pmon", alt;
   int calls = 400, batch = 20;
   for (int i = 1; i < argc; ++i) {
@@ -264,4 +280,12 @@ int main(int argc, char** argv) {
                 s.p90, run.total_us / w.total_us);
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a malformed answer: the services are stopped on the way here
+    die(e.what());
+  }
 }
