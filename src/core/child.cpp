@@ -11,6 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "confine/pidns_mounts.h"
 
 namespace pmon {
@@ -133,10 +135,16 @@ void run_child(const ChildPlan& plan) noexcept {
   // The supervisor blocks signals to read them from a signalfd, and the
   // caller may ignore some (SIGPIPE): a child inherits both, and a command
   // with TERM blocked could never be stopped politely.
+  // First, before anything can move us: the CPU mask the parent lent us
+  // its own CPU from (we stay where we are, which the mask allows).
+  if (plan.restore_affinity != nullptr &&
+      ::sched_setaffinity(0, sizeof(cpu_set_t), plan.restore_affinity) != 0)
+    fail(plan, ChildFailure::kSetup, errno);
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
+    if (plan.changed_signals != nullptr && ::sigismember(plan.changed_signals, sig) != 1) continue;
     (void)::sigaction(sig, &dfl, nullptr);  // EINVAL for glibc's own: fine
   }
   sigset_t none;
@@ -159,10 +167,11 @@ void run_child(const ChildPlan& plan) noexcept {
     if (::getppid() != plan.expected_parent) ::_exit(125);
   }
 
-  // Move the requested fds out of 0..2 first so that one dup2 cannot
-  // clobber the source of another.
-  int moved[3] = {-1, -1, -1};
-  for (int i = 0; i < 3; ++i) {
+  // A requested fd in 0..2 is moved out first, so that one dup2 cannot
+  // clobber the source of another (when none is, there is nothing to move).
+  int moved[3] = {plan.stdio[0], plan.stdio[1], plan.stdio[2]};
+  const bool low = std::any_of(moved, moved + 3, [](int fd) { return fd >= 0 && fd <= 2; });
+  for (int i = 0; low && i < 3; ++i) {
     if (plan.stdio[i] < 0) continue;
     moved[i] = ::fcntl(plan.stdio[i], F_DUPFD_CLOEXEC, 3);
     if (moved[i] < 0) fail(plan, ChildFailure::kSetup, errno);

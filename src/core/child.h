@@ -3,6 +3,8 @@
 // needs is computed by the parent before the clone.
 #pragma once
 
+#include <sched.h>
+#include <signal.h>
 #include <sys/types.h>
 
 namespace pmon {
@@ -28,6 +30,11 @@ struct ChildPlan {
   // pipe (getppid() is 0 across CLONE_NEWPID), mounts its /proc, and execs
   // pmon's init (init_argv) instead of the command.
   const struct NsChildPlan* ns = nullptr;
+  // SpawnSpec::changed_signals: the dispositions to reset (null: all).
+  const sigset_t* changed_signals = nullptr;
+  // SpawnSpec::start_on_this_cpu: the parent's CPU mask, for the child to
+  // take back first thing (null: the child was not pinned).
+  const cpu_set_t* restore_affinity = nullptr;
 };
 
 struct NsChildPlan {

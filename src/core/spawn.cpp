@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -335,10 +336,28 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   plan.report_fd = report_w.get();
   plan.shared_failure = shared ? &shared_failure : nullptr;
   plan.pdeathsig = spec.pdeathsig;
-  plan.expected_parent = ::getpid();
+  plan.expected_parent = spec.pdeathsig != 0 ? ::getpid() : 0;  // (a system call: only when checked)
   plan.arm_gate_fd = spec.test_arm_gate_fd;
   plan.new_session = spec.new_session;
   plan.close_other_fds = spec.close_other_fds;
+  plan.changed_signals = spec.changed_signals;
+
+  // Lend the child this thread's CPU (see SpawnSpec::start_on_this_cpu):
+  // pinned here for the clone, it inherits the one-CPU mask and takes ours
+  // back at once. Skipped when the mask cannot be read or has one CPU.
+  cpu_set_t own_mask;
+  bool lent = false;
+  if (spec.start_on_this_cpu && spec.pdeathsig == 0 && shared &&
+      ::sched_getaffinity(0, sizeof own_mask, &own_mask) == 0 && CPU_COUNT(&own_mask) > 1) {
+    const int cpu = ::sched_getcpu();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (cpu >= 0 && cpu < CPU_SETSIZE) {
+      CPU_SET(cpu, &one);
+      lent = ::sched_setaffinity(0, sizeof one, &one) == 0;
+    }
+  }
+  if (lent) plan.restore_affinity = &own_mask;
 
   Result<sys::CloneResult> cr = fail(EAGAIN);
   auto do_clone = [&] {
@@ -359,6 +378,14 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
       return std::unexpected(SpawnError{125, ec.value(), "cannot start the launcher thread: " + ec.message()});
   } else {
     do_clone();
+  }
+  if (lent && ::sched_setaffinity(0, sizeof own_mask, &own_mask) != 0) {
+    // Our mask no longer fits our cpuset (it changed meanwhile): every CPU,
+    // which the kernel cuts down to the cpuset's.
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
+    (void)::sched_setaffinity(0, sizeof all, &all);
   }
   if (!cr) {
     int e = cr.error().value();

@@ -3,6 +3,7 @@
 // which the child is outside its boundary or known only by number.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <array>
@@ -39,6 +40,18 @@ struct SpawnSpec {
   // subprocess's close_fds: no fd above 2 that the caller left inheritable
   // reaches the command (the binding; the CLI passes them on, as timeout(1)).
   bool close_other_fds = false;
+  // The signals whose disposition in this process is not the default (a
+  // handler, or ignored): the child resets just these before it unblocks
+  // signals. Null: every one (the caller does not know). Only for a caller
+  // that sets its dispositions once, up front (the service): see
+  // sys::non_default_dispositions().
+  const sigset_t* changed_signals = nullptr;
+  // Start the child on the CPU this thread runs on, which is free while the
+  // thread waits for the exec, rather than wake another (in a VM, waking an
+  // idle vCPU costs tens of microseconds each time). The child takes this
+  // thread's CPU mask back before anything else, so the command is placed
+  // as freely as ever. For the hot path only (no parent-death signal).
+  bool start_on_this_cpu = false;
 };
 
 struct Child {

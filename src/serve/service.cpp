@@ -308,6 +308,9 @@ class Service {
   bool shutting_down_ = false;
   int64_t armed_ = kForever;  // what the timer was last set to
   bool all_verified_ = true;
+  // What our jobs' children reset before exec: the service sets its
+  // dispositions here, once, and never again.
+  sigset_t changed_signals_{};
   std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
 };
 
@@ -337,6 +340,7 @@ bool Service::setup() {
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
   (void)::sigprocmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  changed_signals_ = sys::non_default_dispositions();
   sig_ = Fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   timer_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   if (!ep_ || !sig_ || !timer_) return false;
@@ -1365,6 +1369,8 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (p.pty) ro.spawn.pty_slave = out_w.get();
   else ro.spawn.stdio = {in_r.get(), out_w.get(), err_w ? err_w.get() : out_w.get()};
   ro.spawn.close_other_fds = true;
+  ro.spawn.changed_signals = &changed_signals_;
+  ro.spawn.start_on_this_cpu = true;
   ro.stop = opts_.stop;
   if (p.kill_signal && !ro.stop.steps.empty() && ro.stop.steps[0].action == StopStep::Action::signal)
     ro.stop.steps[0].signal = *p.kill_signal;

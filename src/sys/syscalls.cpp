@@ -54,6 +54,19 @@ int waitid_raw(idtype_t type, id_t id, siginfo_t* info, int options,
   }
 }
 
+sigset_t non_default_dispositions() noexcept {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction old = {};
+    // glibc's own signals answer EINVAL: they are not ours to reset.
+    if (::sigaction(sig, nullptr, &old) != 0) continue;
+    if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) ::sigaddset(&set, sig);
+  }
+  return set;
+}
+
 ExitStatus exit_status_from(const siginfo_t& si) noexcept {
   ExitStatus st;
   switch (si.si_code) {

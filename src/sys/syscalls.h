@@ -54,6 +54,11 @@ struct ExitStatus {
 };
 ExitStatus exit_status_from(const siginfo_t& si) noexcept;
 
+// The signals whose disposition in this process is not SIG_DFL now (a
+// handler, or ignored): what a child must reset before it may unblock
+// signals. SIGKILL and SIGSTOP are never in it.
+sigset_t non_default_dispositions() noexcept;
+
 // Wall-clock-free monotonic time in nanoseconds (CLOCK_MONOTONIC).
 int64_t monotonic_ns() noexcept;
 

@@ -1,0 +1,52 @@
+# A job starts as any command should, however the service starts it: with
+# default signal dispositions (the service itself ignores SIGPIPE), an
+# empty signal mask, and the service's whole CPU mask (the service starts
+# each job on its own CPU and gives the job the mask back before the exec),
+# while the service keeps its own mask. Twenty jobs, each read by the
+# kernel's own /proc/self/status of the command.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+python3 - "$SOCK" "$SERVE_PID" <<'PY' || fail "see above"
+import json, re, socket, sys
+sock, svc = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+f = s.makefile("rwb")
+n = 0
+def call(method, params):
+    global n
+    n += 1
+    f.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
+    f.flush()
+    while True:
+        m = json.loads(f.readline())
+        if m.get("id") == n:
+            if "error" in m:
+                sys.exit("%s: %s" % (method, m["error"]))
+            return m["result"]
+def svc_mask():
+    return re.search(r"^Cpus_allowed_list:\s*(\S+)", open("/proc/%d/status" % svc).read(), re.M).group(1)
+before = svc_mask()
+for i in range(20):
+    tid = call("terminal/create", {"command": "grep", "args": ["-E", "^(SigIgn|SigBlk|Cpus_allowed_list):", "/proc/self/status"]})["terminalId"]
+    st = call("terminal/wait_for_exit", {"terminalId": tid})
+    if st.get("exitCode") != 0:
+        sys.exit("job %d: %s" % (i, st))
+    out = call("terminal/output", {"terminalId": tid})["output"]
+    lines = dict(l.split(":", 1) for l in out.splitlines())
+    if int(lines["SigIgn"], 16) != 0:
+        sys.exit("job %d ignores signals: %s" % (i, out))
+    if int(lines["SigBlk"], 16) != 0:
+        sys.exit("job %d has signals blocked: %s" % (i, out))
+    if lines["Cpus_allowed_list"].strip() != before:
+        sys.exit("job %d runs on CPUs %s, the service on %s" % (i, lines["Cpus_allowed_list"].strip(), before))
+    if not call("terminal/release", {"terminalId": tid})["cleanupVerified"]:
+        sys.exit("release of job %d: not verified gone" % i)
+    if svc_mask() != before:
+        sys.exit("after job %d the service runs on CPUs %s, not %s" % (i, svc_mask(), before))
+PY
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass "20 jobs: default dispositions, no blocked signal, the service's CPU mask"

@@ -1,0 +1,131 @@
+// spawn()'s hot-path options for a service that starts many children: the
+// dispositions it names are reset (and no others), and a child started on
+// the caller's CPU still gets the caller's whole CPU mask. Each child reads
+// its own /proc/self/status, which the kernel writes: no printed claim.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "confine/boundary.h"
+#include "core/spawn.h"
+#include "sys/syscalls.h"
+
+namespace pmon {
+namespace {
+
+void on_usr1(int) {}
+
+// The line of the child's /proc/self/status that starts with `key`, e.g.
+// "SigIgn:\t0000000000001000".
+std::string child_status_line(SpawnSpec s, Boundary& boundary, const std::string& key) {
+  int out[2];
+  EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  s.argv = {"/bin/sh", "-c", "grep '^" + key + "' /proc/self/status"};
+  s.stdio = {-1, out[1], -1};
+  auto c = spawn(s, boundary);
+  ::close(out[1]);
+  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
+  std::string text;
+  char buf[256];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  if (c) {
+    siginfo_t si{};
+    EXPECT_EQ(sys::waitid_raw(P_PIDFD, static_cast<id_t>(c->pidfd.get()), &si, WEXITED, nullptr), 0);
+    EXPECT_EQ(si.si_code, CLD_EXITED);
+    EXPECT_EQ(si.si_status, 0);
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// One bit of a /proc status signal mask ("SigIgn:\t<hex>").
+bool mask_has(const std::string& line, int sig) {
+  unsigned long long m = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+  return (m >> (sig - 1)) & 1ULL;
+}
+
+class SpawnStart : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto be = open_pgroup_backend();
+    ASSERT_TRUE(be.has_value());
+    backend_ = std::move(*be);
+    auto b = backend_->open_boundary();
+    ASSERT_TRUE(b.has_value());
+    boundary_ = std::move(*b);
+    ASSERT_EQ(::sigaction(SIGUSR2, nullptr, &old_usr2_), 0);
+    ASSERT_EQ(::sigaction(SIGURG, nullptr, &old_urg_), 0);
+    ASSERT_EQ(::sigaction(SIGUSR1, nullptr, &old_usr1_), 0);
+  }
+  void TearDown() override {
+    (void)::sigaction(SIGUSR2, &old_usr2_, nullptr);
+    (void)::sigaction(SIGURG, &old_urg_, nullptr);
+    (void)::sigaction(SIGUSR1, &old_usr1_, nullptr);
+  }
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Boundary> boundary_;
+  struct sigaction old_usr2_ {}, old_urg_ {}, old_usr1_ {};
+};
+
+TEST_F(SpawnStart, NonDefaultDispositionsNamesHandlersAndIgnoredOnly) {
+  struct sigaction h = {};
+  h.sa_handler = on_usr1;
+  ASSERT_EQ(::sigaction(SIGUSR1, &h, nullptr), 0);
+  ASSERT_NE(::signal(SIGUSR2, SIG_IGN), SIG_ERR);
+  ASSERT_NE(::signal(SIGURG, SIG_DFL), SIG_ERR);
+  sigset_t set = sys::non_default_dispositions();
+  EXPECT_EQ(::sigismember(&set, SIGUSR1), 1);
+  EXPECT_EQ(::sigismember(&set, SIGUSR2), 1);
+  EXPECT_EQ(::sigismember(&set, SIGURG), 0);
+  EXPECT_EQ(::sigismember(&set, SIGKILL), 0);
+  EXPECT_EQ(::sigismember(&set, SIGSTOP), 0);
+}
+
+// Ignored in the parent and named: the command sees it default again. The
+// set is the caller's word: a signal it leaves out keeps what it inherits
+// (which is why only a caller that never changes them may pass one).
+TEST_F(SpawnStart, OnlyTheNamedDispositionsAreReset) {
+  ASSERT_NE(::signal(SIGUSR2, SIG_IGN), SIG_ERR);
+  ASSERT_NE(::signal(SIGURG, SIG_IGN), SIG_ERR);
+  sigset_t named;
+  ::sigemptyset(&named);
+  ::sigaddset(&named, SIGUSR2);
+  SpawnSpec s;
+  s.changed_signals = &named;
+  std::string ign = child_status_line(s, *boundary_, "SigIgn");
+  ASSERT_FALSE(ign.empty());
+  EXPECT_FALSE(mask_has(ign, SIGUSR2)) << ign;
+  EXPECT_TRUE(mask_has(ign, SIGURG)) << ign;
+
+  // Without a set, every one is reset.
+  std::string all = child_status_line(SpawnSpec{}, *boundary_, "SigIgn");
+  EXPECT_FALSE(mask_has(all, SIGUSR2)) << all;
+  EXPECT_FALSE(mask_has(all, SIGURG)) << all;
+}
+
+// The child starts on our CPU and takes our whole mask back before exec;
+// our own mask is ours again once spawn() returns.
+TEST_F(SpawnStart, AChildStartedOnOurCpuGetsOurWholeMask) {
+  cpu_set_t before;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof before, &before), 0);
+  SpawnSpec s;
+  s.start_on_this_cpu = true;
+  for (int i = 0; i < 20; ++i) {
+    std::string child = child_status_line(s, *boundary_, "Cpus_allowed_list");
+    std::string ours = child_status_line(SpawnSpec{}, *boundary_, "Cpus_allowed_list");
+    ASSERT_FALSE(child.empty());
+    EXPECT_EQ(child, ours);
+    cpu_set_t after;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof after, &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "spawn() left this thread pinned";
+  }
+  if (CPU_COUNT(&before) < 2) GTEST_LOG_(INFO) << "one CPU: nothing was lent (the masks are equal trivially)";
+}
+
+}  // namespace
+}  // namespace pmon
