@@ -19,21 +19,10 @@ python3 -c "$gen" | md5sum | cut -d' ' -f1 > "$t/want.md5"
 # since + waitMs until over and nothing new; MODE end: waits for its exit,
 # then one read) and writes {"md5", "bytes", "truncated", "next", "id"}.
 cat > "$t/reader.py" <<'PY'
-import hashlib, json, socket, sys
+import hashlib, json, sys
+from serve_rpc import Rpc
 sock, mode, gen, backpressure = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "on"
-s = socket.socket(socket.AF_UNIX)
-s.connect(sock)
-f = s.makefile("rwb")
-n = 0
-def call(method, params):
-    global n
-    n += 1
-    f.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
-    f.flush()
-    while True:
-        m = json.loads(f.readline())
-        if m.get("id") == n:
-            return m
+call = Rpc(sock).message
 p = {"command": "python3", "args": ["-c", gen], "outputByteLimit": 1 << 20}
 if backpressure:
     p["outputBackpressure"] = True
@@ -60,13 +49,13 @@ print(json.dumps({"md5": h.hexdigest(), "bytes": got, "truncated": truncated, "n
 PY
 
 # With backpressure, read with since: every byte, none dropped.
-r=$(python3 "$t/reader.py" "$SOCK" since "$gen" on)
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/reader.py" "$SOCK" since "$gen" on)
 [ "$(jf "$r" 'm["bytes"]')" = $((50 * 1024 * 1024)) ] || fail "backpressure: not every byte was read: $r"
 [ "$(jf "$r" 'm["truncated"]')" = false ] || fail "backpressure: a read was truncated: $r"
 [ "$(jf "$r" 'm["md5"]')" = "$(cat "$t/want.md5")" ] || fail "backpressure: the bytes read differ from those written: $r"
 
 # Without it, the same reader after the job's end gets the newest 1 MiB.
-r=$(python3 "$t/reader.py" "$SOCK" end "$gen" off)
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/reader.py" "$SOCK" end "$gen" off)
 [ "$(jf "$r" 'm["truncated"]')" = true ] || fail "no backpressure: the read was not truncated: $r"
 [ "$(jf "$r" 'm["next"]')" = $((50 * 1024 * 1024)) ] || fail "no backpressure: next is not the end: $r"
 [ "$(jf "$r" 'm["bytes"] <= 1048576 and m["bytes"] > 1048576 - 4')" = true ] || fail "no backpressure: not the newest 1 MiB: $r"

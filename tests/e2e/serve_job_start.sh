@@ -8,24 +8,11 @@
 . "$(dirname "$0")/serve.inc"
 
 serve_start
-python3 - "$SOCK" "$SERVE_PID" <<'PY' || fail "see above"
-import json, re, socket, sys
+PYTHONPATH="$(dirname "$0")" python3 - "$SOCK" "$SERVE_PID" <<'PY' || fail "see above"
+import re, sys
+from serve_rpc import Rpc
 sock, svc = sys.argv[1], int(sys.argv[2])
-s = socket.socket(socket.AF_UNIX)
-s.connect(sock)
-f = s.makefile("rwb")
-n = 0
-def call(method, params):
-    global n
-    n += 1
-    f.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
-    f.flush()
-    while True:
-        m = json.loads(f.readline())
-        if m.get("id") == n:
-            if "error" in m:
-                sys.exit("%s: %s" % (method, m["error"]))
-            return m["result"]
+call = Rpc(sock).call
 def svc_mask():
     return re.search(r"^Cpus_allowed_list:\s*(\S+)", open("/proc/%d/status" % svc).read(), re.M).group(1)
 before = svc_mask()
