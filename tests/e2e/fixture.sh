@@ -95,7 +95,7 @@ case ${1:-} in
       why=""
       # A process in it (or below) that this run started or that has this
       # run's environment makes it this run's.
-      for p in $(cat $(find "$dir" -name cgroup.procs 2>/dev/null) 2>/dev/null); do
+      for p in $(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null); do
         pst=$(start_of "$p")
         if [ -n "${rec["$p $pst"]:-}" ] || ours_by_env "$p"; then why="holds process $p of this run"; break; fi
       done
