@@ -46,7 +46,8 @@ fi
 if [ "${PMON_SANITIZE:-0}" != 1 ]; then
   (cd node && npm ci --no-audit --no-fund --loglevel=error) || rc=1
   (cd node && PMON="$PWD/../$dir/pmon" PMON_HELPERS="$PWD/../$dir/tests/helpers" \
-    node --test test/*.test.mjs) || rc=1
+    node --test --test-reporter=spec --test-reporter-destination=stdout \
+      --test-reporter=junit --test-reporter-destination="$results/node.xml" test/*.test.mjs) || rc=1
 fi
 # Every skip, with its reason; in strict mode the ones not allowed fail.
 python3 tests/list_skips.py "$results" tests/allowed_skips.txt "$strict" || rc=1

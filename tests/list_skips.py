@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Lists every skipped test of a run, with its reason, from the JUnit files
-ctest (--output-junit) and pytest (--junitxml) wrote into RESULTS_DIR.
+ctest (--output-junit), pytest (--junitxml) and node --test (its junit
+reporter, node.xml) wrote into RESULTS_DIR.
 
     list_skips.py RESULTS_DIR ALLOWED_FILE STRICT
 
 STRICT=1: exits 1 when a skipped test is not in ALLOWED_FILE (lines of
 "<test name or fnmatch pattern> <reason>"; # starts a comment), or when a
 line there has no reason. A skip in GoogleTest (GTEST_SKIP) reaches ctest
-as a skip too: gtest_discover_tests marks "[  SKIPPED ]" output so."""
+as a skip too: gtest_discover_tests marks "[  SKIPPED ]" output so. A Node
+test's todo counts as a skip: it did not run as a test that can fail."""
 import fnmatch
 import pathlib
 import sys
@@ -42,6 +44,30 @@ def skips(results):
                 # "python.tests.test_x::test_y[param]"
                 out.append((f"{case.get('classname')}::{case.get('name')}",
                             s.get("message") or "no reason given"))
+    node = results / "node.xml"
+    if node.exists():
+        out.extend(node_skips(ET.parse(node).getroot(), []))
+    return out
+
+
+def node_skips(elem, suites):
+    """node --test's junit: <testsuite name=describe> around <testcase>s; a
+    skip or todo is <skipped type="skipped"|"todo" message=reason> ("true"
+    when none was given). Named "node::<describe> > <test>"."""
+    out = []
+    for child in elem:
+        if child.tag == "testsuite":
+            out.extend(node_skips(child, suites + [child.get("name")]))
+        elif child.tag == "testcase":
+            s = child.find("skipped")
+            if s is not None:
+                why = s.get("message") or ""
+                if why in ("", "true"):
+                    why = "no reason given"
+                if s.get("type") == "todo":
+                    why = "todo: " + why
+                out.append(("node::" + " > ".join(suites + [child.get("name")]), why))
+            out.extend(node_skips(child, suites + [child.get("name")]))
     return out
 
 

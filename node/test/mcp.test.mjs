@@ -6,6 +6,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -157,6 +158,38 @@ test('start a dev server, wait_for_port, list shows the port, kill frees it', as
   const w = await call(client, 'wait', { id });
   assert.equal(w.structuredContent.running, false);
   assert.equal(w.structuredContent.signal, 'SIGTERM');
+  await client.close();
+});
+
+// SIGTERM (15) is in the mask of ignored signals of /proc/PID/status.
+function ignoresTerm(pid) {
+  const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^SigIgn:\s*([0-9a-f]+)$/m);
+  return m !== null && (BigInt('0x' + m[1]) & (1n << 14n)) !== 0n;
+}
+
+test('kill stops the whole job: a main that ignores TERM and the setsid daemon it started', async () => {
+  const { client } = await connect();
+  const file = tmp.path('kill');
+  const s = await call(client, 'start', {
+    command: `trap '' TERM; exec ${ESCAPER} ${file} -x sleep name=daemon,orphan,setsid,ignore`,
+  });
+  const id = s.structuredContent.id;
+  const recs = await waitRecords(file, 2);
+  started.push(...recs);
+  const main = recs.find((r) => r.name === 'main');
+  const daemon = recs.find((r) => r.name === 'daemon');
+  assert.ok(main && daemon, JSON.stringify(recs));
+  assert.ok(ignoresTerm(main.pid) && ignoresTerm(daemon.pid), 'both ignore TERM');
+  assert.equal(procStat(daemon.pid).start, daemon.start);
+  const k = await call(client, 'kill', { id });
+  assert.equal(k.isError, false, k.content[0].text);
+  assert.equal(k.structuredContent.cleanup_verified, true);
+  // By pid and start time: the daemon and the main are gone once kill
+  // returned, not some time later.
+  assert.deepEqual(running([daemon, main]), [], 'nothing of the job runs once kill returned');
+  assert.deepEqual(await gone(recs), []);
+  const w = await call(client, 'wait', { id });
+  assert.equal(w.structuredContent.running, false);
   await client.close();
 });
 

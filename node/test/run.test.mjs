@@ -131,14 +131,21 @@ test('a command that cannot start rejects with one clear line', async () => {
 
 test('200 concurrent runs each get their own output', async () => {
   const n = 200;
+  // Each writes "pid start-time" of itself to stderr, to be seen gone.
   const rs = await Promise.all(
-    Array.from({ length: n }, (_, i) => run('sh', ['-c', 'echo $0; exit $(($0 % 7))', String(i)])),
+    Array.from({ length: n }, (_, i) =>
+      run('sh', ['-c', 'echo $0; cut -d" " -f1,22 /proc/$$/stat >&2; exit $(($0 % 7))', String(i)])),
   );
+  const recs = [];
   rs.forEach((r, i) => {
     assert.equal(r.stdout, `${i}\n`);
     assert.equal(r.exitCode, i % 7);
     assert.equal(r.cleanupVerified, true);
+    const [pid, start] = r.stderr.trim().split(' ');
+    recs.push({ pid: Number(pid), start, name: `run ${i}` });
   });
+  started.push(...recs);
+  assert.deepEqual(running(recs), [], 'a run is still there after it returned');
 });
 
 test('aborting a run stops the whole tree', async () => {

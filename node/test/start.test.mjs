@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { ESCAPER, records, gone, waitRecords, running, perFile } from './helpers.mjs';
+import { readFileSync } from 'node:fs';
+import { ESCAPER, records, gone, waitRecords, running, perFile, procStat } from './helpers.mjs';
 import { start, list } from '../index.mjs';
 
 const { tmp, started } = perFile();
@@ -36,9 +37,14 @@ test('a started dev server: waitForPort, ports, kill frees the port', async () =
   const info = (await list()).find((t) => t.terminalId === job.id);
   assert.equal(info.name, 'dev');
   assert.equal(info.status, 'running');
+  // The server itself, by pid and start time, to see it gone after the kill.
+  assert.equal(l.pid, info.pid, 'the main process listens');
+  const server = { pid: info.pid, start: procStat(info.pid).start, name: 'dev' };
+  started.push(server);
   assert.equal(await canBind(l.port), false, 'the port is taken while it runs');
   const k = await job.kill();
   assert.equal(k.cleanupVerified, true);
+  assert.deepEqual(running([server]), [], 'the dev server runs on after the kill');
   assert.equal(await canBind(l.port), true, 'the port is free once killed');
   const st = await job.wait();
   assert.equal(st.signal, 'SIGTERM');
@@ -75,5 +81,29 @@ test('wait with a timeout on a running job, then kill stops its setsid daemon', 
   assert.equal((await job.kill()).cleanupVerified, true);
   assert.deepEqual(running(recs), []);
   assert.deepEqual(await gone(recs), []);
+  await job.release();
+});
+
+// SIGTERM (15) is in the mask of ignored signals of /proc/PID/status.
+function ignoresTerm(pid) {
+  const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^SigIgn:\s*([0-9a-f]+)$/m);
+  return m !== null && (BigInt('0x' + m[1]) & (1n << 14n)) !== 0n;
+}
+
+test('kill stops a main that ignores TERM and the setsid daemon it started', async () => {
+  const file = tmp.path('term-ignored');
+  const job = await start('sh', ['-c', `trap '' TERM; exec ${ESCAPER} ${file} -x sleep name=daemon,orphan,setsid,ignore`]);
+  const recs = await waitRecords(file, 2);
+  started.push(...recs);
+  const main = recs.find((r) => r.name === 'main');
+  const daemon = recs.find((r) => r.name === 'daemon');
+  assert.ok(main && daemon, JSON.stringify(recs));
+  assert.equal(procStat(daemon.pid).start, daemon.start);
+  assert.ok(ignoresTerm(main.pid) && ignoresTerm(daemon.pid), 'both ignore TERM');
+  assert.equal((await job.kill()).cleanupVerified, true);
+  // By pid and start time: gone once kill returned, not some time later.
+  assert.deepEqual(running([daemon, main]), [], 'nothing of the job runs once kill returned');
+  assert.deepEqual(await gone(recs), []);
+  assert.equal((await job.wait()).signal, 'SIGKILL');
   await job.release();
 });

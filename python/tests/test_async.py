@@ -14,15 +14,24 @@ def test_basic_and_input():
     assert r.stdout == b"hello" and r.returncode == 0
 
 
-def test_timeout_with_holder():
+def test_timeout_with_holder(tmp, recorded):
+    procs = tmp / "procs"
+    # The shell and its holder write "pid start-time name" of themselves.
+    script = ('echo "$$ $(cut -d" " -f22 /proc/$$/stat) main" >> "$0"; sleep 300 & '
+              'echo "$! $(cut -d" " -f22 /proc/$!/stat) holder" >> "$0"; echo x; sleep 300')
+
     async def main():
         t0 = time.monotonic()
-        r = await pmon.run_async(["sh", "-c", "sleep 300 & echo x; sleep 300"], timeout=0.5, grace=0.5,
+        r = await pmon.run_async(["sh", "-c", script, str(procs)], timeout=0.5, grace=0.5,
                                  capture_output=True)
         return r, time.monotonic() - t0
 
     r, elapsed = asyncio.run(main())
+    recorded.add_file(procs)
     assert r.timed_out and r.stdout == b"x\n" and r.cleanup_verified
+    assert [n for _, _, n in read_procs(procs)] == ["main", "holder"]
+    assert [p for p in read_procs(procs) if alive(p[0], p[1])] == [], "still running when run_async returned"
+    assert wait_gone(read_procs(procs)) == []
     assert elapsed < 0.5 + 0.5 + 1.5
     with pytest.raises(pmon.TimeoutExpired):
         asyncio.run(pmon.run_async(["sleep", "5"], timeout=0.2, check=True))

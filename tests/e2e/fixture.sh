@@ -1,11 +1,44 @@
 # Suite fixture: "setup" starts an empty record; "check" fails when any
-# process a scenario recorded is still alive, or a pmon cgroup is left.
+# process a scenario recorded is still alive, or a pmon cgroup this run
+# made is left.
+#
+# Others may run pmon on the same machine at the same time, so "check" looks
+# only at what this run made: pmon cgroups that were already there at setup
+# are not looked at (setup lists them in $STATE/cgroups.before), and of the
+# ones made since, a leaf (pmon-<owner pid>-<owner start time>-<n>, or
+# the same with .scope for a systemd scope) whose
+# owner still runs outside this run (its environment has another
+# PMON_TEST_STATE, or none) belongs to someone else. A leaf whose owner is
+# gone counts as this run's when the owner started after setup; one left by
+# another run's crashed pmon in that time would count too, and "check" says
+# so when it fails.
 set -u
 STATE=${PMON_TEST_STATE:?}
+cgroup2_root() { awk '$9=="cgroup2"{print $5; exit}' /proc/self/mountinfo; }
+pmon_cgroups() {
+  local cg; cg=$(cgroup2_root)
+  [ -n "$cg" ] && find "$cg" -mindepth 1 -type d -name 'pmon-*' 2>/dev/null | sort
+  return 0
+}
+# Start time (field 22 of /proc/PID/stat) of PID, or empty.
+start_of() {
+  local s
+  { read -r s < "/proc/$1/stat"; } 2>/dev/null || return 0
+  s=${s##*) }; set -- $s
+  echo "${20}"
+}
+# Whether PID's environment names this run's state directory.
+ours_by_env() {
+  tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -qxF "PMON_TEST_STATE=$STATE"
+}
 case ${1:-} in
   setup)
     rm -rf "$STATE"; mkdir -p "$STATE"
     echo "e2e state at $STATE"
+    # What was there before this run: never this run's to answer for.
+    pmon_cgroups > "$STATE/cgroups.before"
+    start_of $$ > "$STATE/setup.start"
+    echo "pmon cgroups already there: $(wc -l < "$STATE/cgroups.before")"
     # What this machine was declared to offer (PMON_EXPECT_BACKENDS): each
     # one must work, or the suite fails here, before any scenario shrinks.
     bad=0
@@ -49,11 +82,45 @@ case ${1:-} in
         fi
       done < "$STATE/pids"
     fi
-    cg=$(awk '$9=="cgroup2"{print $5; exit}' /proc/self/mountinfo)
-    if [ -n "$cg" ]; then
-      left=$(find "$cg" -mindepth 1 -type d -name 'pmon-*' 2>/dev/null)
-      if [ -n "$left" ]; then echo "LEFT BEHIND: cgroups:"; echo "$left"; bad=1; fi
+    since=$(cat "$STATE/setup.start" 2>/dev/null || echo 0)
+    [ -f "$STATE/cgroups.before" ] || : > "$STATE/cgroups.before"
+    # Recorded "pid start" pairs, to know a recorded owner or member.
+    declare -A rec=()
+    if [ -f "$STATE/pids" ]; then
+      while read -r pid st; do rec["$pid $st"]=1; done < "$STATE/pids"
     fi
+    others=0
+    for dir in $(pmon_cgroups | comm -23 - "$STATE/cgroups.before"); do
+      [ -d "$dir" ] || continue  # gone while we looked: removed by its owner
+      why=""
+      # A process in it (or below) that this run started or that has this
+      # run's environment makes it this run's.
+      for p in $(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+        pst=$(start_of "$p")
+        if [ -n "${rec["$p $pst"]:-}" ] || ours_by_env "$p"; then why="holds process $p of this run"; break; fi
+      done
+      name=${dir##*/}
+      if [ -z "$why" ] && [[ $name =~ ^pmon-([0-9]+)-([0-9]+)(-[0-9]+|\.scope)$ ]]; then
+        opid=${BASH_REMATCH[1]} ost=${BASH_REMATCH[2]}
+        if [ -n "${rec["$opid $ost"]:-}" ]; then
+          why="its owner pmon $opid was started by this run"
+        elif [ "$(start_of "$opid")" = "$ost" ]; then
+          if ours_by_env "$opid"; then why="its owner pmon $opid of this run still runs"
+          else others=$((others + 1)); continue; fi  # someone else's, in use
+        elif [ "$ost" -ge "$since" ]; then
+          why="its owner pmon $opid started during this run and is gone (another run's crashed pmon would look the same)"
+        else
+          others=$((others + 1)); continue  # older than this run
+        fi
+      elif [ -z "$why" ]; then
+        # Not a name pmon gives (pmon-<pid>-<start>-<n> or its .scope):
+        # nobody to tell it by.
+        others=$((others + 1)); continue
+      fi
+      echo "LEFT BEHIND: cgroup $dir: $why"
+      bad=1
+    done
+    [ $others = 0 ] || echo "not this run's, not looked at: $others pmon cgroup(s) of other pmon processes on this machine"
     [ $bad = 0 ] && echo "nothing left behind"
     exit $bad
     ;;

@@ -82,8 +82,10 @@ done
 r=$(call c terminal/output '{"terminalId":"'"$id"'","since":0}')
 [ "$(jf "$r" 'm["result"]["truncated"] is False and len(m["result"]["output"].encode()) <= 1048576')" = true ] ||
   fail "the unread job's buffer holds more than its limit or dropped bytes"
+main_of c "$id"
 r=$(call c terminal/release '{"terminalId":"'"$id"'"}')
 [ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release of the waiting job: $r"
+! alive "$mpid" "$mst" || fail "release of the waiting job: its main process $mpid is still there"
 
 # Bad values are refused, naming the field.
 r=$(call c terminal/create '{"command":"true","outputBackpressure":"yes"}')

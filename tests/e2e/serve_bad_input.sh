@@ -54,7 +54,23 @@ expect_error -32600 "line longer than" "$(raw "{\"jsonrpc\":\"2.0\",\"id\":\"raw
 r=$(call c terminal/list)
 [ "$(jf "$r" 'len(m["result"]["terminals"])')" = 1 ] || fail "the connection did not go on after the long line: $r"
 
-# A thousand connections, opened and dropped at once (some mid-request).
+# A thousand connections, opened and dropped at once (some mid-request):
+# the service survives them, closes every one (its open files come back to
+# what they were), and the jobs of its other clients run on untouched.
+client_open e
+r=$(call e terminal/create '{"command":"sh","args":["-c","echo other; exec sleep 1000"],"keep":true}')
+other=$(jf "$r" 'm["result"]["terminalId"]')
+r=$(call e terminal/list)
+pid_job=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$job"'"][0]')
+pid_other=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$other"'"][0]')
+st_job=$(start_time_of "$pid_job"); st_other=$(start_time_of "$pid_other")
+record_pid "$pid_job"; record_pid "$pid_other"
+for _ in $(seq 200); do  # its output is in before the count is taken
+  [ "$(jf "$(call e terminal/output '{"terminalId":"'"$other"'"}')" 'm["result"]["output"]')" = other ] && break
+  sleep 0.05
+done
+fds() { ls "/proc/$SERVE_PID/fd" | wc -l; }
+fds_before=$(fds)
 python3 - "$SOCK" <<'PY'
 import socket, sys
 socks = []
@@ -67,6 +83,18 @@ for i in range(1000):
 for s in socks:
     s.close()
 PY
+kill -0 "$SERVE_PID" 2>/dev/null || fail "pmon serve is gone after a thousand dropped connections: $(cat "$t/serve.err")"
+# Answered on a connection it had before, so it has read every drop by then.
+r=$(call c terminal/list)
+[ "$(jf "$r" 'len(m["result"]["terminals"])')" = 2 ] || fail "terminal/list after a thousand dropped connections: $r"
+for _ in $(seq 200); do [ "$(fds)" -le "$fds_before" ] && break; sleep 0.05; done
+[ "$(fds)" -le "$fds_before" ] ||
+  fail "pmon serve holds $(fds) open files after a thousand dropped connections, $fds_before before: they were not all closed"
+alive "$pid_job" "$st_job" || fail "the job of connection c is gone after a thousand dropped connections"
+alive "$pid_other" "$st_other" || fail "the job of connection e is gone after a thousand dropped connections"
+r=$(call e terminal/output '{"terminalId":"'"$other"'"}')
+[ "$(jf "$r" 'm["result"]["output"]')" = other ] || fail "the output of connection e's job after the dropped connections: $r"
+[ "$(jf "$r" 'm["result"].get("exitStatus")')" = null ] || fail "connection e's job has ended: $r"
 
 # A client that asks for the job's output over and over and never reads:
 # it is dropped once its replies pile up; nobody else waits for it.
@@ -93,8 +121,9 @@ client_open d
 r=$(call d terminal/output '{"terminalId":"'"$job"'"}')
 [ "$(jf "$r" 'm["result"]["output"]')" = survivor ] || fail "the job's output after the bad input: $r"
 r=$(call d terminal/list)
-[ "$(jf "$r" '[t["status"] for t in m["result"]["terminals"]]')" = '["running"]' ] || fail "list: $r"
+[ "$(jf "$r" '[t["status"] for t in m["result"]["terminals"]]')" = '["running", "running"]' ] || fail "list: $r"
 client_close d
+client_close e
 client_close c
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" || fail "pmon serve exited $?"

@@ -24,6 +24,7 @@ python3 -c 'import sys,urllib.request; urllib.request.urlopen("http://127.0.0.1:
   fail "nothing answers HTTP on port $port"
 read -r dpid dst < "$t/daemon"
 echo "$dpid $dst" >> "$t/pids"; echo "$dpid $dst" >> "$STATE/pids"
+main_of c "$id"
 
 r=$(call c terminal/list)
 [ "$(jf "$r" '[p["port"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$id"'" for p in t["ports"]]')" = "[$port]" ] ||
@@ -33,6 +34,7 @@ r=$(call c terminal/list)
 r=$(call c terminal/release '{"terminalId":"'"$id"'"}')
 [ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release: $r"
 ! alive "$dpid" "$dst" || fail "the setsid daemon $dpid survived the release"
+! alive "$mpid" "$mst" || fail "the dev server $mpid survived the release"
 python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()' "$port" ||
   fail "port $port cannot be bound again after the release"
 r=$(call c terminal/output '{"terminalId":"'"$id"'"}')

@@ -77,8 +77,10 @@ PY
 id=$(job "$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1]]}))' \
   'head -c 300000 /dev/zero | tr "\0" x; echo END; touch '"$t"'/ready; exec sleep 1000')")
 for i in $(seq 400); do [ -f "$t/ready" ] && break; sleep 0.05; done
+main_of c "$id"
 r=$(call c terminal/kill '{"terminalId":"'"$id"'"}')
 [ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "kill: $r"
+! alive "$mpid" "$mst" || fail "kill: the job's main process $mpid is still there"
 r=$(call c terminal/output '{"terminalId":"'"$id"'"}')
 [ "$(jf "$r" 'len(m["result"]["output"]) == 300004 and m["result"]["output"].endswith("xEND\n")')" = true ] ||
   fail "bytes written before the kill are missing"

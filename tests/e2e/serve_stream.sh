@@ -59,6 +59,34 @@ def read_all(fd, h=None, deadline=30):
 def wait_exit(c, tid):
     return c.call("terminal/wait_for_exit", {"terminalId": tid})[0]["result"]
 
+def stat_of(pid):  # (start time, state) from /proc/PID/stat, or None
+    try:
+        s = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        return None
+    f = s[s.rindex(")") + 2:].split()
+    return f[19], f[0]
+
+def main_of(c, tid):  # the job's main process, (pid, start time), recorded
+    m, _ = c.call("terminal/list", {})
+    pid = [t["pid"] for t in m["result"]["terminals"] if t["terminalId"] == tid][0]
+    st = stat_of(pid)
+    if st is None:
+        raise SystemExit("the main process %d of job %s is not there" % (pid, tid))
+    with open(os.environ["PMON_TEST_STATE"] + "/pids", "a") as f:
+        f.write("%d %s\n" % (pid, st[0]))
+    return pid, st[0]
+
+def release(c, tid, main=None):
+    # The reply, once the job's main process is checked gone by pid and
+    # start time (not by cleanupVerified alone).
+    pid, start = main or main_of(c, tid)
+    m = c.call("terminal/release", {"terminalId": tid})[0]
+    now = stat_of(pid)
+    if now is not None and now[0] == start and now[1] != "Z":
+        raise SystemExit("the main process %d of job %s is still there after its release" % (pid, tid))
+    return m
+
 c = Conn()
 out = {}
 if step == "every-byte":
@@ -90,7 +118,7 @@ elif step == "now":
     out["beyond_bytes"] = read_all(fd, deadline=10)
     # A stream of the running job; its release ends it, after the bytes.
     m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True, "since": 1})
-    r = c.call("terminal/release", {"terminalId": tid})[0]
+    r = release(c, tid)
     out["released"] = r["result"]["cleanupVerified"]
     out["after_release"] = os.read(fd, 100).hex()
     out["release_ended"] = read_all(fd, deadline=10) == 0
@@ -137,16 +165,17 @@ elif step == "reader-gone":
     out["again"] = m["result"]
     out["again_bytes"] = len(os.read(fd, 1 << 16))
     os.close(fd)
-    out["released"] = c.call("terminal/release", {"terminalId": tid})[0]["result"]["cleanupVerified"]
+    out["released"] = release(c, tid)["result"]["cleanupVerified"]
 elif step == "conn-gone":
     # The connection that asked for a stream ends: so does the stream.
     m, _ = c.call("terminal/create", {"command": "sleep", "args": ["600"], "keep": True})
     tid = m["result"]["terminalId"]
     m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+    main = main_of(c, tid)
     c.s.close()
     out["ended"] = read_all(fd, deadline=10) == 0
     c = Conn()
-    out["released"] = c.call("terminal/release", {"terminalId": tid})[0]["result"]["cleanupVerified"]
+    out["released"] = release(c, tid, main)["result"]["cleanupVerified"]
 elif step == "pty":
     # A job on a pseudo-terminal streams what its master reads (the line
     # discipline's \r\n), to the end of the job.
@@ -179,7 +208,7 @@ elif step == "bad":
     out["too_many"] = m.get("error")
     out["too_many_fd"] = fd is not None
     # The streams are the service's to end: the job's release ends all 64.
-    out["released"] = c.call("terminal/release", {"terminalId": tid})[0]["result"]["cleanupVerified"]
+    out["released"] = release(c, tid)["result"]["cleanupVerified"]
     out["all_ended"] = all(read_all(fd, deadline=10) == 0 for fd in fds)
     m, _ = c.call("terminal/list", {})
     out["still_serving"] = "result" in m

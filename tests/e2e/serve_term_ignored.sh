@@ -15,6 +15,7 @@ params=$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["
 r=$(call a terminal/create "$params")
 id=$(jf "$r" 'm["result"]["terminalId"]')
 daemon_of "$t/d"
+main_of b "$id"
 
 # The kill is sent and not waited for here: its answer is owed until the
 # tree is gone.
@@ -37,6 +38,7 @@ done
 r=$(grep '"id":"kill"' "$t/a.out") || fail "no answer to the kill"
 [ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "kill: $r"
 ! alive "$dpid" "$dst" || fail "the daemon survived the kill"
+! alive "$mpid" "$mst" || fail "the job's main process $mpid survived the kill"
 r=$(call a terminal/report '{"terminalId":"'"$id"'"}')
 [ "$(jf "$r" 'm["result"]["outcome"]')" = cancelled ] || fail "report: $r"
 [ "$(jf "$r" 'm["result"]["stop"]["kill_sent_ms"] is not None')" = true ] || fail "report has no SIGKILL: $r"

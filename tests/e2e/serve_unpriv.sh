@@ -49,6 +49,9 @@ for i in $(seq 100); do [ -S "$usock" ] && break; sleep 0.05; done
 r=$(rpc_as "$TEST_UID" "$usock" terminal/create "$(create_params "$u/d" '{"keep":true}')")
 id=$(jf "$r" 'm["result"]["terminalId"]')
 daemon_of "$u/d"
+r=$(rpc_as "$TEST_UID" "$usock" terminal/list '{}')
+mpid=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$id"'"][0]')
+mst=$(start_time_of "$mpid"); record_pid "$mpid"
 [ "$(stat -c %u "/proc/$dpid")" = "$TEST_UID" ] || fail "the job does not run as $TEST_USER"
 leaf=$(grep ^0:: "/proc/$dpid/cgroup" | cut -d: -f3)
 case $CG$leaf in
@@ -73,14 +76,19 @@ esac
 chmod 600 "$usock"
 r=$(rpc_as "$TEST_UID" "$usock" terminal/create '{"command":"sh","args":["-c","echo one; sleep 0.2; echo two"],"keep":true}')
 lid=$(jf "$r" 'm["result"]["terminalId"]')
+r=$(rpc_as "$TEST_UID" "$usock" terminal/list '{}')
+lpid=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$lid"'"][0]')
+lst=$(start_time_of "$lpid"); record_pid "$lpid"
 [ "$(setpriv --reuid="$TEST_UID" --regid="$TEST_UID" --clear-groups "$PMON" logs -f --socket "$usock" "$lid")" = "one
 two" ] || fail "the user's pmon logs -f did not print its job's output"
 r=$(rpc_as "$TEST_UID" "$usock" terminal/release '{"terminalId":"'"$lid"'"}')
 [ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release of the logs job: $r"
+[ -z "$lst" ] || ! alive "$lpid" "$lst" || fail "release of the logs job: its main process $lpid is still there"
 
 r=$(rpc_as "$TEST_UID" "$usock" terminal/release '{"terminalId":"'"$id"'"}')
 [ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release: $r"
 ! alive "$dpid" "$dst" || fail "the release left the daemon running"
+! alive "$mpid" "$mst" || fail "the release left the job's main process $mpid running"
 kill -TERM "$upid"
 wait "$upid" || fail "the user's service exited $?"
 left=$(find "$D" -mindepth 1 -type d -name 'pmon-*')
