@@ -247,11 +247,16 @@ export async function run(file, args, options) {
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
+  // Output, report and release in one write, when one reply holds all the
+  // output there can be (the service's default bound, 4 MiB a stream);
+  // else the output is read on first.
+  const oneReply = params.outputByteLimit <= 4 * 1024 * 1024;
   const [out, report] = await Promise.all([
-    readAll(s, terminalId),
+    oneReply ? s.request('terminal/output', { terminalId }) : readAll(s, terminalId),
     s.request('terminal/report', { terminalId }),
-    s.request('terminal/release', { terminalId }),
+    ...(oneReply ? [s.request('terminal/release', { terminalId })] : []),
   ]);
+  if (!oneReply) await s.request('terminal/release', { terminalId });
   s.forget(terminalId);
   const encoding = options.encoding;
   const result = {
