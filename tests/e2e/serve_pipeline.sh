@@ -71,4 +71,42 @@ out=$(PYTHONPATH="$(dirname "$0")" timeout 120 python3 "$t/pipeline.py" "$SOCK" 
   fail "pipelined reads: $out"
 echo "$out"
 kill -0 "$SERVE_PID" || fail "the service is gone"
+
+# The same on --stdio, whose requests read meanwhile are held, in order.
+cat > "$t/stdio.py" <<'PY'
+import json, subprocess, sys, threading
+MiB = 1 << 20
+p = subprocess.Popen([sys.argv[1], "serve", "--stdio", "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def send(o):
+    p.stdin.write((json.dumps(o) + "\n").encode())
+    p.stdin.flush()
+def answer(want):
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == want:
+            return m["result"]
+send({"jsonrpc": "2.0", "id": 0, "method": "terminal/create", "params": {"command": "sh", "args": ["-c",
+      "head -c %d /dev/zero | tr '\\0' x; exec sleep 1000" % (8 * MiB)], "outputByteLimit": 16 * MiB}})
+tid = answer(0)["terminalId"]
+while True:
+    send({"jsonrpc": "2.0", "id": 1, "method": "terminal/output", "params": {"terminalId": tid, "since": 8 * MiB - 1, "waitMs": 5000}})
+    if answer(1)["next"] >= 8 * MiB:
+        break
+lines = b"".join((json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "terminal/output",
+                              "params": {"terminalId": tid, "since": 0, "maxBytes": MiB}}) + "\n").encode() for i in range(400))
+def write_all():
+    p.stdin.write(lines)
+    p.stdin.flush()
+threading.Thread(target=write_all, daemon=True).start()
+for i in range(400):
+    line = p.stdout.readline()
+    if not line:
+        raise SystemExit("--stdio: the service ended after %d replies" % i)
+    m = json.loads(line)
+    if m.get("id") != 100 + i or len(m["result"]["output"]) != MiB:
+        raise SystemExit("--stdio: reply %d is %s" % (i, str(m)[:200]))
+p.stdin.close()
+sys.exit(p.wait())
+PY
+timeout 120 python3 "$t/stdio.py" "$PMON" || fail "--stdio: pipelined reads"
 pass
