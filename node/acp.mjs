@@ -40,8 +40,15 @@ export function servePmonTerminals(app) {
     return { terminalId };
   });
   app.onRequest(M.output, async (ctx) => {
-    const r = await request('terminal/output', { terminalId: ctx.params.terminalId });
-    return { output: r.output, truncated: r.truncated, exitStatus: exitOf(r.exitStatus) };
+    // A reply carries a bounded part of what is kept: read on while `more`.
+    const p = { terminalId: ctx.params.terminalId };
+    let r = await request('terminal/output', p);
+    let { output, truncated } = r;
+    while (r.more) {
+      r = await request('terminal/output', { ...p, since: r.next });
+      output += r.output;
+    }
+    return { output, truncated, exitStatus: exitOf(r.exitStatus) };
   });
   app.onRequest(M.waitForExit, async (ctx) => {
     const r = await request('terminal/wait_for_exit', { terminalId: ctx.params.terminalId });

@@ -114,9 +114,11 @@ export interface OutputChunk {
   truncated: boolean;
   /** The offset to pass as `since` to get only what is new. */
   next: number;
+  /** More is kept past `next` already (a reply carries at most maxBytes): read on. */
+  more: boolean;
   /** null while the job runs. */
   exitStatus: ExitStatus | null;
-  stderr?: { output: string; truncated: boolean; next: number };
+  stderr?: { output: string; truncated: boolean; next: number; more: boolean };
 }
 
 export interface ListeningPort {

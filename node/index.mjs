@@ -247,11 +247,16 @@ export async function run(file, args, options) {
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
+  // Output, report and release in one write, when one reply holds all the
+  // output there can be (the service's default bound, 4 MiB a stream);
+  // else the output is read on first.
+  const oneReply = params.outputByteLimit <= 4 * 1024 * 1024;
   const [out, report] = await Promise.all([
-    s.request('terminal/output', { terminalId }),
+    oneReply ? s.request('terminal/output', { terminalId }) : readAll(s, terminalId),
     s.request('terminal/report', { terminalId }),
-    s.request('terminal/release', { terminalId }),
+    ...(oneReply ? [s.request('terminal/release', { terminalId })] : []),
   ]);
+  if (!oneReply) await s.request('terminal/release', { terminalId });
   s.forget(terminalId);
   const encoding = options.encoding;
   const result = {
@@ -279,6 +284,22 @@ export async function run(file, args, options) {
     throw e;
   }
   return result;
+}
+
+// All that is kept of a job's output (stdout, and stderr apart): a reply
+// carries a bounded part of it, `more` says to read on from `next`.
+async function readAll(s, terminalId) {
+  const p = { terminalId };
+  let r = await s.request('terminal/output', p);
+  const all = { output: r.output, truncated: r.truncated, stderr: r.stderr };
+  while (r.more || r.stderr?.more) {
+    p.since = r.next;
+    if (r.stderr) p.stderrSince = r.stderr.next;
+    r = await s.request('terminal/output', p);
+    all.output += r.output;
+    if (r.stderr) all.stderr = { ...r.stderr, output: all.stderr.output + r.stderr.output, truncated: all.stderr.truncated };
+  }
+  return all;
 }
 
 // A job started with start(): a call that runs on until it ends, is

@@ -125,6 +125,16 @@ test('encoding buffer gives Buffers; maxBuffer keeps the newest bytes', async ()
   assert.ok(t.stdout.endsWith('10000\n'));
 });
 
+test('output longer than one reply of the service is read whole', async () => {
+  // 10 MiB on stdout and 5 MiB on stderr: each reply carries at most 4 MiB.
+  const r = await run('sh', ['-c', 'head -c 10485760 /dev/zero | tr "\\0" a; head -c 5242880 /dev/zero | tr "\\0" b >&2'],
+    { maxBuffer: 16 << 20 });
+  assert.equal(r.truncated, false);
+  assert.equal(r.stdout.length, 10 << 20);
+  assert.equal(r.stderr.length, 5 << 20);
+  assert.ok(/^a+$/.test(r.stdout) && /^b+$/.test(r.stderr));
+});
+
 test('a command that cannot start rejects with one clear line', async () => {
   await assert.rejects(run('/nonexistent/program'), /pmon: .*not found|No such file/);
 });

@@ -278,11 +278,14 @@ int logs_main(const std::vector<std::string>& args) {
     const std::string& text = r["output"].get_ref<const std::string&>();
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
+    // A reply carries a bounded part of what is kept (`more`: read on).
     // Over, and nothing came since: all is read (a job made with
     // outputBackpressure can end with output still to read).
-    if (!follow || (!r["exitStatus"].is_null() && text.empty())) return 0;
+    const bool more = r.value("more", false);
+    if ((!follow && !more) || (!r["exitStatus"].is_null() && text.empty() && !more)) return 0;
     p["since"] = r["next"];
-    if (!streams) p["waitMs"] = 60'000;
+    if (!streams && !more) p["waitMs"] = 60'000;
+    else p.erase("waitMs");
   }
 }
 

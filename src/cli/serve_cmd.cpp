@@ -2,6 +2,7 @@
 // pmon mcp [options]: the same service on stdio, speaking MCP
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <limits>
 
 #include "cli/cli.h"
 #include "cli/confine_flags.h"
@@ -25,18 +26,27 @@ timeout fires, and when the service stops: SIGTERM, SIGINT, EOF on --stdio,
 or the parent's death with --die-with-parent. Exit status 0 when every job
 was verified gone, 125 otherwise.
 
+--memory-budget bounds what the service holds: three quarters of it for the
+jobs' output (a job whose outputByteLimit does not fit is refused; past it,
+buffers keep their newest bytes), a quarter for replies not yet read (a
+client that sends faster than it reads is not read until they drain).
+
 pmon start, jobs, logs, stop and wait talk to the service on the socket.)";
 
 // What serve and mcp share: the confinement, how many jobs, the grace.
 struct JobFlags {
   std::string grace_s = "2s";
   size_t max_jobs = 1024;
+  std::string memory_budget = "256M";
   ConfineFlags confine;
 
   void add_to(CLI::App& app) {
     confine.add_to(app);
     app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)");
     app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)");
+    app.add_option("--memory-budget", memory_budget,
+                   "memory for the jobs' output and the replies not yet read, e.g. 512M (default 256M, "
+                   "at least 16M)");
   }
 
   // After parsing: bad values end with die(), naming `sub`; the backend
@@ -45,12 +55,17 @@ struct JobFlags {
     if (max_jobs == 0) die(sub + ": --max-jobs must be at least 1");
     auto grace = parse_duration(grace_s);
     if (!grace) die(sub + ": --grace: " + describe_duration_error(grace_s, grace.error()));
+    auto budget = parse_size(memory_budget);
+    if (!budget) die(sub + ": --memory-budget: " + budget.error());
+    if (*budget < serve::ServeOptions::kMinMemoryBudget) die(sub + ": --memory-budget must be at least 16M");
+    if (*budget > std::numeric_limits<size_t>::max() / 2) die(sub + ": --memory-budget is too large");
     Selection sel = confine.select(sub, false, quiet);
     // A subreaper boundary is everything reparented to this process: with
     // many jobs in one process it cannot tell whose orphan is whose.
     if (sel.backend->kind() == ConfineKind::subreaper)
       die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
     opts.max_jobs = max_jobs;
+    opts.memory_budget = static_cast<size_t>(*budget);
     opts.stop = StopPlan::standard(SIGTERM, *grace);
     opts.passed_over = sel.passed_over;
     return sel;

@@ -137,6 +137,12 @@ class Backend {
   // has nothing else to do. Nothing of it runs any more; the crash guard
   // and `pmon gc` still cover it; the backend's end removes what is left.
   virtual void defer_cleanup() noexcept {}
+  // For a caller that runs long and whose memory may grow (pmon serve): its
+  // helpers (the crash guard) get memory of their own and the lowest OOM
+  // score allowed, so that an out-of-memory kill of the caller does not
+  // take them with it (the kernel kills every process sharing the memory
+  // of the one it picks). Call before the first call starts.
+  virtual void keep_helpers_apart() noexcept {}
   virtual bool cleanup_due() const noexcept { return false; }
   // Removes up to `max` of what was left for later.
   virtual void tidy(size_t max) noexcept { (void)max; }

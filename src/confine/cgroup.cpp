@@ -284,6 +284,14 @@ class CgroupBackend final : public Backend {
 
   void defer_cleanup() noexcept override { defer_ = true; }
 
+  void keep_helpers_apart() noexcept override {
+    if (!guard_ || guard_->apart()) return;
+    guard_.reset();  // told to go, and reaped
+    auto g = confine::CgroupGuard::start(base_.get(), prefix_, confine::CgroupGuard::Memory::own);
+    if (g) guard_ = std::move(*g);
+    else guard_error_ = g.error().message();
+  }
+
   bool cleanup_due() const noexcept override {
     std::lock_guard lock(mu_);
     return !retired_.empty();

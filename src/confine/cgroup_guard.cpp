@@ -44,6 +44,7 @@ struct GuardPlan {
   int base_fd = -1;
   char prefix[96] = {};
   size_t prefix_len = 0;
+  bool lowest_oom_score = false;  // a guard with memory of its own
 };
 
 bool owned(const GuardPlan& p, const char* name) noexcept {
@@ -90,6 +91,15 @@ void clean_up(const GuardPlan& p) noexcept {
   (void)raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>("pmon-guard"));
   (void)raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, 0);
   (void)raw_syscall(SYS_chdir, reinterpret_cast<long>("/"));
+  if (p.lowest_oom_score) {
+    // Never the OOM killer's pick (where allowed; else as it was): the
+    // supervisor it guards is.
+    long fd = r_openat(AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY);
+    if (fd >= 0) {
+      (void)raw_syscall(SYS_write, fd, reinterpret_cast<long>("-1000"), 5);
+      r_close(fd);
+    }
+  }
 
   // No fd of the supervisor's but the three we need: a pipe or a socket a
   // caller waits on for EOF must not stay open in us.
@@ -134,7 +144,8 @@ constexpr size_t kGuardStack = 256 * 1024;
 
 }  // namespace
 
-Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::string& prefix) noexcept {
+Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::string& prefix,
+                                                         Memory memory) noexcept {
   // A page that faults below the stack: an overflow ends the guard, never
   // writes into memory it shares with us.
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -149,6 +160,7 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   std::memcpy(plan->prefix, prefix.data(), prefix.size());
   plan->prefix_len = prefix.size();
   plan->base_fd = base_fd;
+  plan->lowest_oom_score = memory == Memory::own;
 
   auto self = sys::pidfd_open(::getpid());
   if (!self) return std::unexpected(self.error());
@@ -169,7 +181,9 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   // Where that is not available, a fork.
   sys::CloneRequest req;
   req.exit_signal = 0;
-  auto guard = sys::clone3_shared(req, guard_main, plan, stack, kGuardStack);
+  // Memory::own: a fork (its page tables are copied once, while we are small).
+  Result<sys::CloneResult> guard = fail(ENOSYS);
+  if (memory == Memory::shared) guard = sys::clone3_shared(req, guard_main, plan, stack, kGuardStack);
   if (!guard && guard.error().value() == ENOSYS) {
     guard = sys::clone3_fork(req);
     if (guard && guard->pid == 0) guard_main(plan);
@@ -177,7 +191,8 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   if (!guard) return std::unexpected(guard.error());
   register_helper(guard->pid);
   return std::unique_ptr<CgroupGuard>(new CgroupGuard(std::move(quit_w), std::move(guard->pidfd),
-                                                      guard->pid, ::getpid(), std::move(mapping)));
+                                                      guard->pid, ::getpid(), memory == Memory::own,
+                                                      std::move(mapping)));
 }
 
 CgroupGuard::StackMapping::~StackMapping() {

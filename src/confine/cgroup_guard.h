@@ -35,8 +35,15 @@ class CgroupGuard {
   // core ends only our thread group (Linux 5.16+). One thing takes it with
   // us: the OOM killer kills every process that shares its victim's memory,
   // so an OOM kill of pmon itself (small; the OOM killer picks the largest)
-  // is not covered.
-  static Result<std::unique_ptr<CgroupGuard>> start(int base_fd, const std::string& prefix) noexcept;
+  // is not covered by a guard that shares it.
+  //
+  // Memory::own, for a supervisor that runs long and may grow (pmon
+  // serve): a fork instead, whose oom_score_adj is set to -1000 where that
+  // is allowed (CAP_SYS_RESOURCE), so the OOM killer takes the supervisor
+  // alone and the guard does its work.
+  enum class Memory { shared, own };
+  static Result<std::unique_ptr<CgroupGuard>> start(int base_fd, const std::string& prefix,
+                                                    Memory memory = Memory::shared) noexcept;
 
   // Tells the guard to exit without touching anything (the supervisor
   // removes its own leaves on a normal exit) and reaps it.
@@ -52,6 +59,7 @@ class CgroupGuard {
   CgroupGuard& operator=(const CgroupGuard&) = delete;
 
   pid_t pid() const noexcept { return pid_; }
+  bool apart() const noexcept { return apart_; }
 
  private:
   // The guard's stack (it shares our memory), unmapped once it is reaped.
@@ -68,12 +76,14 @@ class CgroupGuard {
     size_t n_;
   };
 
-  CgroupGuard(Fd quit, Fd pidfd, pid_t pid, pid_t owner, StackMapping stack)
-      : quit_(std::move(quit)), pidfd_(std::move(pidfd)), pid_(pid), owner_(owner), stack_(std::move(stack)) {}
+  CgroupGuard(Fd quit, Fd pidfd, pid_t pid, pid_t owner, bool apart, StackMapping stack)
+      : quit_(std::move(quit)), pidfd_(std::move(pidfd)), pid_(pid), owner_(owner), apart_(apart),
+        stack_(std::move(stack)) {}
   Fd quit_;
   Fd pidfd_;
   pid_t pid_ = 0;
   pid_t owner_ = 0;  // a forked copy of us must not send the guard away
+  bool apart_ = false;  // Memory::own
   bool dismissed_ = false;
   StackMapping stack_;  // declared last: unmapped after the guard is reaped
 };

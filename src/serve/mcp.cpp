@@ -77,7 +77,7 @@ constexpr const char* kTools = R"JSON([
 {
   "name": "output",
   "title": "Read a job's output",
-  "description": "The output of a job, from the byte offset since (all that is kept when omitted); pass the returned next as since to get only what is new.",
+  "description": "The output of a job, from the byte offset since (all that is kept when omitted, up to 4 MiB a call; more: true when there is more to read); pass the returned next as since to get only what is new.",
   "inputSchema": {
     "type": "object",
     "properties": {"id": {"type": "string"}, "since": {"type": "integer", "minimum": 0}},
@@ -88,7 +88,7 @@ constexpr const char* kTools = R"JSON([
     "type": "object",
     "properties": {
       "output": {"type": "string"}, "truncated": {"type": "boolean"}, "next": {"type": "integer"},
-      "running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}
+      "more": {"type": "boolean"}, "running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}
     },
     "required": ["output", "truncated", "next", "running"]
   }
@@ -471,13 +471,15 @@ Json tool_result(Tool tool, const Json& a) {
       return text_result("started job " + a["terminalId"].get<std::string>(), {{"id", a["terminalId"]}});
     case Tool::output: {
       const Json& st = a["exitStatus"];
-      Json s = {{"output", a["output"]}, {"truncated", a["truncated"]}, {"next", a["next"]}, {"running", st.is_null()}};
+      Json s = {{"output", a["output"]}, {"truncated", a["truncated"]}, {"next", a["next"]},
+                {"more", a.value("more", false)}, {"running", st.is_null()}};
       s["exit_code"] = st.is_null() ? Json(nullptr) : nullable(st["exitCode"]);
       s["signal"] = st.is_null() ? Json(nullptr) : nullable(st["signal"]);
       std::string text = a["output"].get<std::string>();
       if (!text.empty() && text.back() != '\n') text += '\n';
       text += "[" + std::string(st.is_null() ? "running" : ending_words(st["exitCode"], st["signal"])) +
-              "; next " + std::to_string(a["next"].get<uint64_t>()) + "]";
+              "; " + (a.value("more", false) ? "more from next " : "next ") + std::to_string(a["next"].get<uint64_t>()) +
+              "]";
       return text_result(text, s);
     }
     case Tool::wait: {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 namespace pmon::serve {
 
@@ -62,7 +63,11 @@ size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final) 
   return n;
 }
 
-OutputBuffer::OutputBuffer(size_t limit) : limit_(limit) {}
+OutputBuffer::OutputBuffer(size_t limit, MemoryBudget* budget) : limit_(limit), budget_(budget) {}
+
+OutputBuffer::~OutputBuffer() {
+  if (budget_) budget_->give(ring_.size());
+}
 
 std::array<std::span<const char>, 2> OutputBuffer::bytes_from(uint64_t from, size_t max) const noexcept {
   if (from < first_ || from >= total() || max == 0) return {};
@@ -78,9 +83,21 @@ void OutputBuffer::reserve_for(size_t n) {
   size_t cap = ring_.size();
   if (size_ + n <= cap || cap == limit_) return;
   size_t want = std::min(limit_, std::max({2 * cap, size_ + n, kFirstCapacity}));
+  // Past the service's budget, or out of memory, the storage stays as it
+  // is: the oldest bytes are dropped instead (as at the limit).
+  if (budget_) {
+    want = cap + budget_->take(want - cap);
+    if (want == cap) return;
+  }
+  std::vector<char> grown;
+  try {
+    grown.resize(want);
+  } catch (const std::bad_alloc&) {
+    if (budget_) budget_->give(want - cap);
+    return;
+  }
   // Growing linearises the ring: the kept bytes move to the front, once per
   // doubling, so appends stay amortised linear.
-  std::vector<char> grown(want);
   if (size_ > 0) {  // (an empty ring has no storage to copy from)
     size_t first = std::min(size_, cap - head_);
     std::memcpy(grown.data(), ring_.data() + head_, first);
@@ -116,21 +133,21 @@ void OutputBuffer::write_tail(std::string_view bytes) noexcept {
 
 void OutputBuffer::append(std::string_view bytes) {
   if (bytes.empty()) return;
-  if (bytes.size() >= limit_) {
-    // Nothing kept so far survives: keep the newest limit_ bytes of these.
-    const bool cut = size_ > 0 || bytes.size() > limit_;
-    first_ += size_ + (bytes.size() - limit_);
+  reserve_for(bytes.size());
+  const size_t cap = ring_.size();  // limit_, or less where the budget said so
+  if (bytes.size() >= cap) {
+    // Nothing kept so far survives: keep the newest cap bytes of these.
+    const bool cut = size_ > 0 || bytes.size() > cap;
+    first_ += size_ + (bytes.size() - cap);
     head_ = 0;
     size_ = 0;
-    if (limit_ == 0) return;
-    if (ring_.size() < limit_) ring_.assign(limit_, 0);
-    write_tail(bytes.substr(bytes.size() - limit_));
+    if (cap == 0) return;
+    write_tail(bytes.substr(bytes.size() - cap));
     if (cut) skip_cut_character();
     return;
   }
-  reserve_for(bytes.size());
-  bool cut = size_ + bytes.size() > ring_.size();
-  if (cut) drop_front(size_ + bytes.size() - ring_.size());
+  bool cut = size_ + bytes.size() > cap;
+  if (cut) drop_front(size_ + bytes.size() - cap);
   write_tail(bytes);
   if (cut) skip_cut_character();
 }
@@ -158,7 +175,7 @@ void OutputBuffer::commit(size_t n) noexcept {
   if (cut) skip_cut_character();
 }
 
-OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since, std::string storage) const {
+OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since, std::string storage, size_t max) const {
   Read r;
   r.text = std::move(storage);
   r.text.clear();
@@ -169,6 +186,15 @@ OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since, std::string
   size_t len = static_cast<size_t>(end - start);
   r.next = start;
   if (len == 0) return r;
+  if (len > max) {
+    // Cut at `max`, past the continuation bytes of a character cut there:
+    // a read of a few bytes still moves on.
+    size_t cut = max;
+    for (int k = 0; k < 3 && cut < len; ++k, ++cut)
+      if (!is_continuation(static_cast<unsigned char>(ring_[(head_ + off + cut) % ring_.size()]))) break;
+    len = cut;
+    r.more = len < static_cast<size_t>(end - start);
+  }
   size_t at = (head_ + off) % ring_.size();
   size_t first = std::min(len, ring_.size() - at);
   std::string_view view(ring_.data() + at, first);
@@ -180,7 +206,7 @@ OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since, std::string
     view = joined;
   }
   r.text.reserve(len);
-  r.next = start + append_sanitized_utf8(r.text, view, closed_);
+  r.next = start + append_sanitized_utf8(r.text, view, closed_ || r.more);
   return r;
 }
 

@@ -4,6 +4,7 @@
 // time so that successive reads return every kept byte exactly once.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -15,12 +16,38 @@
 
 namespace pmon::serve {
 
+// What the output buffers of one service may hold together. A buffer grows
+// only by what it is granted here; past that it keeps what it has and drops
+// its oldest bytes, as it does at its own limit.
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(size_t limit) noexcept : limit_(limit) {}
+  // Up to `want` more bytes, fewer (or none) when the budget is short.
+  size_t take(size_t want) noexcept {
+    size_t n = std::min(want, limit_ - std::min(limit_, used_));
+    used_ += n;
+    return n;
+  }
+  void give(size_t n) noexcept { used_ -= std::min(used_, n); }
+  size_t used() const noexcept { return used_; }
+  size_t limit() const noexcept { return limit_; }
+
+ private:
+  size_t limit_;
+  size_t used_ = 0;
+};
+
 class OutputBuffer {
  public:
-  explicit OutputBuffer(size_t limit);
+  // `budget` (may be null: no cap but `limit`) must outlive the buffer.
+  explicit OutputBuffer(size_t limit, MemoryBudget* budget = nullptr);
+  ~OutputBuffer();
+  OutputBuffer(const OutputBuffer&) = delete;
+  OutputBuffer& operator=(const OutputBuffer&) = delete;
 
-  // Adds what the job wrote. Storage grows as needed up to `limit` bytes, then
-  // the oldest bytes are overwritten; the first kept byte is always where a
+  // Adds what the job wrote. Storage grows as needed up to `limit` bytes (or
+  // what the budget grants, and what can be allocated), then the oldest
+  // bytes are overwritten; the first kept byte is always where a
   // UTF-8 character starts (a character cut in two loses its rest as well).
   void append(std::string_view bytes);
   // append() without a copy: room for up to `want` new bytes in the
@@ -38,15 +65,17 @@ class OutputBuffer {
     std::string text;
     uint64_t next = 0;       // the offset to pass as `since` next time
     bool truncated = false;  // bytes from `since` (or from 0) were dropped
+    bool more = false;       // kept bytes past `next` were left for the next read (`max`)
   };
   // The kept text from `since` (from the first kept byte when nullopt or
   // older). An incomplete character at the end stays back until the bytes
   // completing it arrive or close() is called; `next` stops before it.
   // A `since` beyond total() reads nothing and gives next = total().
-  Read read(std::optional<uint64_t> since) const { return read(since, std::string()); }
+  // At most `max` bytes are read (a character cut by it is read whole).
+  Read read(std::optional<uint64_t> since, size_t max = SIZE_MAX) const { return read(since, std::string(), max); }
   // The same, its text made in `storage` (emptied first; a caller that
   // reads often hands back the last text, keeping its allocation).
-  Read read(std::optional<uint64_t> since, std::string storage) const;
+  Read read(std::optional<uint64_t> since, std::string storage, size_t max = SIZE_MAX) const;
 
   // The kept bytes from offset `from` (first_kept() <= from <= total()) as
   // they were appended, at most `max` of them: two spans, the second empty
@@ -65,6 +94,7 @@ class OutputBuffer {
   void write_tail(std::string_view bytes) noexcept;
 
   size_t limit_;
+  MemoryBudget* budget_;
   std::vector<char> ring_;  // grows up to limit_, then wraps
   size_t head_ = 0;         // index in ring_ of the first kept byte
   size_t size_ = 0;         // bytes kept

@@ -159,6 +159,11 @@ std::optional<Params> parse_params(Method m, const Json& p, std::string& err) {
       o.wait_ms = f.uint("waitMs", false, kMaxMs);
       o.stream = f.flag("stream");
       o.follow = f.flag("follow", true);
+      o.max_bytes = f.uint("maxBytes", false, OutputParams::kMaxMaxBytes).value_or(OutputParams::kDefaultMaxBytes);
+      if (!f.error() && o.max_bytes == 0) {
+        err = "invalid params: 'maxBytes' must be at least 1";
+        return std::nullopt;
+      }
       out = o;
       break;
     }
@@ -328,18 +333,19 @@ Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal) {
 }
 
 Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err, const Json& exit_status) {
-  Json res = {{"output", out.text}, {"truncated", out.truncated}, {"next", out.next}};
-  if (err) res["stderr"] = {{"output", err->text}, {"truncated", err->truncated}, {"next", err->next}};
+  Json res = {{"output", out.text}, {"truncated", out.truncated}, {"next", out.next}, {"more", out.more}};
+  if (err)
+    res["stderr"] = {{"output", err->text}, {"truncated", err->truncated}, {"next", err->next}, {"more", err->more}};
   res["exitStatus"] = exit_status;
   return res;
 }
 
 namespace {
 
-// `"next":N,"output":"..."` and `"truncated":B`: dump() writes the keys
-// sorted, so a job's stderr object comes between the two.
+// `"more":B,"next":N,"output":"..."` and `"truncated":B`: dump() writes
+// the keys sorted, so a job's stderr object comes between the two.
 void append_next_and_output(std::string& line, const OutputBuffer::Read& r) {
-  line += "\"next\":";
+  line += r.more ? "\"more\":true,\"next\":" : "\"more\":false,\"next\":";
   line += std::to_string(r.next);
   line += ",\"output\":";
   append_json_string(line, r.text);

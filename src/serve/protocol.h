@@ -83,6 +83,11 @@ struct OutputParams {
   // with `follow` until the job's output ends, else what is there now.
   bool stream = false;
   bool follow = true;
+  // pmon's: at most this many bytes of each stream in one reply (`more`
+  // says when kept bytes were left for the next read, from `next`).
+  uint64_t max_bytes = kDefaultMaxBytes;
+  static constexpr uint64_t kDefaultMaxBytes = uint64_t{4} << 20;
+  static constexpr uint64_t kMaxMaxBytes = uint64_t{16} << 20;
 };
 struct WaitForExitParams {
   std::string terminal_id;
@@ -167,8 +172,8 @@ std::string notification_line(std::string_view method, const Json& params);
 // What a job's exit status reads as: {exitCode, signal}, one of them null.
 Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal);
 
-// terminal/output's result: {output, truncated, next, exitStatus}, and
-// {stderr: {output, truncated, next}} for a job with separateStderr.
+// terminal/output's result: {output, truncated, next, more, exitStatus}, and
+// {stderr: {output, truncated, next, more}} for a job with separateStderr.
 Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err, const Json& exit_status);
 // result_line(id, output_result(...)) to the byte, written straight from
 // the text (no Json copy of it, no nlohmann escaping): the fast path of

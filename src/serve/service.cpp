@@ -46,6 +46,15 @@ constexpr int64_t kCoalesceNs = 1'000'000;
 // Storage kept for the next output reply, at most this large (what the
 // service holds on to after a large read, twice: the text and the line).
 constexpr size_t kSpareMax = size_t{32} << 20;
+// A connection whose replies not yet sent are more than this is not read
+// until they drain (nor are its waiting output reads answered): a client
+// that sends faster than it reads waits, and holds at most this plus one
+// reply. The same once all connections together hold their share of the
+// memory budget, for each that has anything unsent.
+constexpr size_t kConnQueueBound = size_t{1} << 20;
+// The budget's share for the jobs' output buffers and for the connections.
+size_t output_share(size_t budget) { return budget / 4 * 3; }
+size_t queue_share(size_t budget) { return budget / 4; }
 
 // What an epoll event is about: the kind in the top byte, an id below.
 enum class Tag : uint64_t {
@@ -87,6 +96,7 @@ struct Pending {
   int64_t deadline = kForever;
   std::optional<uint64_t> since;  // Kind::output
   std::optional<uint64_t> stderr_since;
+  size_t max_bytes = 0;           // Kind::output
   int64_t hold_until = 0;         // Kind::output: a few new bytes wait for more until then
   std::optional<uint16_t> port;   // Kind::port: this one, or any
   int64_t next_scan = 0;          // Kind::port
@@ -165,7 +175,7 @@ struct Job {
   std::vector<Pending> pending;
   std::vector<uint64_t> streams;  // ids in Service::streams_
 
-  explicit Job(size_t limit) : buffer(limit) {}
+  Job(size_t limit, MemoryBudget* budget) : buffer(limit, budget) {}
 
   const char* status() const {
     if (done) return "exited";
@@ -191,6 +201,11 @@ struct Conn {
   bool passes_fds = false;  // a Unix socket: fds can go with a reply
   size_t streams = 0;
   size_t queued_behind = 0;  // bytes of the messages after the first
+  size_t queued = 0;         // bytes of all the messages in outq
+  // Input backpressure: its requests are not read while its replies have
+  // not drained (Service::backed_up); --stdio keeps what it read meanwhile.
+  bool reading_paused = false;
+  std::string held;
   bool out_watched = false;
   bool flush_due = false;  // queued to be written after this round of events
   // A socket's bytes are peeked, handled, and read out only once the
@@ -203,7 +218,8 @@ struct Conn {
 
 class Service {
  public:
-  Service(Backend& backend, const ServeOptions& opts) : backend_(backend), opts_(opts) {}
+  Service(Backend& backend, const ServeOptions& opts)
+      : backend_(backend), opts_(opts), output_budget_(output_share(opts.memory_budget)) {}
   int run();
 
  private:
@@ -226,6 +242,13 @@ class Service {
   void on_signals();
   void on_accept();
   void on_conn_readable(Conn& c);
+  size_t take_lines(Conn& c, const char* buf, size_t n);
+  void handle_line(Conn& c, std::string_view line);
+  bool backed_up(const Conn& c, size_t adding = 0) const;
+  void pause_reading(Conn& c);
+  void unpause_drained();
+  void resume_reading();
+  void watch_conn(Conn& c);
   void on_conn_writable(Conn& c);
   void on_line(Conn& c, std::string_view line);
   void on_mcp_line(Conn& c, std::string_view line);
@@ -247,7 +270,9 @@ class Service {
   void pull(Job& j, bool err, bool to_end);
   void drain_output(Job& j);
   std::string output_line(const Json& id, Job& j, std::optional<uint64_t> since,
-                          std::optional<uint64_t> stderr_since);
+                          std::optional<uint64_t> stderr_since, size_t max);
+  size_t reply_bytes(uint64_t asked) const;
+  std::optional<RpcError> output_fits(const CreateParams& p) const;
   void note_delivered(Job& j, uint64_t out_next, std::optional<uint64_t> err_next);
   void on_job_stdin(Job& j);
   Answer open_stream(Conn& c, Job& j, const OutputParams& p);
@@ -261,7 +286,8 @@ class Service {
   void job_over(Job& j);
   void settle_pending(Job& j);
   void erase_job(const std::string& id);
-  Json output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since);
+  Json output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since,
+                   size_t max = OutputParams::kDefaultMaxBytes);
   Json ports_of(Job& j);
   Json job_json(Job& j);
   Json report_of(const Job& j) const;
@@ -289,6 +315,10 @@ class Service {
 
   Backend& backend_;
   ServeOptions opts_;
+  MemoryBudget output_budget_;  // the jobs' output buffers; declared before jobs_, which give it back
+  size_t queued_total_ = 0;     // bytes of replies not yet sent, all connections
+  std::vector<uint64_t> paused_;     // connections not read (input backpressure)
+  std::vector<uint64_t> to_resume_;  // --stdio: read again, from what it held
   Fd ep_, sig_, timer_, parent_;
   std::map<uint64_t, Conn> conns_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
@@ -388,6 +418,7 @@ int Service::run() {
   if (!setup()) return 125;
   std::vector<epoll_event> evs(256);
   backend_.defer_cleanup();
+  backend_.keep_helpers_apart();
   for (;;) {
     if (shutting_down_ && jobs_.empty()) break;
     arm_timer();
@@ -395,19 +426,26 @@ int Service::run() {
     // when nothing else is ready, a few at a time: a client waiting to hear
     // that its 1000 jobs are gone does not wait for 1000 rmdirs.
     const bool tidy = backend_.cleanup_due();
-    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), tidy ? 0 : -1);
+    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), tidy || !to_resume_.empty() ? 0 : -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       return 125;
     }
-    if (n == 0 && tidy) {
+    if (n == 0 && tidy && to_resume_.empty()) {
       backend_.tidy(kTidyBatch);
       continue;
     }
-    for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
-    on_time();
-    flush_sends();
-    make_reports();
+    // Out of memory is an error reply where a request could be named
+    // (handle_line), else the event is dropped: the service, and with it
+    // its promise to stop every job, stays up.
+    try {
+      for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
+      resume_reading();
+      on_time();
+      flush_sends();
+      make_reports();
+    } catch (const std::bad_alloc&) {
+    }
     drop_doomed();
   }
   // Last words to the clients still here, without waiting for slow ones.
@@ -451,7 +489,13 @@ void Service::on_event(uint64_t t, uint32_t events) {
       if (c.doomed) return;
       // A socket is one fd for both directions (tagged conn_in).
       if (tag_kind(t) == Tag::conn_out || (events & EPOLLOUT)) on_conn_writable(c);
-      if (tag_kind(t) == Tag::conn_in && !c.doomed && (events & ~uint32_t{EPOLLOUT}) != 0) on_conn_readable(c);
+      if (tag_kind(t) != Tag::conn_in || c.doomed || (events & ~uint32_t{EPOLLOUT}) == 0) return;
+      // Not read meanwhile (its replies drain first); a hang-up is its end.
+      if (c.reading_paused) {
+        if (events & (EPOLLHUP | EPOLLERR)) schedule_drop(c);
+        return;
+      }
+      on_conn_readable(c);
       return;
     }
     case Tag::stream: {
@@ -549,7 +593,7 @@ void Service::on_conn_readable(Conn& c) {
   char buf[65536];
   // A bounded number of reads per wake, so one busy client cannot starve
   // the others; a socket is peeked once, and woken again for the rest.
-  for (int round = 0; round < (peek ? 1 : 16); ++round) {
+  for (int round = 0; round < (peek ? 1 : 16) && !c.reading_paused; ++round) {
     ssize_t n = peek ? ::recv(c.in_fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT) : ::read(c.in_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
@@ -563,33 +607,140 @@ void Service::on_conn_readable(Conn& c) {
       schedule_drop(c);
       return;
     }
-    if (peek) {
-      c.peeked = static_cast<size_t>(n);
+    // Only the bytes handled are taken: a socket's rest stays in it until
+    // the connection is read again, what --stdio read is held.
+    const size_t used = take_lines(c, buf, static_cast<size_t>(n));
+    if (c.doomed) return;
+    if (peek && used > 0) {
+      c.peeked = used;
       to_consume_.push_back(cid);
     }
-    size_t start = 0;
-    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
-      if (buf[i] != '\n') continue;
-      if (c.discarding) {
-        c.discarding = false;
-      } else {
-        c.inbuf.append(buf + start, i - start);
-        std::string line = std::move(c.inbuf);
-        c.inbuf.clear();
-        on_line(c, line);
-        if (c.doomed) return;
-      }
-      start = i + 1;
-    }
-    if (!c.discarding) c.inbuf.append(buf + start, static_cast<size_t>(n) - start);
-    if (!c.discarding && c.inbuf.size() > opts_.max_line) {
+    if (!peek && used < static_cast<size_t>(n)) c.held.assign(buf + used, static_cast<size_t>(n) - used);
+  }
+}
+
+// Handles the whole lines in buf and keeps the start of the next; stops
+// after a line whose reply backs the connection up (pause_reading).
+// Returns how many bytes of buf were taken. A line is at most max_line
+// bytes, its newline not counted.
+size_t Service::take_lines(Conn& c, const char* buf, size_t n) {
+  const uint64_t cid = c.id;
+  auto refuse = [&] {
+    send(cid, error_line(nullptr, {rpc::kInvalidRequest, "invalid request: line longer than " +
+                                                             std::to_string(opts_.max_line) + " bytes"}));
+  };
+  size_t start = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (buf[i] != '\n') continue;
+    if (c.discarding) {
+      c.discarding = false;
+    } else if (c.inbuf.size() + (i - start) > opts_.max_line) {
       c.inbuf.clear();
-      c.discarding = true;
-      send(cid, error_line(nullptr, {rpc::kInvalidRequest, "invalid request: line longer than " +
-                                                                std::to_string(opts_.max_line) + " bytes"}));
-      if (c.doomed) return;
+      refuse();
+    } else {
+      c.inbuf.append(buf + start, i - start);
+      std::string line = std::move(c.inbuf);
+      c.inbuf.clear();
+      handle_line(c, line);
+    }
+    start = i + 1;
+    if (c.doomed) return start;
+    if (backed_up(c)) {
+      pause_reading(c);
+      return start;
     }
   }
+  if (!c.discarding && c.inbuf.size() + (n - start) > opts_.max_line) {
+    c.inbuf.clear();
+    c.discarding = true;
+    refuse();
+  } else if (!c.discarding) {
+    c.inbuf.append(buf + start, n - start);
+  }
+  return n;
+}
+
+// One request; out of memory while it is handled is its error reply.
+void Service::handle_line(Conn& c, std::string_view line) {
+  const uint64_t cid = c.id;
+  try {
+    on_line(c, line);
+  } catch (const std::bad_alloc&) {
+    Json id = nullptr;
+    try {
+      Json m = Json::parse(line, nullptr, false);
+      if (m.is_object() && m.contains("id")) id = m["id"];
+    } catch (const std::bad_alloc&) {
+    }
+    send(cid, error_line(id, {rpc::kServerError, "out of memory while handling this request; "
+                                                 "read output in smaller pieces (maxBytes) or try again later"}));
+  }
+}
+
+// Whether the connection's replies not yet sent (and `adding` more) are
+// as many as it may hold before it is read again (kConnQueueBound).
+bool Service::backed_up(const Conn& c, size_t adding) const {
+  const size_t unsent = c.queued - std::min(c.queued, c.out_off) + adding;
+  if (unsent == 0) return false;
+  return unsent > kConnQueueBound || queued_total_ + adding > queue_share(opts_.memory_budget);
+}
+
+void Service::pause_reading(Conn& c) {
+  if (c.reading_paused) return;
+  c.reading_paused = true;
+  paused_.push_back(c.id);
+  watch_conn(c);
+}
+
+// The connections whose replies drained are watched again; one that held
+// lines (--stdio) handles them in the next round, in order.
+void Service::unpause_drained() {
+  for (size_t i = 0; i < paused_.size();) {
+    auto it = conns_.find(paused_[i]);
+    if (it == conns_.end() || it->second.doomed) {
+      paused_.erase(paused_.begin() + static_cast<ptrdiff_t>(i));
+      continue;
+    }
+    Conn& c = it->second;
+    if (backed_up(c)) {
+      ++i;
+      continue;
+    }
+    c.reading_paused = false;
+    paused_.erase(paused_.begin() + static_cast<ptrdiff_t>(i));
+    // (what it held goes first: its fd is watched once that is handled)
+    if (c.held.empty()) watch_conn(c);
+    else to_resume_.push_back(c.id);
+  }
+}
+
+void Service::resume_reading() {
+  unpause_drained();
+  std::vector<uint64_t> ids = std::move(to_resume_);
+  to_resume_.clear();
+  for (uint64_t id : ids) {
+    auto it = conns_.find(id);
+    if (it == conns_.end() || it->second.doomed || it->second.reading_paused) continue;
+    Conn& c = it->second;
+    std::string held = std::move(c.held);
+    c.held.clear();
+    const size_t used = take_lines(c, held.data(), held.size());
+    if (c.doomed) continue;
+    if (used < held.size()) c.held = held.substr(used);  // paused again
+    else watch_conn(c);
+  }
+}
+
+// What the connection's fds are watched for: its requests unless paused,
+// room for its replies while some wait.
+void Service::watch_conn(Conn& c) {
+  const uint32_t in = c.reading_paused ? 0u : uint32_t{EPOLLIN | EPOLLRDHUP};
+  if (c.sock) {
+    watch_fd(c.out_fd, in | (c.out_watched ? uint32_t{EPOLLOUT} : 0u), tag(Tag::conn_in, c.id));
+    return;
+  }
+  if (c.reading_paused) unwatch_fd(c.in_fd);
+  else watch_fd(c.in_fd, EPOLLIN, tag(Tag::conn_in, c.id));
 }
 
 void Service::on_line(Conn& c, std::string_view line) {
@@ -623,6 +774,8 @@ void Service::send(uint64_t conn, std::string line, Fd fd) {
     return;
   }
   if (!c.outq.empty()) c.queued_behind += line.size();
+  c.queued += line.size();
+  queued_total_ += line.size();
   c.outq.push_back({std::move(line), std::move(fd)});
   // Written once this round of events is handled: what it sends (a
   // terminal/exited for each of 1000 jobs a session/close stopped) goes
@@ -666,6 +819,7 @@ void Service::consume_peeked(Conn& c) {
 }
 
 void Service::on_conn_writable(Conn& c) {
+  bool wrote = false;
   while (!c.outq.empty()) {
     // The first message from out_off, and as many after it as one call
     // takes, up to one that carries an fd: that goes with its first byte.
@@ -701,17 +855,24 @@ void Service::on_conn_writable(Conn& c) {
     if (n < 0 && errno == EAGAIN) {
       if (!c.out_watched) {
         // --stdio has its two fds; a socket is one fd watched for both.
-        if (c.sock) watch_fd(c.out_fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP, tag(Tag::conn_in, c.id));
-        else watch_fd(c.out_fd, EPOLLOUT, tag(Tag::conn_out, c.id));
         c.out_watched = true;
+        if (c.sock) watch_conn(c);
+        else watch_fd(c.out_fd, EPOLLOUT, tag(Tag::conn_out, c.id));
       }
+      if (wrote && !paused_.empty()) unpause_drained();
       return;
     }
     if (n < 0) {
-      if (!opts_.stdio || c.sock) schedule_drop(c);
-      else c.outq.clear(), c.out_off = 0, c.queued_behind = 0;  // stdout gone: keep serving until stdin ends
-      return;
+      if (!opts_.stdio || c.sock) {
+        schedule_drop(c);
+        return;
+      }
+      // stdout gone: keep serving until stdin ends
+      queued_total_ -= c.queued;
+      c.outq.clear(), c.out_off = 0, c.queued_behind = 0, c.queued = 0;
+      break;
     }
+    wrote = true;
     size_t done = static_cast<size_t>(n);
     while (done > 0) {
       size_t left = c.outq.front().text.size() - c.out_off;
@@ -721,6 +882,8 @@ void Service::on_conn_writable(Conn& c) {
       }
       done -= left;
       std::string& sent = c.outq.front().text;
+      c.queued -= sent.size();
+      queued_total_ -= sent.size();
       if (sent.capacity() > line_spare_.capacity() && sent.capacity() <= kSpareMax) line_spare_ = std::move(sent);
       c.outq.pop_front();
       c.out_off = 0;
@@ -729,10 +892,11 @@ void Service::on_conn_writable(Conn& c) {
   }
   c.queued_behind = 0;
   if (c.out_watched) {
-    if (c.sock) watch_fd(c.out_fd, EPOLLIN | EPOLLRDHUP, tag(Tag::conn_in, c.id));
-    else unwatch_fd(c.out_fd);
     c.out_watched = false;
+    if (c.sock) watch_conn(c);
+    else unwatch_fd(c.out_fd);
   }
+  if (wrote && !paused_.empty()) unpause_drained();
 }
 
 // A connection's end ends what it owns (unless kept): each job is stopped,
@@ -741,7 +905,9 @@ void Service::drop_conn(uint64_t conn) {
   auto it = conns_.find(conn);
   if (it == conns_.end()) return;
   unwatch_fd(it->second.in_fd);
+  queued_total_ -= std::min(queued_total_, it->second.queued);
   conns_.erase(it);
+  std::erase(paused_, conn);
   std::vector<uint64_t> sids;
   for (auto& [sid, st] : streams_)
     if (st.conn == conn) sids.push_back(sid);
@@ -1081,6 +1247,7 @@ void Service::make_reports() {
 void Service::settle_pending(Job& j) {
   const int64_t now = sys::monotonic_ns();
   std::vector<std::pair<uint64_t, std::string>> out;
+  std::map<uint64_t, size_t> adding;  // bytes of `out` per connection
   std::erase_if(j.pending, [&](Pending& p) {
     const bool due = now >= p.deadline;
     switch (p.kind) {
@@ -1108,8 +1275,11 @@ void Service::settle_pending(Job& j) {
           if (p.hold_until == 0) p.hold_until = now + kCoalesceNs;
           if (now < p.hold_until) return false;
         }
-        out.push_back({p.conn, p.tool ? reply_line(p, output_json(j, p.since, p.stderr_since))
-                                      : output_line(p.id, j, p.since, p.stderr_since)});
+        // A connection backed up with replies gets this one once they drain.
+        if (auto c = conns_.find(p.conn); c != conns_.end() && backed_up(c->second, adding[p.conn])) return false;
+        out.push_back({p.conn, p.tool ? reply_line(p, output_json(j, p.since, p.stderr_since, p.max_bytes))
+                                      : output_line(p.id, j, p.since, p.stderr_since, p.max_bytes)});
+        adding[p.conn] += out.back().second.size();
         return true;
       case Pending::Kind::port: {
         if (!j.done && now < p.next_scan) return false;
@@ -1157,10 +1327,12 @@ void Service::erase_job(const std::string& id) {
   jobs_.erase(it);
 }
 
-Json Service::output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) {
-  OutputBuffer::Read rd = j.buffer.read(since);
+Json Service::output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since,
+                          size_t max) {
+  max = reply_bytes(max);
+  OutputBuffer::Read rd = j.buffer.read(since, max);
   std::optional<OutputBuffer::Read> er;
-  if (j.err_buffer) er = j.err_buffer->read(stderr_since);
+  if (j.err_buffer) er = j.err_buffer->read(stderr_since, max);
   Json res = output_result(rd, er ? &*er : nullptr, j.done ? exit_status_json(j.call->result().exit_code,
                                                                                 j.call->result().signal)
                                                            : Json(nullptr));
@@ -1170,10 +1342,11 @@ Json Service::output_json(Job& j, std::optional<uint64_t> since, std::optional<u
 
 // The same as a result line, written straight from the buffer's text.
 std::string Service::output_line(const Json& id, Job& j, std::optional<uint64_t> since,
-                                 std::optional<uint64_t> stderr_since) {
-  OutputBuffer::Read rd = j.buffer.read(since, std::move(text_spare_));
+                                 std::optional<uint64_t> stderr_since, size_t max) {
+  max = reply_bytes(max);
+  OutputBuffer::Read rd = j.buffer.read(since, std::move(text_spare_), max);
   std::optional<OutputBuffer::Read> er;
-  if (j.err_buffer) er = j.err_buffer->read(stderr_since);
+  if (j.err_buffer) er = j.err_buffer->read(stderr_since, max);
   std::string line = output_result_line(
       id, rd, er ? &*er : nullptr,
       j.done ? exit_status_json(j.call->result().exit_code, j.call->result().signal) : Json(nullptr),
@@ -1181,6 +1354,28 @@ std::string Service::output_line(const Json& id, Job& j, std::optional<uint64_t>
   note_delivered(j, rd.next, er ? std::optional(er->next) : std::nullopt);
   if (rd.text.capacity() <= kSpareMax) text_spare_ = std::move(rd.text);
   return line;
+}
+
+// The bytes of each stream one output reply carries: what was asked
+// (maxBytes), and no more than an eighth of the connections' share of the
+// memory budget (a byte can be six in the reply, \u00XX).
+size_t Service::reply_bytes(uint64_t asked) const {
+  return static_cast<size_t>(std::min<uint64_t>(asked, std::max<size_t>(queue_share(opts_.memory_budget) / 8, 4096)));
+}
+
+// A job's buffers may grow to outputByteLimit each (stdout, and stderr
+// apart): more than the budget's share for all output is refused.
+std::optional<RpcError> Service::output_fits(const CreateParams& p) const {
+  const uint64_t buffers = p.separate_stderr && !p.pty ? 2 : 1;
+  const uint64_t share = output_budget_.limit();
+  if (p.output_byte_limit * buffers <= share) return std::nullopt;
+  return RpcError{rpc::kInvalidParams,
+                  "invalid params: 'outputByteLimit' " + std::to_string(p.output_byte_limit) +
+                      (buffers == 2 ? " (twice, with separateStderr)" : "") +
+                      " does not fit the service's memory budget, which keeps " + std::to_string(share) +
+                      " bytes for all jobs' output (--memory-budget " + std::to_string(opts_.memory_budget >> 20) +
+                      "M); ask for at most " + std::to_string(share / buffers) +
+                      " or start the service with a larger --memory-budget"};
 }
 
 // A read returned the bytes up to `next`: with backpressure, a paused pipe
@@ -1255,10 +1450,16 @@ void Service::arm_timer() {
   for (auto& [id, j] : jobs_) {
     if (!j->done && !j->call->finishing()) next = std::min(next, j->deadline);
     if (j->call->finishing()) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
-    for (const Pending& p : j->pending)
+    for (const Pending& p : j->pending) {
+      // (an output read for a connection backed up waits for its drain)
+      if (p.kind == Pending::Kind::output) {
+        auto c = conns_.find(p.conn);
+        if (c != conns_.end() && backed_up(c->second)) continue;
+      }
       next = std::min(next, p.kind == Pending::Kind::port ? std::min(p.deadline, p.next_scan)
                             : p.hold_until != 0              ? std::min(p.deadline, p.hold_until)
                                                              : p.deadline);
+    }
   }
   // Disarmed (by us, or it fired: it is one-shot) and nothing due: as it is.
   if (next == kForever && armed_ == kForever) return;
@@ -1381,11 +1582,12 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   const uint64_t n = next_job_++;
   if (p.output_backpressure && p.output_byte_limit == 0)
     return RpcError{rpc::kInvalidParams, "invalid params: 'outputBackpressure' needs an outputByteLimit of at least 1"};
-  auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit));
+  if (auto too_much = output_fits(p)) return *too_much;
+  auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit), &output_budget_);
   Job& j = *job;
   j.backpressure = p.output_backpressure;
   j.limit = static_cast<size_t>(p.output_byte_limit);
-  if (err_r) j.err_buffer = std::make_unique<OutputBuffer>(static_cast<size_t>(p.output_byte_limit));
+  if (err_r) j.err_buffer = std::make_unique<OutputBuffer>(static_cast<size_t>(p.output_byte_limit), &output_budget_);
   j.num = n;
   j.id = "t" + std::to_string(n);
   j.name = p.name.value_or("");
@@ -1435,8 +1637,8 @@ Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) 
     return open_stream(c, *j, p);
   }
   if (!p.wait_ms || j->done || has_new_output(*j, p.since, p.stderr_since)) {
-    if (current_tool_) return output_json(*j, p.since, p.stderr_since);
-    return Line{output_line(id, *j, p.since, p.stderr_since)};
+    if (current_tool_) return output_json(*j, p.since, p.stderr_since, p.max_bytes);
+    return Line{output_line(id, *j, p.since, p.stderr_since, p.max_bytes)};
   }
   Pending w;
   w.tool = current_tool_;
@@ -1445,6 +1647,7 @@ Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) 
   w.id = id;
   w.since = p.since;
   w.stderr_since = p.stderr_since;
+  w.max_bytes = p.max_bytes;
   w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.wait_ms) * 1'000'000;
   j->pending.push_back(std::move(w));
   return std::monostate{};
@@ -1664,8 +1867,13 @@ Service::Answer Service::run_tool(Conn& c, const Json& id, const mcp::RunArgs& a
 }
 
 Json Service::run_summary(Job& j) {
-  Json o = output_json(j, std::nullopt, std::nullopt);
-  Json s = {{"terminalId", j.id}, {"output", o["output"]}, {"truncated", o["truncated"]}, {"running", !j.done}};
+  // The newest bytes of a long output (a read is bounded; its end is what
+  // tells most), said to be cut.
+  const uint64_t max = reply_bytes(OutputParams::kDefaultMaxBytes);
+  const uint64_t from = j.buffer.total() > max ? std::max(j.buffer.first_kept(), j.buffer.total() - max) : 0;
+  Json o = output_json(j, from > j.buffer.first_kept() ? std::optional(from) : std::nullopt, std::nullopt);
+  const bool cut = o["truncated"].get<bool>() || from > j.buffer.first_kept();
+  Json s = {{"terminalId", j.id}, {"output", o["output"]}, {"truncated", cut}, {"running", !j.done}};
   if (!j.done) return s;
   Json rep = report_of(j);
   const RunResult& r = j.call->result();

@@ -23,7 +23,13 @@ struct ServeOptions {
   size_t max_jobs = 1024;
   StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
   size_t max_line = 1 << 20;            // longer requests are refused
-  size_t max_queue = size_t{16} << 20;  // unread replies before a client is dropped
+  size_t max_queue = size_t{16} << 20;  // replies behind one being sent before a client is dropped
+  // What the service may hold for its jobs and clients (--memory-budget):
+  // three quarters for the jobs' output buffers, a quarter for what the
+  // connections hold (replies not yet sent, requests half read).
+  size_t memory_budget = kDefaultMemoryBudget;
+  static constexpr size_t kDefaultMemoryBudget = size_t{256} << 20;
+  static constexpr size_t kMinMemoryBudget = size_t{16} << 20;
   // For the report of every job.
   std::vector<std::string> passed_over;
 };

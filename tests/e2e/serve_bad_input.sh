@@ -2,7 +2,7 @@
 # no request, an unknown method, missing and ill-typed params (named), an
 # unknown terminal, a command that cannot start, a line over the limit, a
 # thousand connections opened and dropped, and a client that never reads
-# its replies. Through all of it a job keeps running with its output, and
+# its replies (not read meanwhile, not dropped). Through all of it a job keeps running with its output, and
 # the service answers afterwards.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
@@ -96,25 +96,43 @@ r=$(call e terminal/output '{"terminalId":"'"$other"'"}')
 [ "$(jf "$r" 'm["result"]["output"]')" = other ] || fail "the output of connection e's job after the dropped connections: $r"
 [ "$(jf "$r" 'm["result"].get("exitStatus")')" = null ] || fail "connection e's job has ended: $r"
 
-# A client that asks for the job's output over and over and never reads:
-# it is dropped once its replies pile up; nobody else waits for it.
-python3 - "$SOCK" "$job" <<'PY'
+# A client that asks over and over and never reads its replies: once they
+# pile up it is not read any more (its sends block, it is not dropped), it
+# holds little of the service's memory, and nobody else waits for it.
+PYTHONPATH="$(dirname "$0")" python3 - "$SOCK" "$SERVE_PID" <<'PY'
 import socket, sys, time
+from serve_rpc import Rpc
 s = socket.socket(socket.AF_UNIX)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.connect(sys.argv[1])
-req = ('{"jsonrpc":"2.0","id":1,"method":"terminal/list"}\n' * 2000).encode()
+s.settimeout(2)
+line = b'{"jsonrpc":"2.0","id":1,"method":"terminal/list"}\n'
+req = line * 2000
 deadline = time.time() + 60
-dropped = False
-while time.time() < deadline:
+sent = 0
+while True:
+    if time.time() > deadline:
+        sys.exit("the service read a client that never reads for 60 s")
     try:
-        s.send(req)
+        sent += s.send(req[sent % len(line):])
+    except socket.timeout:
+        break  # not read any more
     except (BrokenPipeError, ConnectionResetError):
-        dropped = True
-        break
-sys.exit(0 if dropped else 1)
+        sys.exit("a client that never reads was dropped")
+# Meanwhile another client is answered, and the service stays small.
+if "terminals" not in Rpc(sys.argv[1]).call("terminal/list", {}):
+    sys.exit("another client was not answered")
+rss = [int(l.split()[1]) for l in open("/proc/%s/status" % sys.argv[2]) if l.startswith("VmRSS:")][0]
+if rss > 64 * 1024:
+    sys.exit("the service holds %d KiB for a client that never reads" % rss)
+# Once it reads, it gets a reply to each whole line it sent.
+s.settimeout(30)
+f = s.makefile("rb")
+for i in range(sent // len(line)):
+    if b'"terminals"' not in f.readline():
+        sys.exit("reply %d of %d to a client that did not read is missing" % (i, sent // len(line)))
 PY
-[ $? = 0 ] || fail "a client that never reads was not dropped"
+[ $? = 0 ] || fail "a client that never reads"
 
 # The service still answers, the job and its output are still there.
 client_open d

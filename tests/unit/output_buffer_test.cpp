@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -310,6 +312,62 @@ TEST(OutputBuffer, BytesFromAreTheRawKeptBytes) {
   OutputBuffer none(0);
   none.append("gone");
   EXPECT_TRUE(none.bytes_from(4, 10)[0].empty());
+}
+
+// A read of at most `max` bytes says `more` and goes on from `next`; a
+// character cut by `max` is read whole, so even max 1 moves on.
+TEST(OutputBuffer, BoundedReadsReadOn) {
+  OutputBuffer b(1 << 20);
+  std::string all;
+  for (int i = 0; i < 1000; ++i) all += "line " + std::to_string(i) + " " + kEuro + kSmile + "\n";
+  b.append(all);
+  b.close();
+  for (size_t max : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{4096}, all.size(), all.size() + 1}) {
+    std::string got;
+    std::optional<uint64_t> since;
+    size_t reads = 0;
+    for (;;) {
+      OutputBuffer::Read r = b.read(since, max);
+      ASSERT_LE(r.text.size(), max + 3) << max;
+      got += r.text;
+      since = r.next;
+      ++reads;
+      if (!r.more) break;
+      ASSERT_FALSE(r.text.empty()) << max;
+    }
+    EXPECT_EQ(got, all) << max;
+    EXPECT_EQ(*since, all.size()) << max;
+    if (max >= all.size()) {
+      EXPECT_EQ(reads, 1u);
+    }
+  }
+}
+
+// Buffers that share a budget grow only by what it grants; past it they
+// keep their newest bytes (truncated), and give it back when they go.
+TEST(OutputBuffer, BudgetCapsGrowth) {
+  MemoryBudget budget(1 << 20);
+  std::string chunk(64 << 10, 'a');
+  auto first = std::make_unique<OutputBuffer>(size_t{768} << 10, &budget);
+  for (int i = 0; i < 16; ++i) first->append(chunk);
+  EXPECT_EQ(first->capacity(), size_t{768} << 10);
+  OutputBuffer second(size_t{1} << 20, &budget);
+  for (int i = 0; i < 16; ++i) second.append(chunk);
+  EXPECT_LE(first->capacity() + second.capacity(), size_t{1} << 20);
+  EXPECT_EQ(budget.used(), first->capacity() + second.capacity());
+  OutputBuffer::Read r = second.read(std::nullopt);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.text.size(), second.capacity());
+  EXPECT_EQ(r.next, 16u * chunk.size());
+  first.reset();
+  EXPECT_EQ(budget.used(), second.capacity());
+  // A budget with nothing left: a new buffer counts what went by.
+  MemoryBudget none(0);
+  OutputBuffer starved(1 << 20, &none);
+  starved.append("gone");
+  EXPECT_EQ(starved.capacity(), 0u);
+  EXPECT_EQ(starved.total(), 4u);
+  EXPECT_TRUE(starved.read(std::nullopt).truncated);
 }
 
 }  // namespace
