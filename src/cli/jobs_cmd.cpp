@@ -28,10 +28,18 @@ using Json = nlohmann::json;
 class Client {
  public:
   Client(const std::string& socket, bool explicit_path) : path_(socket) {
-    auto fd = serve::connect_unix(socket);
+    auto fd = serve::connect_service(socket, !explicit_path);
+    if (!fd && fd.error().untrusted) {
+      // Nothing was sent: the request holds the whole environment.
+      const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+      const std::string fix = explicit_path   ? "give --socket (or PMON_SOCKET) a path in a directory only you can write"
+                              : xdg && *xdg ? "remove it and start the service again"
+                                            : "remove it or set XDG_RUNTIME_DIR";
+      die(fd.error().subject + " " + fd.error().what + ": another user may be impersonating the service; " + fix);
+    }
     if (!fd)
-      die("no service answers on " + socket + " (" + fd.error().substr(fd.error().rfind(": ") + 2) +
-          "); start one with 'pmon serve" + (explicit_path ? " --listen " + socket : std::string()) + " &'");
+      die("no service answers on " + socket + " (" + fd.error().what + "); start one with 'pmon serve" +
+          (explicit_path ? " --listen " + socket : std::string()) + " &'");
     fd_ = std::move(*fd);
   }
 
