@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -311,6 +312,10 @@ class Service {
   // What our jobs' children reset before exec: the service sets its
   // dispositions here, once, and never again.
   sigset_t changed_signals_{};
+  // --stdio on a regular file or /dev/null, which epoll refuses (a read of
+  // it never waits): an eventfd that is always ready stands for it, so it
+  // is read to its end in turns with everything else.
+  Fd stdin_ready_;
   std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
 };
 
@@ -366,7 +371,13 @@ bool Service::setup() {
     c.passes_fds = ::getsockopt(c.out_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) == 0 && domain == AF_UNIX;
     set_nonblocking(c.in_fd);
     set_nonblocking(c.out_fd);
-    watch_fd(c.in_fd, EPOLLIN, tag(Tag::conn_in, c.id));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag(Tag::conn_in, c.id);
+    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, c.in_fd, &ev) != 0 && errno == EPERM) {
+      stdin_ready_ = Fd(::eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK));
+      if (!stdin_ready_ || ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, stdin_ready_.get(), &ev) != 0) return false;
+    }
     conns_.emplace(c.id, std::move(c));
   }
   return true;
@@ -557,6 +568,7 @@ void Service::on_conn_readable(Conn& c) {
       // EOF: a socket client went; on --stdio the service stops.
       if (opts_.stdio && c.sock.get() < 0) {
         unwatch_fd(c.in_fd);
+        stdin_ready_.reset();
         begin_shutdown();
         return;
       }
