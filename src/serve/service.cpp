@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -312,6 +313,15 @@ class Service {
   // What our jobs' children reset before exec: the service sets its
   // dispositions here, once, and never again.
   sigset_t changed_signals_{};
+  // The open-files limit the service was started with, which its jobs get
+  // back before exec (setup() raises the service's own soft limit).
+  rlimit job_nofile_{};
+  bool nofile_raised_ = false;
+  // Out of fds, the listener is not watched (a connection waiting in its
+  // backlog would wake us at once, for ever); this timer, tagged as the
+  // listener, brings it back.
+  Fd accept_retry_;
+  bool accept_paused_ = false;
   // --stdio on a regular file or /dev/null, which epoll refuses (a read of
   // it never waits): an eventfd that is always ready stands for it, so it
   // is read to its end in turns with everything else.
@@ -351,7 +361,19 @@ bool Service::setup() {
   if (!ep_ || !sig_ || !timer_) return false;
   watch_fd(sig_.get(), EPOLLIN, tag(Tag::signals));
   watch_fd(timer_.get(), EPOLLIN, tag(Tag::timer));
-  if (opts_.listen_fd >= 0) watch_fd(opts_.listen_fd, EPOLLIN, tag(Tag::listener));
+  // A job holds about six fds (its pipes, pidfd, leaf): under the usual
+  // soft limit of 1024 fewer than 170 would fit, whatever --max-jobs says.
+  if (::getrlimit(RLIMIT_NOFILE, &job_nofile_) == 0 && job_nofile_.rlim_cur < job_nofile_.rlim_max) {
+    rlimit raised = job_nofile_;
+    raised.rlim_cur = raised.rlim_max;
+    nofile_raised_ = ::setrlimit(RLIMIT_NOFILE, &raised) == 0;
+  }
+  if (opts_.listen_fd >= 0) {
+    accept_retry_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!accept_retry_) return false;
+    watch_fd(accept_retry_.get(), EPOLLIN, tag(Tag::listener, 1));
+    watch_fd(opts_.listen_fd, EPOLLIN, tag(Tag::listener));
+  }
   if (opts_.die_with_parent) {
     pid_t ppid = ::getppid();
     auto pfd = sys::pidfd_open(ppid);
@@ -525,9 +547,27 @@ void Service::begin_shutdown() {
 }
 
 void Service::on_accept() {
+  if (accept_paused_) {  // the retry timer fired
+    uint64_t v;
+    (void)!::read(accept_retry_.get(), &v, sizeof v);
+    accept_paused_ = false;
+    if (shutting_down_) return;
+    watch_fd(opts_.listen_fd, EPOLLIN, tag(Tag::listener));
+  }
   for (;;) {
     int fd = ::accept4(opts_.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;  // EAGAIN, or out of fds: the next event retries
+    if (fd < 0 && (errno == EINTR || errno == ECONNABORTED)) continue;
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+      // Out of fds: the connection stays in the backlog, and would wake us
+      // again at once. Tried again in a while instead (the clients wait).
+      unwatch_fd(opts_.listen_fd);
+      itimerspec in{};
+      in.it_value.tv_nsec = 100'000'000;
+      (void)::timerfd_settime(accept_retry_.get(), 0, &in, nullptr);
+      accept_paused_ = true;
+      return;
+    }
+    if (fd < 0) return;  // EAGAIN: all taken
     Fd sock(fd);
     ucred cred{};
     socklen_t len = sizeof cred;
@@ -1329,6 +1369,20 @@ Service::Answer Service::handle(Conn& c, const Request& r) {
   return RpcError{rpc::kMethodNotFound, "unknown method"};
 }
 
+// A job that cannot start for want of fds (its pipes, pty, pidfd, leaf):
+// said as such, with what to do. Any other errno: `what` and its words.
+RpcError fd_error(const std::string& what, int err) {
+  rlimit rl{};
+  if (err == EMFILE && ::getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    return {rpc::kServerError, "cannot start the job: the service has no file descriptors left (its limit is " +
+                                   std::to_string(rl.rlim_cur) +
+                                   " open files); release some jobs, or start the service under a higher 'ulimit -Hn'"};
+  if (err == ENFILE)
+    return {rpc::kServerError,
+            "cannot start the job: the system has no file descriptors left (fs.file-max); release some jobs"};
+  return {rpc::kServerError, what + ": " + std::strerror(err)};
+}
+
 Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (jobs_.size() >= opts_.max_jobs)
     return RpcError{rpc::kServerError, "too many jobs (at most " + std::to_string(opts_.max_jobs) +
@@ -1338,27 +1392,24 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   Fd out_r, out_w, in_r, in_w;
   if (p.pty) {
     auto pair = sys::open_pty(p.pty->rows, p.pty->cols);
-    if (!pair) return RpcError{rpc::kServerError, "cannot open a pseudo-terminal: " + pair.error().message()};
+    if (!pair) return fd_error("cannot open a pseudo-terminal", pair.error().value());
     in_w = Fd(::fcntl(pair->master.get(), F_DUPFD_CLOEXEC, 0));
-    if (!in_w) return RpcError{rpc::kServerError, std::string("cannot open a pseudo-terminal: ") + std::strerror(errno)};
+    if (!in_w) return fd_error("cannot open a pseudo-terminal", errno);
     out_r = std::move(pair->master);
     out_w = std::move(pair->slave);
   } else {
     int out_pipe[2], in_pipe[2];
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fd_error("cannot make a pipe", errno);
     out_r = Fd(out_pipe[0]);
     out_w = Fd(out_pipe[1]);
-    if (::pipe2(in_pipe, O_CLOEXEC) != 0)
-      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0) return fd_error("cannot make a pipe", errno);
     in_r = Fd(in_pipe[0]);
     in_w = Fd(in_pipe[1]);
   }
   Fd err_r, err_w;
   if (p.separate_stderr && !p.pty) {
     int err_pipe[2];
-    if (::pipe2(err_pipe, O_CLOEXEC) != 0)
-      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) return fd_error("cannot make a pipe", errno);
     err_r = Fd(err_pipe[0]);
     err_w = Fd(err_pipe[1]);
   }
@@ -1383,6 +1434,7 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   ro.spawn.close_other_fds = true;
   ro.spawn.changed_signals = &changed_signals_;
   ro.spawn.start_on_this_cpu = true;
+  if (nofile_raised_) ro.spawn.nofile = &job_nofile_;
   ro.stop = opts_.stop;
   if (p.kill_signal && !ro.stop.steps.empty() && ro.stop.steps[0].action == StopStep::Action::signal)
     ro.stop.steps[0].signal = *p.kill_signal;
@@ -1409,7 +1461,10 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   j.session = p.session_id;
   j.started = std::chrono::system_clock::now();
   j.call = std::make_unique<Call>(backend_, std::move(ro));
-  if (auto s = j.call->start(); !s) return RpcError{rpc::kServerError, s.error().message};
+  if (auto s = j.call->start(); !s) {
+    if (s.error().err == EMFILE || s.error().err == ENFILE) return fd_error(s.error().message, s.error().err);
+    return RpcError{rpc::kServerError, s.error().message};
+  }
   if (p.timeout_ms) j.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
   // Our copies of the child's ends go, or EOF never comes.
   out_w.reset();
