@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "core/units.h"
 #include "serve/json_text.h"
+#include "serve/output_buffer.h"
 #include "serve/socket.h"
 
 extern char** environ;
@@ -24,14 +25,44 @@ namespace {
 
 using Json = nlohmann::json;
 
+// JSON carries text only: what the service is sent must be valid UTF-8.
+bool is_text(std::string_view s) { return serve::valid_utf8_prefix(s) == s.size(); }
+
+// `s` for a line of pmon's: each byte that is not UTF-8 as \xNN.
+std::string shown(std::string_view s) {
+  std::string out;
+  for (;;) {
+    const size_t ok = serve::valid_utf8_prefix(s);
+    out.append(s.substr(0, ok));
+    if (ok == s.size()) return out;
+    char b[8];
+    std::snprintf(b, sizeof b, "\\x%02X", static_cast<unsigned char>(s[ok]));
+    out += b;
+    s.remove_prefix(ok + 1);
+  }
+}
+
+// A job id from the command line is text, or die() names `sub`.
+void check_job_id(const std::string& sub, const std::string& id) {
+  if (!is_text(id)) die(sub + ": '" + shown(id) + "' is not a job id (it is not valid UTF-8); 'pmon jobs' lists them");
+}
+
 // One blocking connection to the service.
 class Client {
  public:
   Client(const std::string& socket, bool explicit_path) : path_(socket) {
-    auto fd = serve::connect_unix(socket);
+    auto fd = serve::connect_service(socket, !explicit_path);
+    if (!fd && fd.error().untrusted) {
+      // Nothing was sent: the request holds the whole environment.
+      const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+      const std::string fix = explicit_path   ? "give --socket (or PMON_SOCKET) a path in a directory only you can write"
+                              : xdg && *xdg ? "remove it and start the service again"
+                                            : "remove it or set XDG_RUNTIME_DIR";
+      die(fd.error().subject + " " + fd.error().what + ": another user may be impersonating the service; " + fix);
+    }
     if (!fd)
-      die("no service answers on " + socket + " (" + fd.error().substr(fd.error().rfind(": ") + 2) +
-          "); start one with 'pmon serve" + (explicit_path ? " --listen " + socket : std::string()) + " &'");
+      die("no service answers on " + socket + " (" + fd.error().what + "); start one with 'pmon serve" +
+          (explicit_path ? " --listen " + socket : std::string()) + " &'");
     fd_ = std::move(*fd);
   }
 
@@ -190,6 +221,13 @@ int start_main(const std::vector<std::string>& args) {
   sock.add_to(app);
   auto command = parse_command_line(app, args, "start");
   if (!command) return 0;
+  // The service is sent text only (JSON): anything else is refused here,
+  // by name, rather than sent changed.
+  for (size_t i = 0; i < command->size(); ++i)
+    if (!is_text((*command)[i]))
+      die("start: " + (i == 0 ? std::string("the command name") : "argument " + std::to_string(i) + " of the command") +
+          ", '" + shown((*command)[i]) + "', is not valid UTF-8; the service takes text only (pmon run takes any bytes)");
+  if (!is_text(name)) die("start: --name '" + shown(name) + "' is not valid UTF-8; give a name in text");
   Json p = {{"command", command->front()},
             {"args", std::vector<std::string>(command->begin() + 1, command->end())},
             {"keep", true}};
@@ -201,12 +239,22 @@ int start_main(const std::vector<std::string>& args) {
   }
   if (pty) p["pty"] = {{"rows", 24}, {"cols", 80}};
   char cwd[4096];
-  if (::getcwd(cwd, sizeof cwd)) p["cwd"] = cwd;
+  if (::getcwd(cwd, sizeof cwd)) {
+    if (!is_text(cwd))
+      die("start: the current directory " + shown(cwd) +
+          " is not valid UTF-8; the service takes text only: start the job from a directory whose path is");
+    p["cwd"] = cwd;
+  }
   Json env = Json::array();
   for (char** e = environ; *e; ++e) {
     std::string kv(*e);
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) continue;
+    if (!is_text(kv)) {
+      const std::string var = shown(kv.substr(0, eq));
+      die("start: the environment variable " + var +
+          " is not valid UTF-8; the service takes text only: leave it out with 'env -u " + var + " pmon start ...'");
+    }
     env.push_back({{"name", kv.substr(0, eq)}, {"value", kv.substr(eq + 1)}});
   }
   p["env"] = env;
@@ -226,7 +274,7 @@ int jobs_main(const std::vector<std::string>& args) {
   Client c = sock.connect();
   Json r = c.call("terminal/list", Json::object());
   if (json) {
-    std::printf("%s\n", r["terminals"].dump(2).c_str());
+    std::printf("%s\n", r["terminals"].dump(2, ' ', false, Json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("%-6s %-12s %-12s %-8s %-24s %s\n", "ID", "NAME", "STATUS", "PID", "STARTED", "COMMAND");
@@ -249,6 +297,7 @@ int logs_main(const std::vector<std::string>& args) {
   app.add_flag("-f,--follow", follow, "keep printing new output until the job ends");
   sock.add_to(app);
   if (!parse_options(app, args, "logs")) return 0;
+  check_job_id("logs", id);
   Client c = sock.connect();
   Json p = {{"terminalId", id}};
   bool streams = true;
@@ -296,6 +345,7 @@ int stop_main(const std::vector<std::string>& args) {
   app.add_option("ID", id, "the job's id")->required();
   sock.add_to(app);
   if (!parse_options(app, args, "stop")) return 0;
+  check_job_id("stop", id);
   Client c = sock.connect();
   Json r = c.call("terminal/kill", {{"terminalId", id}});
   if (!r.value("cleanupVerified", false)) {
@@ -312,6 +362,7 @@ int wait_main(const std::vector<std::string>& args) {
   app.add_option("ID", id, "the job's id")->required();
   sock.add_to(app);
   if (!parse_options(app, args, "wait")) return 0;
+  check_job_id("wait", id);
   Client c = sock.connect();
   Json r = c.call("terminal/wait_for_exit", {{"terminalId", id}});
   if (r["exitCode"].is_number()) return r["exitCode"].get<int>();

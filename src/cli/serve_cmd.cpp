@@ -92,18 +92,17 @@ int serve_main(const std::vector<std::string>& args) {
   Selection sel = jobs.apply("serve", quiet, opts);
   opts.stdio = stdio;
   opts.die_with_parent = die_with_parent;
-  Fd listener;
-  std::string path;
+  serve::Listener listener;
   if (!stdio) {
-    path = listen_opt->count() > 0 ? listen : serve::default_socket_path(false);
+    const std::string path = listen_opt->count() > 0 ? listen : serve::default_socket_path(false);
     auto l = serve::listen_unix(path, listen_opt->count() == 0);
     if (!l) die("serve: " + l.error());
     listener = std::move(*l);
-    opts.listen_fd = listener.get();
+    opts.listen_fd = listener.sock.get();
     if (!quiet) std::fprintf(stderr, "pmon: serving on %s\n", path.c_str());
   }
   int rc = serve::serve(*sel.backend, opts);
-  if (!path.empty()) (void)::unlink(path.c_str());
+  listener.remove();
   if (rc != 0) std::fprintf(stderr, "pmon: serve: a job's tree could not be confirmed gone\n");
   return rc;
 }

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -186,6 +187,7 @@ void run_child(const ChildPlan& plan) noexcept {
   // Marked CLOEXEC rather than closed: the error pipe must work until exec.
   if (plan.close_other_fds && ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
     fail(plan, ChildFailure::kSetup, errno);
+  if (plan.nofile != nullptr && ::setrlimit(RLIMIT_NOFILE, plan.nofile) != 0) fail(plan, ChildFailure::kSetup, errno);
 
   if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) fail(plan, ChildFailure::kChdir, errno);
 

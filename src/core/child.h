@@ -5,6 +5,7 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 namespace pmon {
@@ -35,6 +36,7 @@ struct ChildPlan {
   // SpawnSpec::start_on_this_cpu: the parent's CPU mask, for the child to
   // take back first thing (null: the child was not pinned).
   const cpu_set_t* restore_affinity = nullptr;
+  const rlimit* nofile = nullptr;  // SpawnSpec::nofile
 };
 
 struct NsChildPlan {

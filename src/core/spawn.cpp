@@ -189,6 +189,7 @@ std::expected<Child, SpawnError> spawn_in_pidns(const SpawnSpec& spec, PidnsBoun
   plan.arm_gate_fd = spec.test_arm_gate_fd;
   plan.new_session = spec.new_session;
   plan.close_other_fds = spec.close_other_fds;
+  plan.nofile = spec.nofile;
   plan.ns = &ns;
 
   sys::CloneRequest req;
@@ -341,6 +342,7 @@ std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, const Boundary& bo
   plan.new_session = spec.new_session;
   plan.close_other_fds = spec.close_other_fds;
   plan.changed_signals = spec.changed_signals;
+  plan.nofile = spec.nofile;
 
   // Lend the child this thread's CPU (see SpawnSpec::start_on_this_cpu):
   // pinned here for the clone, it inherits the one-CPU mask and takes ours

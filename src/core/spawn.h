@@ -4,6 +4,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <array>
@@ -52,6 +53,10 @@ struct SpawnSpec {
   // thread's CPU mask back before anything else, so the command is placed
   // as freely as ever. For the hot path only (no parent-death signal).
   bool start_on_this_cpu = false;
+  // RLIMIT_NOFILE to set before exec: a caller that raised its own soft
+  // limit (the service) gives its children the one they would have had.
+  // Null: as inherited.
+  const rlimit* nofile = nullptr;
 };
 
 struct Child {

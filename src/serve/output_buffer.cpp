@@ -15,6 +15,23 @@ bool is_continuation(unsigned char c) noexcept { return (c & 0xC0) == 0x80; }
 
 }  // namespace
 
+size_t valid_utf8_prefix(std::string_view s) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  while (i < s.size()) {
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    const auto [len, lo, hi] = utf8_lead(p[i]);
+    if (len == 0 || i + len > s.size() || p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if (!is_continuation(p[i + k])) return i;
+    i += len;
+  }
+  return i;
+}
+
 size_t append_sanitized_utf8(std::string& out, std::string_view in, bool final) {
   const auto* p = reinterpret_cast<const unsigned char*>(in.data());
   const size_t n = in.size();

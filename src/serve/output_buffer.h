@@ -126,6 +126,9 @@ constexpr Utf8Lead utf8_lead(unsigned char c) noexcept {
   return l;
 }
 
+// How many bytes `s` starts with that are valid UTF-8 (s.size(): all).
+size_t valid_utf8_prefix(std::string_view s) noexcept;
+
 // Appends `in` to `out` as valid UTF-8: each maximal invalid subpart (as
 // Unicode defines it) becomes one U+FFFD. When `final` is false an
 // incomplete but so far valid sequence at the very end is not consumed.

@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -341,6 +343,19 @@ class Service {
   // What our jobs' children reset before exec: the service sets its
   // dispositions here, once, and never again.
   sigset_t changed_signals_{};
+  // The open-files limit the service was started with, which its jobs get
+  // back before exec (setup() raises the service's own soft limit).
+  rlimit job_nofile_{};
+  bool nofile_raised_ = false;
+  // Out of fds, the listener is not watched (a connection waiting in its
+  // backlog would wake us at once, for ever); this timer, tagged as the
+  // listener, brings it back.
+  Fd accept_retry_;
+  bool accept_paused_ = false;
+  // --stdio on a regular file or /dev/null, which epoll refuses (a read of
+  // it never waits): an eventfd that is always ready stands for it, so it
+  // is read to its end in turns with everything else.
+  Fd stdin_ready_;
   std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
 };
 
@@ -376,7 +391,19 @@ bool Service::setup() {
   if (!ep_ || !sig_ || !timer_) return false;
   watch_fd(sig_.get(), EPOLLIN, tag(Tag::signals));
   watch_fd(timer_.get(), EPOLLIN, tag(Tag::timer));
-  if (opts_.listen_fd >= 0) watch_fd(opts_.listen_fd, EPOLLIN, tag(Tag::listener));
+  // A job holds about six fds (its pipes, pidfd, leaf): under the usual
+  // soft limit of 1024 fewer than 170 would fit, whatever --max-jobs says.
+  if (::getrlimit(RLIMIT_NOFILE, &job_nofile_) == 0 && job_nofile_.rlim_cur < job_nofile_.rlim_max) {
+    rlimit raised = job_nofile_;
+    raised.rlim_cur = raised.rlim_max;
+    nofile_raised_ = ::setrlimit(RLIMIT_NOFILE, &raised) == 0;
+  }
+  if (opts_.listen_fd >= 0) {
+    accept_retry_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!accept_retry_) return false;
+    watch_fd(accept_retry_.get(), EPOLLIN, tag(Tag::listener, 1));
+    watch_fd(opts_.listen_fd, EPOLLIN, tag(Tag::listener));
+  }
   if (opts_.die_with_parent) {
     pid_t ppid = ::getppid();
     auto pfd = sys::pidfd_open(ppid);
@@ -396,7 +423,13 @@ bool Service::setup() {
     c.passes_fds = ::getsockopt(c.out_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) == 0 && domain == AF_UNIX;
     set_nonblocking(c.in_fd);
     set_nonblocking(c.out_fd);
-    watch_fd(c.in_fd, EPOLLIN, tag(Tag::conn_in, c.id));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag(Tag::conn_in, c.id);
+    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, c.in_fd, &ev) != 0 && errno == EPERM) {
+      stdin_ready_ = Fd(::eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK));
+      if (!stdin_ready_ || ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, stdin_ready_.get(), &ev) != 0) return false;
+    }
     conns_.emplace(c.id, std::move(c));
   }
   return true;
@@ -558,9 +591,27 @@ void Service::begin_shutdown() {
 }
 
 void Service::on_accept() {
+  if (accept_paused_) {  // the retry timer fired
+    uint64_t v;
+    (void)!::read(accept_retry_.get(), &v, sizeof v);
+    accept_paused_ = false;
+    if (shutting_down_) return;
+    watch_fd(opts_.listen_fd, EPOLLIN, tag(Tag::listener));
+  }
   for (;;) {
     int fd = ::accept4(opts_.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;  // EAGAIN, or out of fds: the next event retries
+    if (fd < 0 && (errno == EINTR || errno == ECONNABORTED)) continue;
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+      // Out of fds: the connection stays in the backlog, and would wake us
+      // again at once. Tried again in a while instead (the clients wait).
+      unwatch_fd(opts_.listen_fd);
+      itimerspec in{};
+      in.it_value.tv_nsec = 100'000'000;
+      (void)::timerfd_settime(accept_retry_.get(), 0, &in, nullptr);
+      accept_paused_ = true;
+      return;
+    }
+    if (fd < 0) return;  // EAGAIN: all taken
     Fd sock(fd);
     ucred cred{};
     socklen_t len = sizeof cred;
@@ -601,6 +652,7 @@ void Service::on_conn_readable(Conn& c) {
       // EOF: a socket client went; on --stdio the service stops.
       if (opts_.stdio && c.sock.get() < 0) {
         unwatch_fd(c.in_fd);
+        stdin_ready_.reset();
         begin_shutdown();
         return;
       }
@@ -739,8 +791,11 @@ void Service::watch_conn(Conn& c) {
     watch_fd(c.out_fd, in | (c.out_watched ? uint32_t{EPOLLOUT} : 0u), tag(Tag::conn_in, c.id));
     return;
   }
-  if (c.reading_paused) unwatch_fd(c.in_fd);
-  else watch_fd(c.in_fd, EPOLLIN, tag(Tag::conn_in, c.id));
+  // A regular file or /dev/null on stdin cannot be in an epoll: its
+  // always-ready stand-in is what is watched, or not, for it.
+  const int fd = stdin_ready_ ? stdin_ready_.get() : c.in_fd;
+  if (c.reading_paused) unwatch_fd(fd);
+  else watch_fd(fd, EPOLLIN, tag(Tag::conn_in, c.id));
 }
 
 void Service::on_line(Conn& c, std::string_view line) {
@@ -1518,6 +1573,20 @@ Service::Answer Service::handle(Conn& c, const Request& r) {
   return RpcError{rpc::kMethodNotFound, "unknown method"};
 }
 
+// A job that cannot start for want of fds (its pipes, pty, pidfd, leaf):
+// said as such, with what to do. Any other errno: `what` and its words.
+RpcError fd_error(const std::string& what, int err) {
+  rlimit rl{};
+  if (err == EMFILE && ::getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    return {rpc::kServerError, "cannot start the job: the service has no file descriptors left (its limit is " +
+                                   std::to_string(rl.rlim_cur) +
+                                   " open files); release some jobs, or start the service under a higher 'ulimit -Hn'"};
+  if (err == ENFILE)
+    return {rpc::kServerError,
+            "cannot start the job: the system has no file descriptors left (fs.file-max); release some jobs"};
+  return {rpc::kServerError, what + ": " + std::strerror(err)};
+}
+
 Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (jobs_.size() >= opts_.max_jobs)
     return RpcError{rpc::kServerError, "too many jobs (at most " + std::to_string(opts_.max_jobs) +
@@ -1527,27 +1596,24 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   Fd out_r, out_w, in_r, in_w;
   if (p.pty) {
     auto pair = sys::open_pty(p.pty->rows, p.pty->cols);
-    if (!pair) return RpcError{rpc::kServerError, "cannot open a pseudo-terminal: " + pair.error().message()};
+    if (!pair) return fd_error("cannot open a pseudo-terminal", pair.error().value());
     in_w = Fd(::fcntl(pair->master.get(), F_DUPFD_CLOEXEC, 0));
-    if (!in_w) return RpcError{rpc::kServerError, std::string("cannot open a pseudo-terminal: ") + std::strerror(errno)};
+    if (!in_w) return fd_error("cannot open a pseudo-terminal", errno);
     out_r = std::move(pair->master);
     out_w = std::move(pair->slave);
   } else {
     int out_pipe[2], in_pipe[2];
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fd_error("cannot make a pipe", errno);
     out_r = Fd(out_pipe[0]);
     out_w = Fd(out_pipe[1]);
-    if (::pipe2(in_pipe, O_CLOEXEC) != 0)
-      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0) return fd_error("cannot make a pipe", errno);
     in_r = Fd(in_pipe[0]);
     in_w = Fd(in_pipe[1]);
   }
   Fd err_r, err_w;
   if (p.separate_stderr && !p.pty) {
     int err_pipe[2];
-    if (::pipe2(err_pipe, O_CLOEXEC) != 0)
-      return RpcError{rpc::kServerError, std::string("cannot make a pipe: ") + std::strerror(errno)};
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) return fd_error("cannot make a pipe", errno);
     err_r = Fd(err_pipe[0]);
     err_w = Fd(err_pipe[1]);
   }
@@ -1572,6 +1638,7 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   ro.spawn.close_other_fds = true;
   ro.spawn.changed_signals = &changed_signals_;
   ro.spawn.start_on_this_cpu = true;
+  if (nofile_raised_) ro.spawn.nofile = &job_nofile_;
   ro.stop = opts_.stop;
   if (p.kill_signal && !ro.stop.steps.empty() && ro.stop.steps[0].action == StopStep::Action::signal)
     ro.stop.steps[0].signal = *p.kill_signal;
@@ -1599,7 +1666,10 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   j.session = p.session_id;
   j.started = std::chrono::system_clock::now();
   j.call = std::make_unique<Call>(backend_, std::move(ro));
-  if (auto s = j.call->start(); !s) return RpcError{rpc::kServerError, s.error().message};
+  if (auto s = j.call->start(); !s) {
+    if (s.error().err == EMFILE || s.error().err == ENFILE) return fd_error(s.error().message, s.error().err);
+    return RpcError{rpc::kServerError, s.error().message};
+  }
   if (p.timeout_ms) j.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
   // Our copies of the child's ends go, or EOF never comes.
   out_w.reset();

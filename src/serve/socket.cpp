@@ -1,11 +1,14 @@
 #include "serve/socket.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -30,6 +33,36 @@ std::string dir_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+std::string mode_of(mode_t m) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%04o", static_cast<unsigned>(m & 07777));
+  return b;
+}
+
+// Locks PATH.lock (made 0600 when missing), or says why not. A service
+// that stops removes the file before it lets go: a lock taken on a file
+// that is no longer at the path (its holder just went) is taken again on
+// the one there now.
+std::expected<Fd, std::string> lock_path(const std::string& path) {
+  const std::string lp = path + ".lock";
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Fd fd(::open(lp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) return std::unexpected(err("cannot open the lock file " + lp));
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return std::unexpected(err("cannot read " + lp));
+    if (!S_ISREG(st.st_mode)) return std::unexpected(lp + " is not a regular file");
+    if (st.st_uid != ::geteuid())
+      return std::unexpected(lp + " belongs to uid " + std::to_string(st.st_uid) + ", not to us; refusing to listen there");
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) return std::unexpected("a service already runs on " + path);
+      return std::unexpected(err("cannot lock " + lp));
+    }
+    struct stat now;
+    if (::stat(lp.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) return fd;
+  }
+  return std::unexpected("cannot lock " + lp + ": it keeps being replaced");
+}
+
 }  // namespace
 
 std::string default_socket_path(bool honour_env) {
@@ -40,7 +73,15 @@ std::string default_socket_path(bool honour_env) {
   return "/tmp/pmon-" + std::to_string(::geteuid()) + "/serve.sock";
 }
 
-std::expected<Fd, std::string> listen_unix(const std::string& path, bool default_dir) {
+void Listener::remove() {
+  if (path.empty()) return;
+  (void)::unlink(path.c_str());
+  if (lock) (void)::unlink((path + ".lock").c_str());
+  sock.reset();
+  lock.reset();
+}
+
+std::expected<Listener, std::string> listen_unix(const std::string& path, bool default_dir) {
   auto addr = address(path);
   if (!addr) return std::unexpected(addr.error());
   const std::string dir = dir_of(path);
@@ -55,11 +96,13 @@ std::expected<Fd, std::string> listen_unix(const std::string& path, bool default
   if (st.st_uid != me && (default_dir || st.st_uid != 0))
     return std::unexpected(dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us; refusing to listen there");
   if (default_dir && (st.st_mode & 077) != 0)
-    return std::unexpected(dir + " is open to other users (mode " + [&] {
-      char b[8];
-      std::snprintf(b, sizeof b, "%04o", st.st_mode & 07777);
-      return std::string(b);
-    }() + "); make it 0700");
+    return std::unexpected(dir + " is open to other users (mode " + mode_of(st.st_mode) + "); make it 0700");
+
+  // Held until the service ends: the check for a stale socket, its removal
+  // and the bind below are one service's at a time (two started at once
+  // would otherwise both find it stale, and each bind its own socket).
+  auto lock = lock_path(path);
+  if (!lock) return std::unexpected(lock.error());
 
   if (::lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) return std::unexpected(path + " is a symlink; refusing to listen there");
@@ -78,7 +121,7 @@ std::expected<Fd, std::string> listen_unix(const std::string& path, bool default
   errno = saved;
   if (r != 0) return std::unexpected(err("cannot listen on " + path));
   if (::listen(fd.get(), 4096) != 0) return std::unexpected(err("cannot listen on " + path));
-  return fd;
+  return Listener{std::move(fd), std::move(*lock), path};
 }
 
 std::expected<Fd, std::string> connect_unix(const std::string& path) {
@@ -89,6 +132,45 @@ std::expected<Fd, std::string> connect_unix(const std::string& path) {
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
     return std::unexpected(err(path));
   return fd;
+}
+
+std::expected<Fd, ConnectError> connect_service(const std::string& path, bool default_dir) {
+  const uid_t me = ::geteuid();
+  auto untrusted = [](const std::string& subject, const std::string& what) {
+    return std::unexpected(ConnectError{true, subject, what});
+  };
+  auto owner_words = [&](uid_t uid) {
+    return "belongs to uid " + std::to_string(uid) + (default_dir ? ", not to you" : ", not to you or root");
+  };
+  // Checked before the connect, as far as they are there: a directory or
+  // socket that is missing is a service that does not run.
+  const std::string dir = dir_of(path);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) return untrusted(dir, "is a symlink");
+    if (S_ISDIR(st.st_mode)) {
+      if (st.st_uid != me && (default_dir || st.st_uid != 0)) return untrusted(dir, owner_words(st.st_uid));
+      if (default_dir && (st.st_mode & 077) != 0)
+        return untrusted(dir, "is open to other users (mode " + mode_of(st.st_mode) + ")");
+      if ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0)
+        return untrusted(dir, "can be written by other users (mode " + mode_of(st.st_mode) + ")");
+    }
+  }
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) return untrusted(path, "is a symlink");
+    if (S_ISSOCK(st.st_mode) && st.st_uid != me && st.st_uid != 0) return untrusted(path, owner_words(st.st_uid));
+  }
+  auto fd = connect_unix(path);
+  if (!fd) return std::unexpected(ConnectError{false, path, fd.error().substr(fd.error().rfind(": ") + 2)});
+  // Whoever listens: what the file system said could have changed since,
+  // and a socket can be bound by one user and listened on by another.
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd->get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return untrusted(path, std::string("is served by a process pmon cannot identify (") + std::strerror(errno) + ")");
+  if (cred.uid != me && cred.uid != 0)
+    return untrusted(path, "is served by uid " + std::to_string(cred.uid) + ", not by you or root");
+  return std::move(*fd);
 }
 
 }  // namespace pmon::serve
