@@ -190,6 +190,9 @@ class CgroupBoundary final : public Boundary {
     char buf[256];
     ssize_t n = retry_eintr(
         [&] { return ::pread(leaf_.events.get(), buf, sizeof buf - 1, 0); });
+    // Removed (ENODEV): the kernel removes only an empty cgroup. A leaf made
+    // inside another call's leaf goes when that call removes its own.
+    if (n < 0 && (errno == ENODEV || errno == ENOENT)) return true;
     if (n < 0) return fail_errno();
     buf[n] = '\0';
     const char* p = std::strstr(buf, "populated ");
