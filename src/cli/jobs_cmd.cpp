@@ -211,6 +211,8 @@ uint64_t copy_to_stdout(int fd) {
 
 int start_main(const std::vector<std::string>& args) {
   CLI::App app{"Start CMD as a job of the running pmon serve; prints its id.", "pmon start"};
+  app.footer("\nThe job is kept: it outlives this command. Run from inside a pmon call, it\n"
+             "belongs to that call and is stopped when the call ends.");
   app.prefix_command();
   std::string name, timeout_s;
   bool pty = false;

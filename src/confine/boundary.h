@@ -118,6 +118,14 @@ class Backend {
   virtual ~Backend() = default;
   virtual ConfineKind kind() const noexcept = 0;
   virtual Result<std::unique_ptr<Boundary>> open_boundary() = 0;
+  // A boundary inside the cgroup `dir` (absolute, under the cgroup2 mount):
+  // another call's leaf, so that call's stop and emptiness cover this one
+  // too. Only the cgroup backend can; it is never pooled. EOPNOTSUPP
+  // elsewhere (the caller then opens an ordinary boundary).
+  virtual Result<std::unique_ptr<Boundary>> open_boundary_inside(const std::string& dir) {
+    (void)dir;
+    return fail(EOPNOTSUPP);
+  }
   // One line for -v and the report ("cgroup2 at /sys/fs/cgroup, leaves under
   // /user.slice/...").
   virtual std::string describe() const = 0;

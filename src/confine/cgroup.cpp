@@ -29,6 +29,7 @@ namespace {
 
 struct Leaf {
   std::string name;
+  Fd parent;  // made inside another call's leaf (open_boundary_inside); else in the base
   Fd dir;
   Fd events;
   Fd cpu_stat;            // kept open, read with pread
@@ -189,6 +190,9 @@ class CgroupBoundary final : public Boundary {
     char buf[256];
     ssize_t n = retry_eintr(
         [&] { return ::pread(leaf_.events.get(), buf, sizeof buf - 1, 0); });
+    // Removed (ENODEV): the kernel removes only an empty cgroup. A leaf made
+    // inside another call's leaf goes when that call removes its own.
+    if (n < 0 && (errno == ENODEV || errno == ENOENT)) return true;
     if (n < 0) return fail_errno();
     buf[n] = '\0';
     const char* p = std::strstr(buf, "populated ");
@@ -348,6 +352,18 @@ class CgroupBackend final : public Backend {
     return std::make_unique<CgroupBoundary>(*this, std::move(*leaf), rel, path);
   }
 
+  Result<std::unique_ptr<Boundary>> open_boundary_inside(const std::string& dir) override {
+    if (dir.size() <= loc_.mount.size() || !dir.starts_with(loc_.mount + "/")) return fail(EXDEV);
+    Fd parent(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!parent) return fail_errno();
+    auto leaf = make_leaf(parent.get());
+    if (!leaf) return std::unexpected(leaf.error());
+    leaf->parent = std::move(parent);
+    std::string path = dir + "/" + leaf->name;
+    std::string rel = path.substr(loc_.mount.size());
+    return std::make_unique<CgroupBoundary>(*this, std::move(*leaf), rel, path);
+  }
+
   Result<Leaf> take_leaf() {
     {
       std::lock_guard lock(mu_);
@@ -360,18 +376,22 @@ class CgroupBackend final : public Backend {
     return make_leaf();
   }
 
-  Result<Leaf> make_leaf() {
+  // In the base, or in `parent` (a directory fd the caller keeps open).
+  Result<Leaf> make_leaf(int parent = -1) {
     Leaf l;
     {
       std::lock_guard lock(mu_);
       l.name = prefix_ + std::to_string(next_leaf_number());
     }
-    if (::mkdirat(base_.get(), l.name.c_str(), 0755) != 0) return fail_errno();
-    l.dir = Fd(::openat(base_.get(), l.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    const int in = parent >= 0 ? parent : base_.get();
+    if (::mkdirat(in, l.name.c_str(), 0755) != 0) return fail_errno();
+    l.dir = Fd(::openat(in, l.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (l.dir) l.events = Fd(::openat(l.dir.get(), "cgroup.events", O_RDONLY | O_CLOEXEC));
     if (!l.dir || !l.events) {
       int e = errno;
-      remove_leaf(l);
+      l.events.reset();
+      l.dir.reset();
+      remove_cgroup_tree(in, l.name.c_str(), true);
       return fail(e);
     }
     l.memory = ::faccessat(l.dir.get(), "memory.peak", F_OK, 0) == 0;
@@ -397,7 +417,8 @@ class CgroupBackend final : public Backend {
     }
     if (room && verified_empty && !leaf.memory)
       leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
-    bool reusable = room && verified_empty && !leaf.memory && !leaf.limited && child_cgroup_count(leaf.dir.get()) == 0;
+    bool reusable = room && verified_empty && !leaf.memory && !leaf.limited && !leaf.parent &&
+                    child_cgroup_count(leaf.dir.get()) == 0;
     {
       std::lock_guard lock(mu_);
       if (reusable && pool_.size() < kMaxPooled) {
@@ -456,7 +477,10 @@ class CgroupBackend final : public Backend {
     l.events.reset();
     l.cpu_stat.reset();
     l.dir.reset();
-    remove_cgroup_tree(base_.get(), l.name.c_str(), childless);
+    // (One made inside another call's leaf may be gone already: that
+    // call removes its leaf with everything below it.)
+    remove_cgroup_tree(l.parent ? l.parent.get() : base_.get(), l.name.c_str(), childless);
+    l.parent.reset();
   }
 
  private:

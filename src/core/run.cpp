@@ -478,7 +478,9 @@ std::expected<void, SpawnError> Runner::start() {
   res_.confinement = backend_.kind();
   res_.limits = opts_.limits;
 
-  auto b = backend_.open_boundary();
+  Result<std::unique_ptr<Boundary>> b = fail(EOPNOTSUPP);
+  if (!opts_.inside_cgroup.empty()) b = backend_.open_boundary_inside(opts_.inside_cgroup);
+  if (!b) b = backend_.open_boundary();
   if (!b)
     return std::unexpected(SpawnError{125, b.error().value(),
                                       "cannot open a " + std::string(to_string(backend_.kind())) +
@@ -816,5 +818,7 @@ Watch Call::finish_watch() { return r_->async_watch(); }
 int64_t Call::finish_deadline() const { return r_->async_deadline(); }
 
 const RunResult& Call::result() const noexcept { return r_->result_; }
+
+const std::optional<std::string>& Call::cgroup() const noexcept { return r_->res_.cgroup; }
 
 }  // namespace pmon

@@ -39,6 +39,10 @@ struct RunOptions {
   // Output capture (the binding): its child ends replace spawn.stdio, and
   // the call reads its pipes while it waits, stops and drains. Not owned.
   Capture* capture = nullptr;
+  // The call's boundary goes inside this cgroup (absolute, under the
+  // cgroup2 mount: the leaf of the call that asked for this one) where the
+  // backend can (Backend::open_boundary_inside); else where it always goes.
+  std::string inside_cgroup;
   // Progress lines for -v; library code never prints.
   std::function<void(const std::string&)> trace;
 };
@@ -153,6 +157,8 @@ class Call {
   Watch finish_watch();
   int64_t finish_deadline() const;
   const RunResult& result() const noexcept;
+  // The call's cgroup once started, where it has one.
+  const std::optional<std::string>& cgroup() const noexcept;
 
  private:
   std::unique_ptr<Runner> r_;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -24,10 +25,12 @@
 #include <optional>
 #include <span>
 
+#include "confine/cgroup_fs.h"
 #include "core/report.h"
 #include "core/run.h"
 #include "serve/mcp.h"
 #include "serve/output_buffer.h"
+#include "serve/owner_call.h"
 #include "serve/ports.h"
 #include "serve/protocol.h"
 #include "sys/pty.h"
@@ -65,6 +68,26 @@ enum class Tag : uint64_t {
 uint64_t tag(Tag t, uint64_t id = 0) { return (static_cast<uint64_t>(t) << 56) | id; }
 Tag tag_kind(uint64_t v) { return static_cast<Tag>(v >> 56); }
 uint64_t tag_id(uint64_t v) { return v & ((uint64_t{1} << 56) - 1); }
+// A job_main tag with this bit is the watch of the job's owner call (the
+// process whose end is that call's end), not of its main process.
+constexpr uint64_t kOwnerWatch = uint64_t{1} << 55;
+
+// "t" and 16 hex digits from getrandom: ids a client of another session
+// cannot guess (a counter's next value would name somebody's job).
+std::string random_terminal_id() {
+  uint64_t v = 0;
+  size_t got = 0;
+  auto* p = reinterpret_cast<unsigned char*>(&v);
+  while (got < sizeof v) {
+    ssize_t n = ::getrandom(p + got, sizeof v - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "t%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 std::string iso_time(std::chrono::system_clock::time_point t) {
   std::time_t s = std::chrono::system_clock::to_time_t(t);
@@ -140,11 +163,17 @@ constexpr int kStreamPipe = 1 << 20;
 
 struct Job {
   uint64_t num = 0;  // epoll tags
-  std::string id;
+  std::string id;    // random_terminal_id()
   std::string name;
   std::vector<std::string> command;
   uint64_t owner = 0;   // the connection whose end stops it; 0: the service's (keep)
   uint64_t creator = 0; // gets terminal/exited
+  // The pmon call it was asked for from inside (keep or not), which it ends
+  // with: a job of ours (its num), the process whose end is that call's end
+  // (watched), and the call's leaf when this job's leaf was made in it.
+  uint64_t owner_job = 0;
+  Fd owner_pidfd;
+  std::string owner_leaf;
   std::optional<std::string> session;
   bool keep = false;
   bool pty = false;  // out and in are the pty's master (two fds of it)
@@ -283,6 +312,9 @@ class Service {
   void end_stream(uint64_t sid);
   void on_main_exit(Job& j);
   void begin_stop(Job& j, Call::End why, const std::string& by);
+  Result<const PeerCall*> peer_call_of(Conn& c);
+  void note_owner_end(Job& j);
+  void stop_owned(uint64_t owner_num);
   void after_finish_step(Job& j, bool over);
   void drop_stop_watch(Job& j);
   void job_over(Job& j);
@@ -327,6 +359,10 @@ class Service {
   std::map<uint64_t, std::string> job_keys_;  // numeric id -> terminal id
   uint64_t next_conn_ = 1;
   uint64_t next_job_ = 1;
+  // What create() found out about each socket connection's peer, once.
+  std::map<uint64_t, PeerCall> peer_calls_;
+  std::optional<std::string> cgroup_mount_;
+  size_t owned_jobs_ = 0;  // jobs with an owner_job
   std::vector<uint64_t> doomed_;
   std::vector<uint64_t> to_flush_;
   std::map<uint64_t, Stream> streams_;
@@ -541,12 +577,21 @@ void Service::on_event(uint64_t t, uint32_t events) {
     }
     default: break;
   }
-  auto key = job_keys_.find(id);
+  auto key = job_keys_.find(id & ~kOwnerWatch);
   if (key == job_keys_.end()) return;
   Job* j = find_job(key->second);
   if (!j) return;
   switch (tag_kind(t)) {
-    case Tag::job_main: on_main_exit(*j); return;
+    case Tag::job_main:
+      if (id & kOwnerWatch) {
+        // The call this job was asked for from has ended.
+        unwatch_fd(j->owner_pidfd.get());
+        j->owner_pidfd.reset();
+        begin_stop(*j, Call::End::cancel, "owner call ended");
+        return;
+      }
+      on_main_exit(*j);
+      return;
     case Tag::job_out:
       on_job_output(*j);
       // A job's pipe ends a moment before its main process is reaped (a
@@ -963,6 +1008,7 @@ void Service::drop_conn(uint64_t conn) {
   queued_total_ -= std::min(queued_total_, it->second.queued);
   conns_.erase(it);
   std::erase(paused_, conn);
+  peer_calls_.erase(conn);
   std::vector<uint64_t> sids;
   for (auto& [sid, st] : streams_)
     if (st.conn == conn) sids.push_back(sid);
@@ -1207,7 +1253,39 @@ void Service::on_main_exit(Job& j) {
   unwatch_fd(j.call->pidfd());
   j.main_watched = false;
   if (j.call->finishing() || j.done) return;
+  note_owner_end(j);
   after_finish_step(j, j.call->begin_finish(Call::End::main_exited));
+}
+
+// A job's main process ended, not by the service's hand: if the call it
+// belongs to is ending or over (that call's stop reached this job's leaf
+// inside its own), its report says so. Asked again when the report is made.
+void Service::note_owner_end(Job& j) {
+  if (!j.ended_by.empty()) return;
+  bool ended = false;
+  if (j.owner_job != 0) {
+    auto key = job_keys_.find(j.owner_job);
+    Job* o = key == job_keys_.end() ? nullptr : find_job(key->second);
+    ended = !o || o->done || o->call->finishing();
+  }
+  if (!ended && j.owner_pidfd) ended = !sys::pidfd_alive(j.owner_pidfd.get());
+  if (!ended && !j.owner_leaf.empty()) {
+    // Nothing of that call is left in its leaf itself (its main process
+    // and the rest are gone; ours are in a leaf below), or the leaf is gone.
+    auto procs = sys::read_file(j.owner_leaf + "/cgroup.procs");
+    ended = !procs || procs->find_first_not_of(" \n") == std::string::npos;
+  }
+  if (ended) j.ended_by = "owner call ended";
+}
+
+// The jobs asked for from inside job `owner_num` end with it.
+void Service::stop_owned(uint64_t owner_num) {
+  if (owned_jobs_ == 0) return;
+  std::vector<std::string> ids;
+  for (auto& [id, j] : jobs_)
+    if (j->owner_job == owner_num && !j->done) ids.push_back(id);
+  for (const std::string& id : ids)
+    if (Job* j = find_job(id)) begin_stop(*j, Call::End::cancel, "owner call ended");
 }
 
 void Service::begin_stop(Job& j, Call::End why, const std::string& by) {
@@ -1244,6 +1322,9 @@ void Service::drop_stop_watch(Job& j) {
 void Service::after_finish_step(Job& j, bool over) {
   drop_stop_watch(j);  // (done by the callers that step a stop already watched)
   j.rescan_at = kForever;
+  // A job that waits for its tree is not over: what was asked for from
+  // inside it is part of that tree.
+  if (!j.call->waiting_for_tree()) stop_owned(j.num);
   if (over) {
     job_over(j);
     return;
@@ -1270,6 +1351,8 @@ void Service::after_finish_step(Job& j, bool over) {
 
 void Service::job_over(Job& j) {
   j.done = true;
+  // (Kept, unwatched: the report may still look at whether it ended.)
+  if (j.owner_pidfd) unwatch_fd(j.owner_pidfd.get());
   const RunResult& r = j.call->result();
   if (!r.cleanup_verified) all_verified_ = false;
   drain_output(j);
@@ -1284,7 +1367,9 @@ void Service::job_over(Job& j) {
   if (!opts_.mcp) send(j.creator, notification_line("terminal/exited", note));
   settle_pending(j);
   if (j.forget) erase_job(j.id);
-  else to_report_.push_back(j.id);
+  // A job killed by a signal nobody here sent, inside a call that may be
+  // ending at this moment: its report is made when asked for (see report).
+  else if (!(j.ended_by.empty() && r.signal && (j.owner_pidfd || !j.owner_leaf.empty()))) to_report_.push_back(j.id);
 }
 
 // A job that is over has the report it will have: made once its exit has
@@ -1378,6 +1463,7 @@ void Service::erase_job(const std::string& id) {
   Job& j = *it->second;
   if (!j.done) return;  // forgotten once over
   for (uint64_t sid : std::vector<uint64_t>(j.streams)) end_stream(sid);
+  if (j.owner_job != 0) --owned_jobs_;
   job_keys_.erase(j.num);
   jobs_.erase(it);
 }
@@ -1646,6 +1732,32 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
   ro.limits = p.limits;
 
+  // A request from a process inside a pmon call (any backend) makes a job
+  // of that call, kept or not: it ends when the call ends, its leaf is
+  // made inside the call's leaf where there is one (so the call's stop and
+  // report cover it), and the service is never a way out of a call.
+  const PeerCall* from = nullptr;
+  if (c.sock) {
+    auto pc = peer_call_of(c);
+    if (!pc)
+      return RpcError{rpc::kServerError, "cannot tell which pmon call the request comes from: the process that "
+                                         "connected has exited; connect from the process that creates the job"};
+    from = *pc;
+    if (from->call_over)
+      return RpcError{rpc::kServerError, "the pmon call this request comes from has ended; a job started from "
+                                         "inside a call ends with it"};
+  }
+  uint64_t owner_job = 0;
+  if (from && from->service_child != 0)
+    for (auto& [tid, oj] : jobs_)
+      if (!oj->done && oj->call->pid() == from->service_child) {
+        if (oj->call->finishing())
+          return RpcError{rpc::kServerError, "terminal '" + tid + "', which this request comes from, is stopping; "
+                                             "a job started from inside a job ends with it"};
+        owner_job = oj->num;
+      }
+  if (from && !from->leaf.empty()) ro.inside_cgroup = from->leaf;
+
   const uint64_t n = next_job_++;
   if (p.output_backpressure && p.output_byte_limit == 0)
     return RpcError{rpc::kInvalidParams, "invalid params: 'outputBackpressure' needs an outputByteLimit of at least 1"};
@@ -1656,7 +1768,8 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   j.limit = static_cast<size_t>(p.output_byte_limit);
   if (err_r) j.err_buffer = std::make_unique<OutputBuffer>(static_cast<size_t>(p.output_byte_limit), &output_budget_);
   j.num = n;
-  j.id = "t" + std::to_string(n);
+  do j.id = random_terminal_id();
+  while (jobs_.contains(j.id));
   j.name = p.name.value_or("");
   j.command = ro.spawn.argv;
   j.creator = c.id;
@@ -1669,6 +1782,14 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (auto s = j.call->start(); !s) {
     if (s.error().err == EMFILE || s.error().err == ENFILE) return fd_error(s.error().message, s.error().err);
     return RpcError{rpc::kServerError, s.error().message};
+  }
+  j.owner_job = owner_job;
+  if (owner_job != 0) ++owned_jobs_;
+  if (from && !from->leaf.empty() && j.call->cgroup() && j.call->cgroup()->starts_with(from->leaf + "/"))
+    j.owner_leaf = from->leaf;
+  if (from && from->supervisor) {
+    j.owner_pidfd = Fd(::fcntl(from->supervisor.get(), F_DUPFD_CLOEXEC, 0));
+    if (j.owner_pidfd) watch_fd(j.owner_pidfd.get(), EPOLLIN, tag(Tag::job_main, n | kOwnerWatch));
   }
   if (p.timeout_ms) j.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
   // Our copies of the child's ends go, or EOF never comes.
@@ -1691,6 +1812,20 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   std::string id = j.id;
   jobs_.emplace(id, std::move(job));
   return Json{{"terminalId", id}};
+}
+
+// Who is on the other end of a socket connection, looked up on its first
+// create and kept while it lasts (a peer's call does not change).
+Result<const PeerCall*> Service::peer_call_of(Conn& c) {
+  if (auto it = peer_calls_.find(c.id); it != peer_calls_.end()) return &it->second;
+  if (!cgroup_mount_) {
+    std::string why;
+    auto loc = confine::locate_cgroup2(&why);
+    cgroup_mount_ = loc ? loc->mount : std::string();
+  }
+  auto pc = peer_call(c.sock.get(), *cgroup_mount_);
+  if (!pc) return std::unexpected(pc.error());
+  return &peer_calls_.emplace(c.id, std::move(*pc)).first->second;
 }
 
 Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) {
@@ -1804,8 +1939,9 @@ Service::Answer Service::resize(const ResizeParams& p) {
 
 Service::Answer Service::list(const ListParams& p) {
   Json arr = Json::array();
-  for (auto& [id, j] : jobs_)
-    if (!p.session_id || j->session == p.session_id) arr.push_back(job_json(*j));
+  // In the order they were created (ids are random).
+  for (auto& [num, id] : job_keys_)
+    if (Job* j = find_job(id); j && (!p.session_id || j->session == p.session_id)) arr.push_back(job_json(*j));
   return Json{{"terminals", arr}};
 }
 
@@ -1814,6 +1950,8 @@ Service::Answer Service::report(const Json& id, const TerminalParams& p) {
   if (!j) return unknown_terminal(p.terminal_id);
   if (!j->done)
     return RpcError{rpc::kServerError, "terminal '" + p.terminal_id + "' is still running; its report is made when it ends"};
+  // Killed by a signal the service did not send: by the call it belongs to?
+  if (j->report.empty() && j->ended_by.empty() && j->call->result().signal) note_owner_end(*j);
   if (current_tool_) return report_of(*j);
   if (j->report.empty()) j->report = report_of(*j).dump(-1, ' ', false, Json::error_handler_t::replace);
   return Line{result_line_of_text(id, j->report)};

@@ -8,16 +8,16 @@
 serve_start
 export PMON_SOCKET=$SOCK
 id1=$("$PMON" start --name web -- sh -c "echo hello from \$0; exec sleep 1000" web) || fail "pmon start failed"
-[ "$id1" = t1 ] || fail "pmon start printed '$id1'"
+printf '%s' "$id1" | grep -Eqx 't[0-9a-f]{16}' || fail "pmon start printed '$id1'"
 "$PMON" jobs > "$t/jobs" || fail "pmon jobs failed"
-grep -q '^t1 *web *running ' "$t/jobs" || fail "pmon jobs: $(cat "$t/jobs")"
+grep -q "^$id1 *web *running " "$t/jobs" || fail "pmon jobs: $(cat "$t/jobs")"
 "$PMON" jobs --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j[0]["name"]=="web" and j[0]["status"]=="running", j' ||
   fail "pmon jobs --json"
 for i in $(seq 100); do
-  [ "$("$PMON" logs t1)" = "hello from web" ] && break
+  [ "$("$PMON" logs "$id1")" = "hello from web" ] && break
   sleep 0.05
 done
-[ "$("$PMON" logs t1)" = "hello from web" ] || fail "pmon logs t1: $("$PMON" logs t1)"
+[ "$("$PMON" logs "$id1")" = "hello from web" ] || fail "pmon logs $id1: $("$PMON" logs "$id1")"
 
 # The job runs in the directory pmon start was called from, with its env.
 mkdir "$t/here"
@@ -28,10 +28,10 @@ two" ] || fail "pmon logs -f: $(cat "$t/logs")"
 rc=0; "$PMON" wait "$id2" || rc=$?
 [ $rc = 3 ] || fail "pmon wait: exit $rc, not the job's 3"
 
-"$PMON" stop t1 || fail "pmon stop failed"
+"$PMON" stop "$id1" || fail "pmon stop failed"
 "$PMON" jobs > "$t/jobs"
-grep -q '^t1 *web *exited SIGTERM ' "$t/jobs" || fail "pmon jobs after stop: $(cat "$t/jobs")"
-rc=0; "$PMON" wait t1 || rc=$?
+grep -q "^$id1 *web *exited SIGTERM " "$t/jobs" || fail "pmon jobs after stop: $(cat "$t/jobs")"
+rc=0; "$PMON" wait "$id1" || rc=$?
 [ $rc = 143 ] || fail "pmon wait of a stopped job: exit $rc"
 
 rc=0; "$PMON" logs t9 2> "$t/err" || rc=$?

@@ -12,7 +12,7 @@ record_pid "$spid"
 exec {w}> "$t/in"
 printf '%s\n' "$(python3 -c 'import json,sys; print(json.dumps({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":json.loads(sys.argv[1])}))' "$(create_params "$t/d1" '{"keep":true}')")" >&"$w"
 daemon_of "$t/d1"
-grep -q '"terminalId":"t1"' "$t/out" || fail "no terminalId on stdout: $(cat "$t/out")"
+grep -Eq '"terminalId":"t[0-9a-f]{16}"' "$t/out" || fail "no terminalId on stdout: $(cat "$t/out")"
 exec {w}>&-
 rc=0; wait "$spid" || rc=$?
 [ $rc = 0 ] || fail "pmon serve --stdio exited $rc at EOF: $(cat "$t/err")"

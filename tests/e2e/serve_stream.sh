@@ -279,9 +279,23 @@ wait "$SERVE_PID" || fail "pmon serve exited $?"
 
 # --stdio: on pipes a stream is refused (and the next request served); on a
 # socket it works.
-r=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"echo","args":["hi"]}}' \
-  '{"jsonrpc":"2.0","id":2,"method":"terminal/output","params":{"terminalId":"t1","stream":true}}' \
-  '{"jsonrpc":"2.0","id":3,"method":"terminal/list","params":{}}' | "$PMON" serve -q --stdio)
+# (Each request after the create's answer: ids are random.)
+r=$(python3 -c '
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "serve", "-q", "--stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def ask(n, method, params):
+    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
+    p.stdin.flush()
+    while True:
+        line = p.stdout.readline()
+        if json.loads(line).get("id") == n:
+            sys.stdout.write(line.decode())
+            return json.loads(line)
+tid = ask(1, "terminal/create", {"command": "echo", "args": ["hi"]})["result"]["terminalId"]
+ask(2, "terminal/output", {"terminalId": tid, "stream": True})
+ask(3, "terminal/list", {})
+p.stdin.close()
+p.wait()' "$PMON")
 printf '%s\n' "$r" | python3 -c '
 import json, sys
 m = {x.get("id"): x for x in map(json.loads, sys.stdin) if "id" in x}

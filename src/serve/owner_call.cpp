@@ -1,0 +1,132 @@
+#include "serve/owner_call.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string_view>
+
+#include "core/inventory.h"
+#include "sys/proc.h"
+#include "sys/syscalls.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77  // Linux 6.5; older C library headers lack it
+#endif
+
+namespace pmon::serve {
+
+namespace {
+
+// The innermost pmon-* component of a cgroup path ("/a/pmon-1-2-3/x"), as
+// the path up to and including it, or "".
+std::string innermost_leaf(std::string_view path) {
+  size_t end = std::string_view::npos;
+  size_t pos = 0;
+  while (pos < path.size()) {
+    size_t slash = path.find('/', pos);
+    size_t stop = slash == std::string_view::npos ? path.size() : slash;
+    if (stop > pos && parse_leaf_name(path.substr(pos, stop - pos))) end = stop;
+    pos = stop + 1;
+  }
+  return end == std::string_view::npos ? std::string() : std::string(path.substr(0, end));
+}
+
+// The "0::" line of /proc/<pid>/cgroup.
+std::string cgroup_of(pid_t pid) {
+  auto text = sys::read_file("/proc/" + std::to_string(pid) + "/cgroup");
+  if (!text) return "";
+  std::string_view s(*text);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t nl = s.find('\n', pos);
+    std::string_view line = s.substr(pos, nl == std::string_view::npos ? s.npos : nl - pos);
+    if (line.starts_with("0::")) return std::string(line.substr(3));
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+  return "";
+}
+
+bool same_file(const struct stat& a, const std::string& path) {
+  struct stat b;
+  return ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+}  // namespace
+
+Result<PeerCall> peer_call(int sock, const std::string& mount) {
+  PeerCall out;
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return fail_errno();
+  const pid_t self = ::getpid();
+  // 0: a peer in a PID namespace we cannot see (above or beside ours), so
+  // in no call of ours to see either.
+  if (cred.pid <= 0 || cred.pid == self) return out;
+  Fd peer;
+  int raw = -1;
+  len = sizeof raw;
+  if (::getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &raw, &len) == 0 && raw >= 0) {
+    peer = Fd(raw);
+    (void)::fcntl(raw, F_SETFD, FD_CLOEXEC);
+  } else if (auto fd = sys::pidfd_open(cred.pid)) {
+    // (Before 6.5: the pid may have been recycled already; the cgroup read
+    // below is then a stranger's, which at worst ties the job to a call.)
+    peer = std::move(*fd);
+  } else {
+    return fail(ESRCH);
+  }
+
+  if (!mount.empty()) {
+    std::string rel = innermost_leaf(cgroup_of(cred.pid));
+    if (!rel.empty()) out.leaf = mount + rel;
+  }
+
+  auto own_ns = sys::read_nspid(self);
+  auto peer_ns = sys::read_nspid(cred.pid);
+  const size_t own_depth = own_ns ? own_ns->size() : 1;
+  const size_t peer_depth = peer_ns ? peer_ns->size() : own_depth;
+  struct stat exe;
+  const bool have_exe = ::stat("/proc/self/exe", &exe) == 0;
+
+  // Up the parents: orphans are handed to the nearest subreaper or to their
+  // namespace's init, so a process of a call stays below what runs it.
+  pid_t prev = cred.pid;
+  pid_t cur = cred.pid;
+  uint64_t sup_start = 0;
+  for (int depth = 0; depth < 4096; ++depth) {
+    auto st = sys::read_stat(cur);
+    if (!st) break;
+    if (cur != cred.pid) {
+      if (cur == self) {
+        out.service_child = prev;
+        break;
+      }
+      if (out.supervisor_pid == 0) {
+        bool init = false;
+        if (peer_depth > own_depth)
+          if (auto ns = sys::read_nspid(cur); ns && ns->size() == peer_depth && ns->back() == 1) init = true;
+        if (init || (have_exe && same_file(exe, "/proc/" + std::to_string(cur) + "/exe"))) {
+          out.supervisor_pid = cur;
+          sup_start = st->start_time;
+        }
+      }
+    }
+    if (st->ppid <= 0) break;
+    prev = cur;
+    cur = st->ppid;
+  }
+
+  // Everything above was read while the peer was still there (not reaped):
+  // its pid was its own all along.
+  if (sys::pidfd_send_signal(peer.get(), 0) != 0) return fail(ESRCH);
+  if (out.supervisor_pid != 0) {
+    if (auto fd = sys::open_identified(out.supervisor_pid, sup_start)) out.supervisor = std::move(*fd);
+    else out.call_over = true;
+  }
+  return out;
+}
+
+}  // namespace pmon::serve

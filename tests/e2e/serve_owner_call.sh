@@ -1,0 +1,119 @@
+# A job asked for from inside a pmon call belongs to that call, `keep` or
+# not: the service is never a way out. (1) `pmon run --timeout` of a shell
+# that `pmon start`s a sleeper (a kept job): once the run returns it is
+# gone and the run's report lists it (its leaf was made inside the run's);
+# (2) a job of the service that starts a kept job itself: stopping the
+# outer job stops the inner one; (3) the same run under --confine pidns and
+# --confine subreaper: there the service watches the call's end (the
+# namespace's init, the pmon process) and stops the job then; its report
+# says "owner call ended". Processes are checked by pid and start time.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+export PMON_SOCKET=$SOCK
+serve_start
+
+# The sleeper: records "pid start-time" of itself (it runs as the service's
+# child, so $$ is a host pid), then becomes sleep (same pid and start).
+cat > "$t/sleeper.sh" <<'EOF'
+echo "$$ $(cut -d' ' -f22 /proc/$$/stat)" > "$1.tmp"; mv "$1.tmp" "$1"
+exec sleep 1000
+EOF
+# The call's command: starts a kept job running the sleeper, waits until it
+# runs, then waits for its own timeout. $1 pmon, $2 sleeper record, $3 id file.
+cat > "$t/outer.sh" <<EOF
+"\$1" start -- sh "$t/sleeper.sh" "\$2" > "\$3.tmp" || exit 9
+mv "\$3.tmp" "\$3"
+i=0
+while [ ! -f "\$2" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i+1)); done
+exec sleep 1000
+EOF
+
+# wait_record FILE: the sleeper's record, recorded for the leak check; sets $spid $sst.
+wait_record() {
+  local i
+  for i in $(seq 400); do
+    [ -f "$1" ] && break
+    sleep 0.05
+  done
+  [ -f "$1" ] || fail "the sleeper never wrote $1"
+  read -r spid sst < "$1"
+  echo "$spid $sst" >> "$t/pids"; echo "$spid $sst" >> "$STATE/pids"
+}
+
+# job_report ID: the job's terminal/report, once it is over (10 s at most).
+job_report() {
+  PYTHONPATH=$(dirname "$0") python3 -c '
+import sys, json
+from serve_rpc import Rpc
+c = Rpc(sys.argv[1])
+r = c.call("terminal/wait_for_exit", {"terminalId": sys.argv[2], "timeoutMs": 10000})
+if r.get("running"):
+    raise SystemExit("job %s still running 10 s after its owner call ended" % sys.argv[2])
+print(json.dumps(c.call("terminal/report", {"terminalId": sys.argv[2]})))' "$SOCK" "$1"
+}
+
+# (1) and (3): a run on each backend that can; cgroup first.
+for b in cgroup pidns subreaper; do
+  have_backend "$b" || continue
+  rec=$t/$b.sleeper
+  rc=0
+  "$PMON" run -q --confine "$b" --timeout 3s --grace 1s --report "$t/$b.json" -- \
+    sh "$t/outer.sh" "$PMON" "$rec" "$t/$b.id" || rc=$?
+  [ -f "$rec" ] || fail "$b: the kept job never ran (run exit $rc; $(cat "$t/serve.err"))"
+  wait_record "$rec"
+  [ $rc = 124 ] || fail "$b: pmon run exited $rc, not 124 (its timeout)"
+  id=$(cat "$t/$b.id")
+  if [ "$b" = cgroup ]; then
+    # Its leaf is inside the run's: gone when the run returns, and listed.
+    alive "$spid" "$sst" && fail "cgroup: the kept job's sleeper $spid outlived the pmon run that started it"
+    python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+pid, st = int(sys.argv[2]), int(sys.argv[3])
+assert r["cleanup_verified"] is True, r
+assert any(l["pid"] == pid and l["start_time"] == st for l in r["leftovers"]), r["leftovers"]' \
+      "$t/$b.json" "$spid" "$sst" || fail "cgroup: the run's report does not list the kept job's sleeper: $(cat "$t/$b.json")"
+  else
+    # The service stops it when the call has ended.
+    wait_gone "$spid" "$sst" || fail "$b: the kept job's sleeper $spid still runs 10 s after its pmon run ended"
+  fi
+  job_report "$id" > "$t/$b.job.json" || fail "$b: no report of job $id"
+  python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["job"]["stoppedBy"] == "owner call ended", r["job"]
+assert r["cleanup_verified"] is True, r' "$t/$b.job.json" || fail "$b: the job's report: $(cat "$t/$b.job.json")"
+done
+
+# (2) A job of the service that starts a kept job itself.
+client_open c
+params=$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":[sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]]}))' \
+  "$t/outer.sh" "$PMON" "$t/inner.sleeper" "$t/inner.id")
+r=$(call c terminal/create "$params")
+outer=$(jf "$r" 'm["result"]["terminalId"]')
+wait_record "$t/inner.sleeper"
+for i in $(seq 200); do [ -f "$t/inner.id" ] && break; sleep 0.05; done
+inner=$(cat "$t/inner.id")
+[ -n "$inner" ] && [ "$inner" != "$outer" ] || fail "the inner job's id: '$inner'"
+r=$(call c terminal/kill '{"terminalId":"'"$outer"'"}')
+[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "kill of the outer job: $r"
+alive "$spid" "$sst" && fail "the inner kept job's sleeper $spid outlived the job that started it"
+r=$(call c terminal/report '{"terminalId":"'"$outer"'"}')
+printf '%s' "$r" | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())["result"]
+pid, st = int(sys.argv[1]), int(sys.argv[2])
+assert any(l["pid"] == pid and l["start_time"] == st for l in r["leftovers"]), r["leftovers"]' "$spid" "$sst" ||
+  fail "the outer job's report does not list the inner job's sleeper: $r"
+job_report "$inner" > "$t/inner.job.json" || fail "no report of the inner job"
+python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["job"]["stoppedBy"] == "owner call ended", r["job"]' "$t/inner.job.json" ||
+  fail "the inner job's report: $(cat "$t/inner.job.json")"
+client_close c
+
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass
