@@ -25,6 +25,9 @@ cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" "${launcher[@]}" -DPMON
   { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j2 --target "${targets[@]}"
 
+# Stack traces with function names and lines.
+sym=$(command -v llvm-symbolizer-19 || command -v llvm-symbolizer || true)
+[ -z "$sym" ] || export ASAN_SYMBOLIZER_PATH=$sym
 failed=0
 for target in "${targets[@]}"; do
   corpus=$build/corpus/$target
