@@ -190,9 +190,13 @@ class Args : public FieldReader {
     if (!v) return out;
     if (!v->is_object()) return bad(name, "must be an object of NAME: value strings"), out;
     for (auto it = v->begin(); it != v->end(); ++it) {
-      if (it.key().empty() || it.key().find('=') != std::string::npos)
-        return bad(std::string(name) + "." + it.key(), "is not a variable name"), out;
+      if (it.key().find('\0') != std::string::npos)
+        return bad(name, "has a variable name that contains a NUL byte"), out;
+      if (it.key().empty()) return bad(name, "has an empty variable name"), out;
+      if (it.key().find('=') != std::string::npos)
+        return bad(std::string(name) + "." + it.key(), "is not a variable name (it contains '=')"), out;
       if (!it.value().is_string()) return bad(std::string(name) + "." + it.key(), "must be a string"), out;
+      if (!no_nul(std::string(name) + "." + it.key(), it.value().get_ref<const std::string&>())) return out;
       out.push_back({it.key(), it.value().get<std::string>()});
     }
     return out;
@@ -237,9 +241,9 @@ class Args : public FieldReader {
 CreateParams shell_job(Args& a) {
   CreateParams c;
   c.command = "/bin/sh";
-  std::string line = a.str("command", true).value_or("");
+  std::string line = a.c_str("command", true).value_or("");
   c.args = {"-c", line};
-  c.cwd = a.str("cwd", false);
+  c.cwd = a.c_str("cwd", false);
   c.env = a.env("env");
   return c;
 }
@@ -293,7 +297,8 @@ std::string negotiate_version(const Json& requested) {
 }
 
 std::variant<Message, BadRequest> parse_message(std::string_view line) {
-  Json j = Json::parse(line, nullptr, false);
+  MessageJson message = parse_message_json(line);
+  Json& j = message.json;
   if (j.is_discarded()) return BadRequest{nullptr, {rpc::kParseError, "parse error: not valid JSON"}};
   if (!j.is_object()) return BadRequest{nullptr, {rpc::kInvalidRequest, "invalid request: not a JSON object"}};
   Message m;
@@ -310,13 +315,19 @@ std::variant<Message, BadRequest> parse_message(std::string_view line) {
   auto method = j.find("method");
   if (method == j.end() || !method->is_string()) {
     // A response to a request of ours (we send none), or junk.
-    if (j.contains("result") || j.contains("error")) return BadRequest{nullptr, {0, ""}};
+    if (j.contains("result") || j.contains("error")) return BadRequest{nullptr, {}, false};
     return BadRequest{m.id, {rpc::kInvalidRequest, "invalid request: 'method' must be a string"}};
   }
+  // A request or a notification from here on: a notification is not answered.
+  const bool answer = !m.notification;
+  if (message.too_deep)
+    return BadRequest{m.id, {rpc::kInvalidRequest, "invalid request: nested more than " + std::to_string(kMaxDepth) +
+                                                       " levels deep"}, answer};
   m.method = method->get<std::string>();
   if (auto p = j.find("params"); p != j.end() && !p->is_null()) {
-    if (!p->is_object()) return BadRequest{m.id, {rpc::kInvalidParams, "invalid params: 'params' must be an object"}};
-    m.params = *p;
+    if (!p->is_object())
+      return BadRequest{m.id, {rpc::kInvalidParams, "invalid params: 'params' must be an object"}, answer};
+    m.params = std::move(*p);
   }
   return m;
 }

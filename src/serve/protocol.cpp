@@ -31,7 +31,9 @@ class Fields : public FieldReader {
     if (!v) return out;
     if (!v->is_array()) return bad(name, "must be an array of strings"), out;
     for (size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_string()) return bad(std::string(name) + "[" + std::to_string(i) + "]", "must be a string"), out;
+      const std::string at = std::string(name) + "[" + std::to_string(i) + "]";
+      if (!(*v)[i].is_string()) return bad(at, "must be a string"), out;
+      if (!no_nul(at, (*v)[i].get_ref<const std::string&>())) return out;
       out.push_back((*v)[i].get<std::string>());
     }
     return out;
@@ -52,6 +54,9 @@ class Fields : public FieldReader {
           n->get<std::string>().find('=') != std::string::npos)
         return bad(at + ".name", "must be a non-empty string without '='"), out;
       if (val == e.end() || !val->is_string()) return bad(at + ".value", "must be a string"), out;
+      if (!no_nul(at + ".name", n->get_ref<const std::string&>()) ||
+          !no_nul(at + ".value", val->get_ref<const std::string&>()))
+        return out;
       out.push_back({n->get<std::string>(), val->get<std::string>()});
     }
     return out;
@@ -125,14 +130,14 @@ std::optional<Params> parse_params(Method m, const Json& p, std::string& err) {
     case Method::create: {
       CreateParams c;
       c.session_id = f.str("sessionId", false);
-      c.command = f.str("command", true).value_or("");
+      c.command = f.c_str("command", true).value_or("");
       if (!f.error() && c.command.empty()) {
         err = "invalid params: 'command' must not be empty";
         return std::nullopt;
       }
       c.args = f.strings("args");
       c.env = f.env("env");
-      c.cwd = f.str("cwd", false);
+      c.cwd = f.c_str("cwd", false);
       c.output_byte_limit = f.uint("outputByteLimit", false, kMaxOutputLimit).value_or(1 << 20);
       c.output_backpressure = f.flag("outputBackpressure");
       c.timeout_ms = f.uint("timeoutMs", false, kMaxMs);
@@ -236,6 +241,12 @@ std::optional<std::string> FieldReader::str(const char* name, bool required) {
   return v->get<std::string>();
 }
 
+std::optional<std::string> FieldReader::c_str(const char* name, bool required) {
+  auto s = str(name, required);
+  if (s && !no_nul(name, *s)) return std::nullopt;
+  return s;
+}
+
 bool FieldReader::flag(const char* name, bool absent) {
   const Json* v = find(name, false);
   if (!v) return absent;
@@ -257,8 +268,96 @@ void FieldReader::bad(const std::string& name, const std::string& why) {
   if (!error_) error_ = what_ + ": '" + prefix_ + name + "' " + why;
 }
 
+bool FieldReader::no_nul(const std::string& name, const std::string& value) {
+  if (value.find('\0') == std::string::npos) return true;
+  bad(name, "contains a NUL byte");
+  return false;
+}
+
+namespace {
+
+// Builds a message's Json as nlohmann's own parser does (a repeated key:
+// the last one wins), from its SAX events; a container past kMaxDepth is
+// kept as null and what it holds skipped.
+class DepthLimitedBuilder {
+ public:
+  explicit DepthLimitedBuilder(MessageJson& out) : out_(out) {}
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(Json(v)); }
+  // (The lexer's buffer: taken, not copied; it is cleared before the next token.)
+  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return put(Json(std::move(v))); }  // (not in JSON text)
+  bool key(Json::string_t& k) {
+    if (skipping_ == 0) key_ = std::move(k);
+    return true;
+  }
+  bool start_object(size_t) { return open(Json::value_t::object); }
+  bool start_array(size_t) { return open(Json::value_t::array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  template <class Exception>
+  bool parse_error(size_t, const std::string&, const Exception&) {
+    return false;
+  }
+
+ private:
+  // Puts v where the next value goes (the root, the end of the open array,
+  // the open object's key) and returns where it is. An open container is
+  // always the last thing put into its parent, and nothing is put into the
+  // parent while it is open: the pointers on open_ stay valid.
+  Json* place(Json v) {
+    if (open_.empty()) return &(out_.json = std::move(v));
+    Json& top = *open_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    return &(top[key_] = std::move(v));
+  }
+  bool put(Json v) {
+    if (skipping_ == 0) place(std::move(v));
+    return true;
+  }
+  bool open(Json::value_t kind) {
+    if (skipping_ == 0 && open_.size() < kMaxDepth) {
+      open_.push_back(place(Json(kind)));
+      return true;
+    }
+    if (skipping_ == 0) {
+      place(Json(nullptr));
+      out_.too_deep = true;
+    }
+    ++skipping_;
+    return true;
+  }
+  bool close() {
+    if (skipping_ > 0) --skipping_;
+    else open_.pop_back();
+    return true;
+  }
+
+  MessageJson& out_;
+  std::vector<Json*> open_;
+  std::string key_;
+  size_t skipping_ = 0;  // how deep inside a skipped container
+};
+
+}  // namespace
+
+MessageJson parse_message_json(std::string_view line) {
+  MessageJson m;
+  DepthLimitedBuilder b(m);
+  if (!Json::sax_parse(line, &b)) m = {Json(Json::value_t::discarded), false};
+  return m;
+}
+
 std::variant<Request, BadRequest> parse_request(std::string_view line) {
-  Json j = Json::parse(line, nullptr, false);
+  MessageJson message = parse_message_json(line);
+  const Json& j = message.json;
   if (j.is_discarded()) return BadRequest{nullptr, {rpc::kParseError, "parse error: not valid JSON"}};
   if (!j.is_object()) return BadRequest{nullptr, {rpc::kInvalidRequest, "invalid request: not a JSON object"}};
   Json id = nullptr;
@@ -275,19 +374,25 @@ std::variant<Request, BadRequest> parse_request(std::string_view line) {
   auto m = j.find("method");
   if (m == j.end() || !m->is_string())
     return BadRequest{id, {rpc::kInvalidRequest, "invalid request: 'method' must be a string"}};
+  // A request or a notification from here on: a notification is not answered.
+  const bool answer = !notification;
+  if (message.too_deep)
+    return BadRequest{id, {rpc::kInvalidRequest, "invalid request: nested more than " + std::to_string(kMaxDepth) +
+                                                     " levels deep"}, answer};
   const std::string& name = m->get_ref<const std::string&>();
   auto known = methods().find(name);
-  if (known == methods().end()) return BadRequest{id, {rpc::kMethodNotFound, "unknown method '" + name + "'"}};
+  if (known == methods().end())
+    return BadRequest{id, {rpc::kMethodNotFound, "unknown method '" + name + "'"}, answer};
   static const Json no_params = Json::object();
   const Json* params = &no_params;
   if (auto p = j.find("params"); p != j.end()) {
     if (!p->is_object())
-      return BadRequest{id, {rpc::kInvalidParams, "invalid params: 'params' must be an object"}};
+      return BadRequest{id, {rpc::kInvalidParams, "invalid params: 'params' must be an object"}, answer};
     params = &*p;
   }
   std::string err;
   auto typed = parse_params(known->second, *params, err);
-  if (!typed) return BadRequest{id, {rpc::kInvalidParams, err}};
+  if (!typed) return BadRequest{id, {rpc::kInvalidParams, err}, answer};
   Request r;
   r.id = id;
   r.notification = notification;

@@ -131,11 +131,29 @@ struct Request {
 };
 
 // A line that is no valid request: the error to answer, and the id when
-// the line had a readable one.
+// the line had a readable one. A notification (no id) is never answered,
+// whatever is wrong with it; a line that is no request at all (not JSON,
+// no "jsonrpc": "2.0" or string "method") is, with the id it has or null.
 struct BadRequest {
   Json id;
   RpcError error;
+  bool answer = true;  // false: nothing is sent back
 };
+
+// The most arrays and objects a message may nest, the message itself
+// being the first. Deeper ones are refused while the line is read, before
+// anything copies, dumps or compares them: nlohmann::json does all three
+// by recursion, and a message nested 100000 deep would use up the stack.
+inline constexpr size_t kMaxDepth = 64;
+
+// One message line as JSON (`json` is discarded when the line is not JSON).
+// No value in it is deeper than kMaxDepth: an array or object past that is
+// read as null (what it holds is skipped), and `too_deep` is set.
+struct MessageJson {
+  Json json;
+  bool too_deep = false;
+};
+MessageJson parse_message_json(std::string_view line);
 
 std::variant<Request, BadRequest> parse_request(std::string_view line);
 
@@ -149,12 +167,17 @@ class FieldReader {
   const std::optional<std::string>& error() const { return error_; }
 
   std::optional<std::string> str(const char* name, bool required);
+  // A string the kernel gets as a C string (a command, a path, an
+  // environment entry): a NUL byte in it would cut it short, so it is refused.
+  std::optional<std::string> c_str(const char* name, bool required);
   bool flag(const char* name, bool absent = false);
 
  protected:
   // The field, or null when absent or null (an error when required).
   const Json* find(const char* name, bool required);
   void bad(const std::string& name, const std::string& why);
+  // Refuses `value` of field `name` when it has a NUL byte; true when it has none.
+  bool no_nul(const std::string& name, const std::string& value);
 
   const Json& obj_;
   std::string what_;

@@ -849,10 +849,13 @@ void Service::on_line(Conn& c, std::string_view line) {
   const uint64_t cid = c.id;
   auto parsed = parse_request(line);
   if (auto* bad = std::get_if<BadRequest>(&parsed)) {
-    send(cid, error_line(bad->id, bad->error));
+    if (bad->answer) send(cid, error_line(bad->id, bad->error));
     return;
   }
-  const Request& r = std::get<Request>(parsed);
+  Request& r = std::get<Request>(parsed);
+  // A notification is never answered, not even later (a wait_for_exit or
+  // kill it asked for): the answers owed to this id come out empty.
+  if (r.notification) r.id = Json(Json::value_t::discarded);
   Answer a = handle(c, r);
   if (r.notification) return;
   if (auto* res = std::get_if<Json>(&a)) send(cid, result_line(r.id, *res));
@@ -1484,6 +1487,7 @@ Json Service::output_json(Job& j, std::optional<uint64_t> since, std::optional<u
 // The same as a result line, written straight from the buffer's text.
 std::string Service::output_line(const Json& id, Job& j, std::optional<uint64_t> since,
                                  std::optional<uint64_t> stderr_since, size_t max) {
+  if (id.is_discarded()) return {};  // a notification's (on_line)
   max = reply_bytes(max);
   OutputBuffer::Read rd = j.buffer.read(since, std::move(text_spare_), max);
   std::optional<OutputBuffer::Read> er;
@@ -1983,11 +1987,13 @@ std::string job_words(std::string message) {
 }
 
 std::string Service::reply_line(const Pending& p, const Json& result) const {
+  if (p.id.is_discarded()) return {};  // a notification's (on_line)
   if (!p.tool) return result_line(p.id, result);
   return result_line(p.id, mcp::tool_result(*p.tool, result));
 }
 
 std::string Service::reply_error(const Pending& p, const RpcError& e) const {
+  if (p.id.is_discarded()) return {};
   if (!p.tool) return error_line(p.id, e);
   return result_line(p.id, mcp::tool_error(job_words(e.message)));
 }
@@ -1996,7 +2002,7 @@ void Service::on_mcp_line(Conn& c, std::string_view line) {
   const uint64_t cid = c.id;
   auto parsed = mcp::parse_message(line);
   if (auto* bad = std::get_if<BadRequest>(&parsed)) {
-    if (bad->error.code != 0) send(cid, error_line(bad->id, bad->error));
+    if (bad->answer) send(cid, error_line(bad->id, bad->error));
     return;
   }
   const mcp::Message& m = std::get<mcp::Message>(parsed);

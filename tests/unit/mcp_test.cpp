@@ -60,6 +60,78 @@ TEST(McpToolCall, BadArgumentsNameTheField) {
   EXPECT_TRUE(std::get<CallError>(unknown).protocol);
 }
 
+BadRequest bad_message(const std::string& line) {
+  auto r = parse_message(line);
+  EXPECT_TRUE(std::holds_alternative<BadRequest>(r)) << line.substr(0, 200);
+  return std::holds_alternative<BadRequest>(r) ? std::get<BadRequest>(r) : BadRequest{};
+}
+
+TEST(McpMessage, ADeepMessageIsRefusedNotCopied) {
+  const std::string open(100000, '['), close(100000, ']');
+  BadRequest b = bad_message(R"({"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"run","arguments":)" +
+                             open + close + "}}");
+  EXPECT_EQ(b.error.code, rpc::kInvalidRequest);
+  EXPECT_EQ(b.error.message, "invalid request: nested more than 64 levels deep");
+  EXPECT_EQ(b.id, "x");
+  EXPECT_TRUE(b.answer);
+  // As a notification: not answered.
+  b = bad_message(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" + open + close + "}}");
+  EXPECT_FALSE(b.answer);
+  // The message, its params and 62 arrays: 64 levels are read, 65 are not.
+  std::string ok = R"({"jsonrpc":"2.0","id":1,"method":"x","params":{"a":)" + std::string(62, '[') +
+                   std::string(62, ']') + "}}";
+  auto m = parse_message(ok);
+  ASSERT_TRUE(std::holds_alternative<Message>(m));
+  EXPECT_EQ(std::get<Message>(m).params["a"].dump(), std::string(62, '[') + std::string(62, ']'));
+  EXPECT_FALSE(std::get<Message>(m).params["a"].is_null());
+  EXPECT_EQ(bad_message(R"({"jsonrpc":"2.0","id":1,"method":"x","params":{"a":)" + std::string(63, '[') +
+                        std::string(63, ']') + "}}")
+                .error.code,
+            rpc::kInvalidRequest);
+}
+
+TEST(McpMessage, NotificationsAndResponsesAreNeverAnswered) {
+  for (const char* line : {
+           R"({"jsonrpc":"2.0","method":"notifications/initialized","params":"x"})",
+           R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]})",
+           R"({"jsonrpc":"2.0","id":5,"result":{}})",
+           R"({"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"no"}})",
+       })
+    EXPECT_FALSE(bad_message(line).answer) << line;
+  for (const char* line : {
+           "{nope", "[]", R"({"method":"ping"})", R"({"jsonrpc":"2.0"})", R"({"jsonrpc":"2.0","id":null,"method":"ping"})",
+           R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":"x"})",
+       }) {
+    BadRequest b = bad_message(line);
+    EXPECT_TRUE(b.answer) << line;
+    EXPECT_NE(b.error.code, 0) << line;
+  }
+  EXPECT_EQ(bad_message(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":"x"})").id, 2);
+  auto n = parse_message(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}})");
+  ASSERT_TRUE(std::holds_alternative<Message>(n));
+  EXPECT_TRUE(std::get<Message>(n).notification);
+}
+
+TEST(McpToolCall, ANulByteOrABadVariableNameIsRefused) {
+  auto args = [](Json a) { return Json{{"name", "start"}, {"arguments", std::move(a)}}; };
+  EXPECT_EQ(call_error({{"name", "run"}, {"arguments", {{"command", std::string("ls\0; rm x", 9)}}}}),
+            "invalid arguments: 'command' contains a NUL byte");
+  EXPECT_EQ(call_error(args({{"command", "ls"}, {"cwd", std::string("/tmp\0/x", 7)}})),
+            "invalid arguments: 'cwd' contains a NUL byte");
+  EXPECT_EQ(call_error(args({{"command", "ls"}, {"env", {{"A", std::string("1\0", 2)}}}})),
+            "invalid arguments: 'env.A' contains a NUL byte");
+  EXPECT_EQ(call_error(args({{"command", "ls"}, {"env", {{std::string("A\0B", 3), "1"}}}})),
+            "invalid arguments: 'env' has a variable name that contains a NUL byte");
+  EXPECT_EQ(call_error(args({{"command", "ls"}, {"env", {{"", "1"}}}})),
+            "invalid arguments: 'env' has an empty variable name");
+  EXPECT_EQ(call_error(args({{"command", "ls"}, {"env", {{"A=B", "1"}}}})),
+            "invalid arguments: 'env.A=B' is not a variable name (it contains '=')");
+  // Data for a job's stdin may hold any byte.
+  auto w = parse_tool_call({{"name", "write"}, {"arguments", {{"id", "t1"}, {"data", std::string("a\0b", 3)}}}});
+  ASSERT_TRUE(std::holds_alternative<ToolCall>(w));
+  EXPECT_EQ(std::get<WriteParams>(std::get<ToolCall>(w).args).data.size(), 3u);
+}
+
 TEST(McpResult, LongRunOutputKeepsHeadAndTail) {
   std::string out;
   for (int i = 0; i < 20000; ++i) out += std::to_string(i) + "\n";

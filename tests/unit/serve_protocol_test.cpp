@@ -119,6 +119,99 @@ TEST(ServeProtocol, ErrorsNameWhatIsWrong) {
             rpc::kInvalidParams);
 }
 
+TEST(ServeProtocol, NestingPastTheLimitIsCutWhileReading) {
+  auto nested = [](size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  MessageJson at_limit = parse_message_json(nested(kMaxDepth));
+  EXPECT_FALSE(at_limit.too_deep);
+  EXPECT_EQ(at_limit.json.dump(), nested(kMaxDepth));
+  MessageJson past = parse_message_json(nested(kMaxDepth + 1));
+  EXPECT_TRUE(past.too_deep);  // the deepest array read as null
+  EXPECT_EQ(past.json.dump(), std::string(kMaxDepth, '[') + "null" + std::string(kMaxDepth, ']'));
+  // 100000 deep: read without recursion, and what is kept can be copied,
+  // dumped and compared (each recurses).
+  MessageJson deep = parse_message_json(R"({"a":1,"b":)" + nested(100000) + R"(,"c":{"d":[true]}})");
+  ASSERT_TRUE(deep.too_deep);
+  Json copy = deep.json;
+  EXPECT_EQ(copy, deep.json);
+  EXPECT_EQ(copy["a"], 1);
+  EXPECT_EQ(copy["c"]["d"][0], true);
+  EXPECT_EQ(copy["b"].dump(), std::string(kMaxDepth - 1, '[') + "null" + std::string(kMaxDepth - 1, ']'));
+  EXPECT_TRUE(parse_message_json(std::string(100000, '[')).json.is_discarded());
+  EXPECT_TRUE(parse_message_json(R"({"a":[1,2})").json.is_discarded());
+  EXPECT_TRUE(parse_message_json("").json.is_discarded());
+  // The same Json as nlohmann's parser makes, a repeated key's last value kept.
+  const char* text = R"({"k":[1,-2,3.5,"s\u00e9\n",null,false,{}],"o":{"x":{"y":[]}},"k2":1,"k2":2})";
+  EXPECT_EQ(parse_message_json(text).json, Json::parse(text));
+}
+
+TEST(ServeProtocol, ADeepRequestIsRefusedWithItsId) {
+  const std::string deep(100000, '[');
+  BadRequest b = bad(R"({"jsonrpc":"2.0","id":9,"method":"terminal/create","params":{"command":"ls","args":)" + deep +
+                     std::string(100000, ']') + "}}");
+  EXPECT_EQ(b.error.code, rpc::kInvalidRequest);
+  EXPECT_EQ(b.error.message, "invalid request: nested more than 64 levels deep");
+  EXPECT_EQ(b.id, 9);
+  EXPECT_TRUE(b.answer);
+  // The id itself too deep: no id can be read (null), and it is answered.
+  b = bad(R"({"jsonrpc":"2.0","id":)" + deep + std::string(100000, ']') + R"(,"method":"terminal/list"})");
+  EXPECT_EQ(b.error.code, rpc::kInvalidRequest);
+  EXPECT_TRUE(b.id.is_null());
+  EXPECT_TRUE(b.answer);
+  // Not even JSON (never closed): a parse error.
+  EXPECT_EQ(bad(R"({"jsonrpc":"2.0","id":1,"method":"terminal/list","params":{"a":)" + deep).error.code,
+            rpc::kParseError);
+}
+
+TEST(ServeProtocol, ANotificationIsNeverAnswered) {
+  for (const char* line : {
+           R"({"jsonrpc":"2.0","method":"terminal/nope"})",
+           R"({"jsonrpc":"2.0","method":"terminal/create","params":{"command":""}})",
+           R"({"jsonrpc":"2.0","method":"terminal/create","params":{"command":"ls","args":["a\u0000b"]}})",
+           R"({"jsonrpc":"2.0","method":"terminal/list","params":[1]})",
+           R"({"jsonrpc":"2.0","method":"terminal/output","params":{}})",
+       }) {
+    BadRequest b = bad(line);
+    EXPECT_FALSE(b.answer) << line;
+    EXPECT_TRUE(b.id.is_null()) << line;
+  }
+  const std::string deep = R"({"jsonrpc":"2.0","method":"terminal/list","params":{"a":)" + std::string(1000, '[') +
+                           std::string(1000, ']') + "}}";
+  EXPECT_FALSE(bad(deep).answer);
+  // No request at all, or with an id (null too): answered.
+  for (const char* line : {
+           "{nope", "[1]", R"({"method":"terminal/list"})", R"({"jsonrpc":"2.0","method":7})",
+           R"({"jsonrpc":"2.0","id":[1],"method":"terminal/list"})",
+           R"({"jsonrpc":"2.0","id":null,"method":"terminal/nope"})",
+           R"({"jsonrpc":"2.0","id":4,"method":"terminal/output","params":{}})",
+       })
+    EXPECT_TRUE(bad(line).answer) << line;
+}
+
+TEST(ServeProtocol, ANulByteIsRefusedWhereItWouldCutAString) {
+  struct Case {
+    const char* params;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{R"({"command":"ls\u0000rm"})", "invalid params: 'command' contains a NUL byte"},
+           Case{R"({"command":"ls","args":["-l","/","x\u0000y"]})", "invalid params: 'args[2]' contains a NUL byte"},
+           Case{R"({"command":"ls","cwd":"/tmp\u0000/x"})", "invalid params: 'cwd' contains a NUL byte"},
+           Case{R"({"command":"ls","env":[{"name":"A","value":"1"},{"name":"B\u0000C","value":"2"}]})",
+                "invalid params: 'env[1].name' contains a NUL byte"},
+           Case{R"({"command":"ls","env":[{"name":"A","value":"1\u0000;2"}]})",
+                "invalid params: 'env[0].value' contains a NUL byte"},
+           Case{R"({"command":"ls","env":[{"name":"","value":"1"}]})",
+                "invalid params: 'env[0].name' must be a non-empty string without '='"},
+       }) {
+    BadRequest e = bad(std::string(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":)") + c.params + "}");
+    EXPECT_EQ(e.error.code, rpc::kInvalidParams) << c.params;
+    EXPECT_EQ(e.error.message, c.message) << c.params;
+  }
+  // Where a NUL is data, it is kept: what a job is sent on stdin.
+  Request w = good(R"({"jsonrpc":"2.0","id":1,"method":"terminal/write","params":{"terminalId":"t1","data":"a\u0000b"}})");
+  EXPECT_EQ(std::get<WriteParams>(w.params).data, std::string("a\0b", 3));
+}
+
 TEST(ServeProtocol, RepliesAreOneLine) {
   EXPECT_EQ(result_line(1, {{"a", 1}}), "{\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"a\":1}}\n");
   EXPECT_EQ(error_line(nullptr, {rpc::kParseError, "x"}),
