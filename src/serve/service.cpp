@@ -1211,11 +1211,15 @@ Json Service::report_of(const Job& j) const {
 }
 
 // The TCP ports the job's processes listen on, each {port, address, v6, pid}.
+// The command first while it runs: a boundary may leave it out of its
+// members (pidns, whose main process is the status relay).
 Json Service::ports_of(Job& j) {
   Json arr = Json::array();
   if (j.done) return arr;
   std::vector<pid_t> pids;
-  for (const sys::ProcStat& p : j.call->members()) pids.push_back(p.pid);
+  if (j.main_watched) pids.push_back(j.call->command_pid());
+  for (const sys::ProcStat& p : j.call->members())
+    if (pids.empty() || p.pid != pids.front()) pids.push_back(p.pid);
   for (const ListeningPort& l : listening_ports(pids))
     arr.push_back({{"port", l.port}, {"address", l.address}, {"v6", l.v6}, {"pid", l.pid}});
   return arr;
@@ -1225,7 +1229,7 @@ Json Service::job_json(Job& j) {
   Json o = {{"terminalId", j.id},
             {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
             {"command", j.command},
-            {"pid", j.call->result().pid != 0 ? j.call->result().pid : j.call->pid()},
+            {"pid", j.call->command_pid()},
             {"status", j.status()},
             {"started", iso_time(j.started)},
             {"keep", j.keep},
