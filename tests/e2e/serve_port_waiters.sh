@@ -53,7 +53,7 @@ for tid in tids:
 EOF
 waiters=$!
 record_pid "$waiters"
-for _ in $(seq 600); do [ -f "$t/waiting" ] && break; sleep 0.05; done
+for _ in $(seq 2400); do [ -f "$t/waiting" ] && break; sleep 0.05; done
 [ -f "$t/waiting" ] || fail "the waiters were never sent"
 
 # The window: strace on the service's thread while all 2000 wait.
