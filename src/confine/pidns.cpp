@@ -73,12 +73,13 @@ void PidnsBoundary::set_main(pid_t pid) noexcept {
 }
 
 // Every process of the namespace descends from its init (orphans reparent
-// to it), so the init's descendants are the members, by host pid.
+// to it), so the init's descendants are the members, by host pid: found
+// from the init down, at a cost per member, not per process of the host
+// (a service stopping 400 jobs would otherwise walk all of /proc 400 times).
 std::vector<sys::ProcStat> PidnsBoundary::members() {
   std::vector<sys::ProcStat> out;
   if (init_pid_ <= 0 || init_exited()) return out;
-  std::vector<sys::ProcStat> table = sys::scan_processes();
-  for (sys::ProcStat& p : sys::descendants_of(table, init_pid_))
+  for (sys::ProcStat& p : sys::descendants_by_children(init_pid_))
     if (!p.dead() && p.pid != command_pid_) out.push_back(std::move(p));
   return out;
 }

@@ -729,6 +729,11 @@ int Call::pidfd() const noexcept { return r_->child_.pidfd.get(); }
 
 pid_t Call::pid() const noexcept { return r_->child_.pid; }
 
+pid_t Call::command_pid() const noexcept {
+  const pid_t shown = r_->finished_ ? r_->result_.pid : r_->res_.pid;
+  return shown != 0 ? shown : r_->child_.pid;
+}
+
 bool Call::main_exited() {
   if (!r_->main_exited_) r_->note_main_exit();
   return r_->main_exited_;

@@ -121,6 +121,9 @@ class Call {
   std::expected<void, SpawnError> start();
   int pidfd() const noexcept;
   pid_t pid() const noexcept;
+  // The command's pid as the host sees it, the one to show: pid(), except
+  // under pidns, where pid() is the status relay (RunResult::pid).
+  pid_t command_pid() const noexcept;
   // Non-blocking.
   bool main_exited();
   // Waits up to timeout_ms (-1: no limit) for the main process to exit,

@@ -10,6 +10,8 @@ namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 constexpr size_t kFirstCapacity = 4096;
+// The longest UTF-8 character: a smaller limit cannot keep every one whole.
+constexpr size_t kMaxCharBytes = 4;
 
 bool is_continuation(unsigned char c) noexcept { return (c & 0xC0) == 0x80; }
 
@@ -131,8 +133,11 @@ void OutputBuffer::drop_front(size_t n) noexcept {
 }
 
 // After a cut the first kept byte may be inside a character whose lead byte
-// is gone: its remaining continuation bytes (at most three) go too.
+// is gone: its remaining continuation bytes (at most three) go too. Not
+// under a limit too small for a whole character: there its first bytes have
+// been read already (as U+FFFD, see read), and the rest reads so as well.
 void OutputBuffer::skip_cut_character() noexcept {
+  if (limit_ < kMaxCharBytes) return;
   for (int k = 0; k < 3 && size_ > 0; ++k) {
     if (!is_continuation(static_cast<unsigned char>(ring_[head_]))) return;
     drop_front(1);
@@ -223,7 +228,13 @@ OutputBuffer::Read OutputBuffer::read(std::optional<uint64_t> since, std::string
     view = joined;
   }
   r.text.reserve(len);
-  r.next = start + append_sanitized_utf8(r.text, view, closed_ || r.more);
+  size_t used = append_sanitized_utf8(r.text, view, closed_ || r.more);
+  // An incomplete character that fills the whole limit can never be
+  // completed here (its next byte would cut it): it reads as U+FFFD now,
+  // rather than hold back every later read (and, with outputBackpressure,
+  // the job's writes, which wait for this read).
+  if (used < len && len - used >= limit_) used += append_sanitized_utf8(r.text, view.substr(used), true);
+  r.next = start + used;
   return r;
 }
 

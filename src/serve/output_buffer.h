@@ -48,7 +48,9 @@ class OutputBuffer {
   // Adds what the job wrote. Storage grows as needed up to `limit` bytes (or
   // what the budget grants, and what can be allocated), then the oldest
   // bytes are overwritten; the first kept byte is always where a
-  // UTF-8 character starts (a character cut in two loses its rest as well).
+  // UTF-8 character starts (a character cut in two loses its rest as well),
+  // except under a limit of 1-3 bytes, too small to keep every character
+  // whole: there bytes are kept as they come (see read).
   void append(std::string_view bytes);
   // append() without a copy: room for up to `want` new bytes in the
   // storage as it is (fewer where it wraps or it is full; it is never grown
@@ -70,6 +72,8 @@ class OutputBuffer {
   // The kept text from `since` (from the first kept byte when nullopt or
   // older). An incomplete character at the end stays back until the bytes
   // completing it arrive or close() is called; `next` stops before it.
+  // One that fills the whole limit (a character longer than the limit)
+  // cannot be completed: it reads as U+FFFD, and so do its later bytes.
   // A `since` beyond total() reads nothing and gives next = total().
   // At most `max` bytes are read (a character cut by it is read whole).
   Read read(std::optional<uint64_t> since, size_t max = SIZE_MAX) const { return read(since, std::string(), max); }

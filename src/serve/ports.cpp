@@ -9,10 +9,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-#include <map>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 
 #include "sys/proc.h"
 
@@ -129,32 +127,41 @@ std::vector<TcpEntry> parse_tcp_table(std::string_view text, bool v6) {
 }
 
 std::vector<ListeningPort> listening_ports(const std::vector<pid_t>& pids) {
-  // Socket inode -> the first pid holding it; and one pid per namespace,
-  // through which that namespace's tables are read (/proc/PID/net is the
-  // process's namespace, /proc/net the reader's).
-  std::unordered_map<uint64_t, pid_t> holder;
-  std::map<ino_t, pid_t> netns_reader;
+  PortTables tables;
+  return tables.listening_ports(pids);
+}
+
+std::vector<ListeningPort> PortTables::listening_ports(const std::vector<pid_t>& pids) {
+  // Socket inode -> the first pid holding it, looked up in the tables of
+  // that process's namespace (/proc/PID/net is the process's namespace,
+  // /proc/net the reader's), read through the first pid that needs them.
+  std::vector<ListeningPort> out;
+  std::set<uint64_t> seen;
   for (pid_t pid : pids) {
     auto inodes = socket_inodes(pid);
     if (inodes.empty()) continue;
     ino_t ns = 0;
     if (!netns_of(pid, ns)) continue;
-    netns_reader.emplace(ns, pid);
-    for (uint64_t ino : inodes) holder.emplace(ino, pid);
-  }
-  std::vector<ListeningPort> out;
-  std::set<uint64_t> seen;
-  for (const auto& [ns, pid] : netns_reader) {
-    for (bool v6 : {false, true}) {
-      std::string path = "/proc/" + std::to_string(pid) + (v6 ? "/net/tcp6" : "/net/tcp");
-      auto text = sys::read_file(path);
-      if (!text) continue;  // no IPv6 on this host, or the process is gone
-      for (auto& e : parse_tcp_table(*text, v6)) {
-        if (!e.listening) continue;
-        auto it = holder.find(e.inode);
-        if (it == holder.end() || !seen.insert(e.inode).second) continue;
-        out.push_back({e.port, std::move(e.address), v6, it->second});
+    auto [it, fresh] = netns_.try_emplace(ns);
+    if (fresh) {
+      bool read = false;
+      for (bool v6 : {false, true}) {
+        std::string path = "/proc/" + std::to_string(pid) + (v6 ? "/net/tcp6" : "/net/tcp");
+        auto text = sys::read_file(path);
+        if (!text) continue;  // no IPv6 on this host, or the process is gone
+        read = true;
+        for (auto& e : parse_tcp_table(*text, v6))
+          if (e.listening) it->second.try_emplace(e.inode, Listening{e.port, std::move(e.address), v6});
       }
+      if (!read) {  // gone meanwhile: the next process of that namespace reads it
+        netns_.erase(it);
+        continue;
+      }
+    }
+    for (uint64_t ino : inodes) {
+      auto l = it->second.find(ino);
+      if (l == it->second.end() || !seen.insert(ino).second) continue;
+      out.push_back({l->second.port, l->second.address, l->second.v6, pid});
     }
   }
   std::sort(out.begin(), out.end(), [](const ListeningPort& a, const ListeningPort& b) {

@@ -6,8 +6,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace pmon::serve {
@@ -25,6 +27,26 @@ struct ListeningPort {
 // (host pids), each socket once, sorted by port then address. Processes that
 // are gone or cannot be read are skipped.
 std::vector<ListeningPort> listening_ports(const std::vector<pid_t>& pids);
+
+// The listening sockets of the kernel's tables, each network namespace's
+// tables read once, at the first lookup that needs them, however many
+// lookups follow (one scan of every job that waits for a port). A socket
+// that starts listening after its namespace was read is seen by the next
+// PortTables.
+class PortTables {
+ public:
+  // listening_ports(pids), from these tables.
+  std::vector<ListeningPort> listening_ports(const std::vector<pid_t>& pids);
+
+ private:
+  struct Listening {
+    uint16_t port = 0;
+    std::string address;
+    bool v6 = false;
+  };
+  // Network namespace (inode of /proc/PID/ns/net) -> socket inode -> socket.
+  std::map<ino_t, std::unordered_map<uint64_t, Listening>> netns_;
+};
 
 // One socket of a /proc/net/tcp or tcp6 table.
 struct TcpEntry {

@@ -130,7 +130,9 @@ struct Pending {
 
 // A listening socket can only be seen in the kernel's tables, with no event
 // when one appears: while (and only while) somebody waits for a port, the
-// job's processes are looked at this often.
+// job's processes are looked at this often, once for all its waiters, and
+// every job at the same moments (the times that are whole multiples of it),
+// so one read of the tables serves all of them.
 constexpr int64_t kPortScanNs = 50'000'000;
 
 // How far a job's stream has been read, by the job and by its readers.
@@ -205,6 +207,10 @@ struct Job {
   bool done = false;
   std::vector<Pending> pending;
   std::vector<uint64_t> streams;  // ids in Service::streams_
+  // The ports its waiters were last answered from, and the scan interval
+  // (now / kPortScanNs) they were looked up in.
+  Json ports_seen;
+  int64_t ports_slot = -1;
 
   Job(size_t limit, MemoryBudget* budget) : buffer(limit, budget) {}
 
@@ -323,6 +329,7 @@ class Service {
   Json output_json(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since,
                    size_t max = OutputParams::kDefaultMaxBytes);
   Json ports_of(Job& j);
+  PortTables& port_tables();
   Json job_json(Job& j);
   Json report_of(const Job& j) const;
 
@@ -393,6 +400,10 @@ class Service {
   // is read to its end in turns with everything else.
   Fd stdin_ready_;
   std::optional<mcp::Tool> current_tool_;  // while a tools/call runs the engine
+  // The kernel's socket tables as read in one scan interval (the number
+  // now / kPortScanNs), for every port lookup in it.
+  std::optional<PortTables> port_tables_;
+  int64_t port_tables_slot_ = -1;
 };
 
 uint64_t new_bytes(const Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) {
@@ -1427,7 +1438,13 @@ void Service::settle_pending(Job& j) {
       case Pending::Kind::port: {
         if (!j.done && now < p.next_scan) return false;
         if (!j.done) {
-          for (const Json& l : ports_of(j))
+          // One look per scan interval, however many wait on this job.
+          const int64_t slot = now / kPortScanNs;
+          if (j.ports_slot != slot) {
+            j.ports_seen = ports_of(j);
+            j.ports_slot = slot;
+          }
+          for (const Json& l : j.ports_seen)
             if (!p.port || l["port"] == *p.port) {
               out.push_back({p.conn, reply_line(p, l)});
               return true;
@@ -1444,7 +1461,7 @@ void Service::settle_pending(Job& j) {
                                                        " within " + std::to_string(p.timeout_ms) + " ms"})});
           return true;
         }
-        p.next_scan = now + kPortScanNs;
+        p.next_scan = (now / kPortScanNs + 1) * kPortScanNs;
         return false;
       }
       case Pending::Kind::run:
@@ -1551,21 +1568,37 @@ Json Service::report_of(const Job& j) const {
 }
 
 // The TCP ports the job's processes listen on, each {port, address, v6, pid}.
+// The command first while it runs: a boundary may leave it out of its
+// members (pidns, whose main process is the status relay).
 Json Service::ports_of(Job& j) {
   Json arr = Json::array();
   if (j.done) return arr;
   std::vector<pid_t> pids;
-  for (const sys::ProcStat& p : j.call->members()) pids.push_back(p.pid);
-  for (const ListeningPort& l : listening_ports(pids))
+  if (j.main_watched) pids.push_back(j.call->command_pid());
+  for (const sys::ProcStat& p : j.call->members())
+    if (pids.empty() || p.pid != pids.front()) pids.push_back(p.pid);
+  for (const ListeningPort& l : port_tables().listening_ports(pids))
     arr.push_back({{"port", l.port}, {"address", l.address}, {"v6", l.v6}, {"pid", l.pid}});
   return arr;
+}
+
+// The tables of this scan interval: every job looked at in it (the scan of
+// all that have waiters, a terminal/list) shares one read of them. A socket
+// that listens since is seen in the next interval.
+PortTables& Service::port_tables() {
+  const int64_t slot = sys::monotonic_ns() / kPortScanNs;
+  if (!port_tables_ || port_tables_slot_ != slot) {
+    port_tables_.emplace();
+    port_tables_slot_ = slot;
+  }
+  return *port_tables_;
 }
 
 Json Service::job_json(Job& j) {
   Json o = {{"terminalId", j.id},
             {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
             {"command", j.command},
-            {"pid", j.call->result().pid != 0 ? j.call->result().pid : j.call->pid()},
+            {"pid", j.call->command_pid()},
             {"status", j.status()},
             {"started", iso_time(j.started)},
             {"keep", j.keep},

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sys/syscalls.h"
 
@@ -185,6 +186,84 @@ std::vector<ProcStat> descendants_of(const std::vector<ProcStat>& table,
       out.push_back(*it->second);
       queue.push_back(it->second->pid);
     }
+  }
+  return out;
+}
+
+namespace {
+
+// The children of every thread of `pid`, as the kernel lists them now;
+// *stale when a thread could not be read (it ended, handing its children
+// on to another). ESRCH/ENOENT when the process is gone.
+Result<std::vector<pid_t>> children_of(pid_t pid, bool* stale) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/task", pid);
+  int fd = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return fail_errno();
+  DIR* dir = ::fdopendir(fd);  // owns fd from here on
+  if (!dir) {
+    ::close(fd);
+    return fail(EIO);
+  }
+  std::vector<pid_t> out;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    char name[300];
+    std::snprintf(name, sizeof name, "%s/children", e->d_name);
+    auto text = read_file_at(::dirfd(dir), name);
+    if (!text) {
+      *stale = true;
+      continue;
+    }
+    std::string_view rest(*text);
+    while (!rest.empty()) {
+      size_t sp = rest.find(' ');
+      pid_t child = 0;
+      if (parse_num(rest.substr(0, sp), child) && child > 0) out.push_back(child);
+      rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+    }
+  }
+  ::closedir(dir);
+  return out;
+}
+
+// The kernel lists each thread's children (CONFIG_PROC_CHILDREN).
+bool have_children_files() {
+  static const bool have = ::access("/proc/thread-self/children", R_OK) == 0;
+  return have;
+}
+
+}  // namespace
+
+std::vector<ProcStat> descendants_by_children(pid_t root) {
+  if (!have_children_files()) return descendants_of(scan_processes(), root);
+  constexpr int kWalks = 3;
+  std::vector<ProcStat> out;
+  for (int walk = 0; walk < kWalks; ++walk) {
+    out.clear();
+    bool stale = false;
+    std::vector<pid_t> queue{root};
+    std::unordered_set<pid_t> seen{root};
+    for (size_t i = 0; i < queue.size(); ++i) {
+      auto kids = children_of(queue[i], &stale);
+      if (!kids) {
+        if (i > 0) stale = true;  // (the root gone: nothing is below it)
+        continue;
+      }
+      for (pid_t kid : *kids) {
+        if (!seen.insert(kid).second) continue;
+        auto st = read_stat(kid);
+        // Gone, or its number already another's whose parent is none of
+        // ours: whatever it had below it has moved since the listing.
+        if (!st || !seen.contains(st->ppid)) {
+          stale = true;
+          continue;
+        }
+        queue.push_back(kid);
+        out.push_back(std::move(*st));
+      }
+    }
+    if (!stale) break;
   }
   return out;
 }

@@ -56,6 +56,14 @@ std::vector<ProcStat> scan_processes();
 std::vector<ProcStat> descendants_of(const std::vector<ProcStat>& table,
                                      pid_t root);
 
+// The descendants of `root` (not root itself), breadth first, found through
+// each one's children files (/proc/PID/task/TID/children): the cost is per
+// descendant, however many processes the host has. A process that a walk
+// lists but cannot read any more (it exited, its children reparented in
+// the meantime) makes the walk start over, a few times at most. Where the
+// kernel has no children files: descendants_of(scan_processes(), root).
+std::vector<ProcStat> descendants_by_children(pid_t root);
+
 // A pidfd for exactly the process (pid, start_time), or ESRCH if that process
 // is gone — even if the number now belongs to someone else. The check runs
 // after pidfd_open, so a pid recycled in between is caught.

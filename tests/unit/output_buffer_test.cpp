@@ -161,6 +161,76 @@ TEST(OutputBuffer, StrayContinuationBytesAreNotAllDropped) {
   EXPECT_EQ(r.next, 12u);
 }
 
+TEST(OutputBuffer, CharacterLongerThanTheLimitReadsAsReplacement) {
+  OutputBuffer b(1);
+  b.append("\xC3");  // the first byte of "\u00e9": it fills the limit
+  auto r = b.read(0);
+  EXPECT_EQ(r.text, kFffd);
+  EXPECT_EQ(r.next, 1u);
+  b.append("\xA9");  // its second: kept, not dropped as the rest of a cut
+  r = b.read(r.next);
+  EXPECT_EQ(r.text, kFffd);
+  EXPECT_EQ(r.next, 2u);
+  EXPECT_FALSE(r.truncated);
+  // A character that fits the limit is still held back until it is whole.
+  OutputBuffer two(2);
+  two.append("\xC3");
+  r = two.read(0);
+  EXPECT_EQ(r.text, "");
+  EXPECT_EQ(r.next, 0u);
+  two.append("\xA9");
+  EXPECT_EQ(two.read(0).text, "\xC3\xA9");
+}
+
+// A reader that keeps up with `since` while the writer waits for room (the
+// service's outputBackpressure): under limits of 1-3 bytes every read makes
+// progress, no byte is dropped, and characters that fit arrive whole.
+TEST(OutputBuffer, TinyLimitWithBackpressureAlwaysMovesOn) {
+  const std::string input = "\xC3\xA9" + kEuro + kSmile;
+  const std::string chars[] = {"\xC3\xA9", kEuro, kSmile};
+  for (size_t limit : {size_t{1}, size_t{2}, size_t{3}}) {
+    OutputBuffer b(limit);
+    std::string got;
+    uint64_t next = 0;
+    size_t at = 0;
+    for (int round = 0; round < 100 && (at < input.size() || next < b.total()); ++round) {
+      const size_t room = limit - static_cast<size_t>(b.total() - next);  // what the pipe may give
+      const size_t n = std::min(room, input.size() - at);
+      b.append(std::string_view(input).substr(at, n));
+      at += n;
+      if (at == input.size()) b.close();
+      auto r = b.read(next);
+      ASSERT_FALSE(r.truncated) << limit;
+      ASSERT_TRUE(n > 0 || r.next > next) << "stuck at " << next << ", limit " << limit;
+      got += r.text;
+      next = r.next;
+    }
+    EXPECT_EQ(next, input.size()) << limit;
+    // Each character whole where it fits, else U+FFFD for its bytes (one
+    // or more; those of characters side by side run together).
+    std::string rest = got;
+    bool replaced = false;
+    auto skip_replacements = [&] {
+      while (rest.starts_with(kFffd)) rest.erase(0, kFffd.size());
+    };
+    for (const std::string& c : chars) {
+      if (c.size() > limit) {
+        if (!replaced) {
+          ASSERT_TRUE(rest.starts_with(kFffd)) << limit << ": " << got;
+        }
+        replaced = true;
+        continue;
+      }
+      if (replaced) skip_replacements();
+      replaced = false;
+      ASSERT_TRUE(rest.starts_with(c)) << limit << ": " << got;
+      rest.erase(0, c.size());
+    }
+    skip_replacements();
+    EXPECT_EQ(rest, "") << limit << ": " << got;
+  }
+}
+
 TEST(OutputBuffer, ZeroLimitKeepsNothing) {
   OutputBuffer b(0);
   b.append("abc");
