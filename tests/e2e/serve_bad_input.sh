@@ -69,14 +69,15 @@ for s in socks:
 PY
 
 # A client that asks for the job's output over and over and never reads:
-# it is dropped once its replies pile up; nobody else waits for it.
-python3 - "$SOCK" "$job" <<'PY'
+# it is dropped once its replies pile up; nobody else waits for it. (Within
+# a minute, stretched by PMON_TEST_TIME_SCALE on an emulated CPU.)
+python3 - "$SOCK" "$job" "$TIME_SCALE" <<'PY'
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.connect(sys.argv[1])
 req = ('{"jsonrpc":"2.0","id":1,"method":"terminal/list"}\n' * 2000).encode()
-deadline = time.time() + 60
+deadline = time.time() + 60 * int(sys.argv[3])
 dropped = False
 while time.time() < deadline:
     try:
