@@ -5,9 +5,13 @@
 #   scripts/guest.sh [--build DIR] [--cache DIR] [--fresh] SCENARIO...
 #
 # SCENARIO: a scenario script (tests/guest/*.sh or tests/e2e/*.sh), or "all":
-# the escape scenarios tests/e2e/e*_*.sh and every tests/guest/*.sh.
+# the escape scenarios tests/e2e/e*_*.sh, the service's tests/e2e/serve_*.sh,
+# the limits' tests/e2e/limits_*.sh and every tests/guest/*.sh.
 # DIR: the pmon build to test (default build/): its static pmon, the helper
 # pmon-systemd, tests/helpers and the Python package (python/), if built.
+# For tests/guest/node.sh (the Node package's suite) the host's node goes
+# into the guest, with the package's npm dependencies installed here from
+# node/package-lock.json (npm ci; the guest has no network).
 #
 # The guest is Debian bookworm: a minbase root made with debootstrap from the
 # mirror apt uses here, with systemd, its own kernel and initrd
@@ -70,7 +74,8 @@ case $build in /*) ;; *) build=$PWD/$build ;; esac
 scenarios=()
 for s in "${scen_args[@]}"; do
   if [ "$s" = all ]; then
-    for f in "$repo"/tests/e2e/e[0-9]*_*.sh "$repo"/tests/guest/*.sh; do
+    for f in "$repo"/tests/e2e/e[0-9]*_*.sh "$repo"/tests/e2e/serve_*.sh "$repo"/tests/e2e/limits_*.sh \
+             "$repo"/tests/guest/*.sh; do
       [ -f "$f" ] && scenarios+=("tests/${f#"$repo"/tests/}")
     done
     continue
@@ -82,6 +87,15 @@ for s in "${scen_args[@]}"; do
     *) die "$s is neither in tests/e2e nor in tests/guest of $repo" ;;
   esac
 done
+
+# The Node package's suite runs on the host's node (Debian's in the guest is
+# older than the one the package is tested with).
+need_node=0
+for s in "${scenarios[@]}"; do [ "$s" = tests/guest/node.sh ] && need_node=1; done
+if [ $need_node = 1 ]; then
+  command -v node >/dev/null && command -v npm >/dev/null ||
+    die "tests/guest/node.sh needs node and npm on this host (scripts/deps.sh installs them)"
+fi
 
 # Host tools, installed when missing.
 missing=()
@@ -221,6 +235,13 @@ cp -a "$repo/tests/e2e" "$repo/tests/guest" "$o/src/tests/"
 cp -a "$repo/examples" "$o/src/"
 cp -a "$repo/python/tests" "$repo/python/pmon" "$o/src/python/"
 cp "$repo/README.md" "$o/src/"
+if [ $need_node = 1 ]; then
+  mkdir "$o/src/node"
+  tar -C "$repo/node" --exclude=./node_modules -cf - . | tar -C "$o/src/node" -xf -
+  (cd "$o/src/node" && npm ci --no-audit --no-fund --loglevel=error) > "$run/npm.log" 2>&1 ||
+    { cat "$run/npm.log" >&2; die "npm ci in node/ failed (log above)"; }
+  cp "$(readlink -f "$(command -v node)")" "$stage/usr/local/bin/node"
+fi
 cp "$repo/scripts/guest-runner.sh" "$o/runner.sh"
 printf '%s\n' "${scenarios[@]}" > "$o/scenarios"
 echo "${CI:-}" > "$o/ci"
@@ -259,7 +280,10 @@ qemu_pid=""
 t_boot1=$(now)
 
 mkdir "$run/results"
-tar -xf "$run/results.raw" -C "$run/results" 2>/dev/null || true
+# A guest that never wrote the disk leaves it all zeros: an empty archive.
+# A disk tar cannot read is a failure of its own (results may be missing).
+tar_err=""
+tar -xf "$run/results.raw" -C "$run/results" 2> "$run/tar.err" || tar_err=$(head -n 3 "$run/tar.err")
 res=$run/results
 if [ ! -f "$res/system" ]; then
   echo "--- qemu output:"; tail -n 20 "$run/qemu.log"
@@ -292,6 +316,10 @@ while read -r status name took; do
   echo "--- $status $name:"
   cat "$res/logs/$name.log" 2>/dev/null || echo "(no log)"
 done < "$res/summary"
+if [ -n "$tar_err" ]; then
+  echo "guest: FAIL: the results disk could not be read whole: $tar_err"
+  bad=1
+fi
 if [ ! -f "$res/done" ]; then
   echo "--- guest console (last 30 lines):"; tail -n 30 "$run/console.log"; echo
   echo "guest: FAIL: the runner did not finish: $why"

@@ -14,9 +14,15 @@
 # Where the leaves of the default cgroup backend go, and whether a
 # controller is enabled for them there already (then a limit is set, not
 # refused: such a host shows the other branch of each check).
+# The call reads it itself: where systemd gives each pmon a scope of its
+# own (a pure cgroup v2 host), the scope is gone once pmon has exited.
 leaves=$("$PMON" run -v --confine cgroup -- true 2>&1 | sed -n 's/.*leaves under \([^,]*\),.*/\1/p')
 [ -n "$leaves" ] || fail "pmon run -v does not say where the leaves go"
-enabled() { grep -qw "$1" "$leaves/cgroup.subtree_control" 2>/dev/null; }
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+for_leaves=$("$PMON" run -q --confine cgroup -- \
+  sh -c 'cg=$(sed -n "s/^0:://p" /proc/self/cgroup); cat "$0${cg%/*}/cgroup.subtree_control"' "$cg2") ||
+  fail "a call could not read its leaf parent's cgroup.subtree_control"
+enabled() { case " $for_leaves " in *" $1 "*) return 0 ;; esac; return 1; }
 for ctl in memory pids cpu; do
   if enabled "$ctl"; then echo "case: the $ctl controller is enabled for the leaves in $leaves: $ctl limits are set and checked"
   else echo "case: no $ctl controller for the leaves in $leaves: $ctl limits are refused and checked"; fi

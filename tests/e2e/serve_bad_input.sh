@@ -99,7 +99,8 @@ r=$(call e terminal/output '{"terminalId":"'"$other"'"}')
 # A client that asks over and over and never reads its replies: once they
 # pile up it is not read any more (its sends block, it is not dropped), it
 # holds little of the service's memory, and nobody else waits for it.
-PYTHONPATH="$(dirname "$0")" python3 - "$SOCK" "$SERVE_PID" <<'PY'
+# (Within a minute, stretched by PMON_TEST_TIME_SCALE on an emulated CPU.)
+PYTHONPATH="$(dirname "$0")" python3 - "$SOCK" "$SERVE_PID" "$TIME_SCALE" <<'PY'
 import socket, sys, time
 from serve_rpc import Rpc
 s = socket.socket(socket.AF_UNIX)
@@ -108,7 +109,7 @@ s.connect(sys.argv[1])
 s.settimeout(2)
 line = b'{"jsonrpc":"2.0","id":1,"method":"terminal/list"}\n'
 req = line * 2000
-deadline = time.time() + 60
+deadline = time.time() + 60 * int(sys.argv[3])
 sent = 0
 while True:
     if time.time() > deadline:

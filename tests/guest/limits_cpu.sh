@@ -53,6 +53,6 @@ for i in 1 2 3; do
   [ "$(jf "$r" 'm["result"]["output"].strip()')" = "max 100000" ] || fail "serve: a job without cpuMax has cpu.max: $r"
 done
 client_close c
-kill -TERM "$SERVE_PID"; wait "$SERVE_PID" || true
+stop_serve
 echo "ok: serve cpuMax 1.5: cpu.max 150000 100000; the next jobs' cpu.max is max"
 pass "$fraction of a core under --cpu-max 0.5"

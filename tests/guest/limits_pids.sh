@@ -85,6 +85,6 @@ for i in 1 2 3; do
   [ "$(jf "$r" 'm["result"]["output"].strip()')" = max ] || fail "serve: a job without pidsMax has pids.max: $r"
 done
 client_close c
-kill -TERM "$SERVE_PID"; wait "$SERVE_PID" || true
+stop_serve
 echo "ok: serve pidsMax 5: pids_max_hit; the next jobs' pids.max is max"
 pass "held at $max_current under --pids-max 50"

@@ -7,6 +7,8 @@
 # unit has Delegate=yes while the call runs, the leaf has the memory, pids
 # and cpu controllers, and a call that touches 200 MiB reports a
 # memory_peak_bytes of at least 200 MiB. The empty scope goes away after.
+# Without its helper pmon-systemd, pmon makes its leaves in the service's
+# own cgroup, and refuses a limit there (exit 125, one line).
 . "$(dirname "$0")/../e2e/common.inc"
 
 [ "$(id -u)" = 0 ] || skip "runs as root"
@@ -91,6 +93,18 @@ case $(jq -r .cgroup "$t/alone.json") in
   *) fail "without the helper the leaf is not in $own: $(jq -r .cgroup "$t/alone.json")" ;;
 esac
 
+# There a limit cannot be set (the service's cgroup holds processes, so a
+# leaf in it gets no controller): pmon refuses it with one line, exit 125,
+# and the command never runs.
+rc=0
+"$t/alone/pmon" run --memory-max 100M -- sh -c "echo ran > $t/alone/ran" > /dev/null 2> "$t/alone-lim.err" || rc=$?
+[ $rc = 125 ] || fail "--memory-max without the helper: pmon exit $rc, want 125: $(cat "$t/alone-lim.err")"
+[ ! -e "$t/alone/ran" ] || fail "--memory-max without the helper: the command ran although its limit was refused"
+[ "$(wc -l < "$t/alone-lim.err")" = 1 ] || fail "--memory-max without the helper: want one line, got: $(cat "$t/alone-lim.err")"
+grep -q "cannot set the memory limit: the memory controller is not" "$t/alone-lim.err" ||
+  fail "--memory-max without the helper: $(cat "$t/alone-lim.err")"
+echo "refused in the service's own cgroup: $(cat "$t/alone-lim.err")"
+
 # Limits through that scope: the manager delegated the controllers, so a
 # call gets memory.max, pids.max and cpu.max with no --cgroup-root, and one
 # that outgrows its memory is killed whole and says so.
@@ -109,7 +123,8 @@ esac
 echo "limits in the scope: exit 137, oom_killed true, memory_peak_bytes $(jq -r .memory_peak_bytes "$t/lim.json")"
 
 # doctor, as root in the same service, says where the leaves go.
-"$PMON" doctor > "$t/doctor" 2>&1 || true
+# (Exit 0: the cgroup backend works here.)
+"$PMON" doctor > "$t/doctor" 2>&1 || fail "pmon doctor exited $?: $(cat "$t/doctor")"
 grep -q "pmon-.*\.scope" "$t/doctor" || fail "doctor does not show the delegated scope: $(cat "$t/doctor")"
 grep -q "leaves get: .*memory" "$t/doctor" || fail "doctor says the leaves get no memory controller: $(cat "$t/doctor")"
 pass "leaves in $unit, memory_peak_bytes $peak"
