@@ -31,8 +31,9 @@ python3 - "$t/out" <<'EOF' || fail "the replies to the file's requests: $(cat "$
 import json, sys
 msgs = [json.loads(l) for l in open(sys.argv[1])]
 by_id = {m.get("id"): m for m in msgs if "method" not in m}
-assert by_id[1]["result"]["terminalId"] == "t1", by_id
-assert [t["terminalId"] for t in by_id[2]["result"]["terminals"]] == ["t1"], by_id[2]
+tid = by_id[1]["result"]["terminalId"]
+assert tid.startswith("t") and len(tid) == 17, by_id
+assert [t["terminalId"] for t in by_id[2]["result"]["terminals"]] == [tid], by_id[2]
 assert by_id[None]["error"]["code"] == -32700, by_id[None]
 assert len(by_id[3]["result"]["terminals"]) == 1, by_id[3]
 EOF
