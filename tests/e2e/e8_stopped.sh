@@ -17,8 +17,10 @@ for b in $(stop_modes); do
         "$ESCAPER" "$t/procs" -x exit:0 "${SPECS[@]}"
       want=0
     elif [ $mode = timeout ]; then
-      # The main shell stops itself once everything is recorded.
-      run_probed run -q $(confine_opt "$b") --timeout 1s --grace 3s --report "$t/r.json" -- \
+      # The main shell stops itself once everything is recorded (well within
+      # the timeout, even on a machine busy with a fork storm: a process made
+      # after the first signal would meet only the KILL).
+      run_probed run -q $(confine_opt "$b") --timeout 3s --grace 3s --report "$t/r.json" -- \
         sh -c "\"\$0\" \"\$@\" & $(wait_lines 4); kill -STOP \$\$" "$ESCAPER" "$t/procs" -x wait "${SPECS[@]}"
       want=124
     else
