@@ -159,7 +159,7 @@ struct SocketFlag {
   std::string path;
   CLI::Option* opt = nullptr;
   void add_to(CLI::App& app) {
-    opt = app.add_option("--socket", path, "the service's socket (default $PMON_SOCKET, else the default path)");
+    opt = app.add_option("--socket", path, "the service's socket (default $PMON_SOCKET, else the default path)")->type_name("PATH");
   }
   Client connect() const {
     bool given = opt->count() > 0 || std::getenv("PMON_SOCKET") != nullptr;
@@ -217,8 +217,8 @@ int start_main(const std::vector<std::string>& args) {
   std::string name, timeout_s;
   bool pty = false;
   SocketFlag sock;
-  app.add_option("--name", name, "a name for the job (pmon jobs shows it)");
-  CLI::Option* timeout_opt = app.add_option("--timeout", timeout_s, "stop the job's whole tree after D");
+  app.add_option("--name", name, "a name for the job (pmon jobs shows it)")->type_name("NAME");
+  CLI::Option* timeout_opt = app.add_option("--timeout", timeout_s, "stop the job's whole tree after D")->type_name("D");
   app.add_flag("--pty", pty, "run the job on a pseudo-terminal");
   sock.add_to(app);
   auto command = parse_command_line(app, args, "start");
@@ -295,7 +295,7 @@ int logs_main(const std::vector<std::string>& args) {
   std::string id;
   bool follow = false;
   SocketFlag sock;
-  app.add_option("ID", id, "the job's id")->required();
+  app.add_option("ID", id, "the job's id")->type_name("")->required();
   app.add_flag("-f,--follow", follow, "keep printing new output until the job ends");
   sock.add_to(app);
   if (!parse_options(app, args, "logs")) return 0;
@@ -344,7 +344,7 @@ int stop_main(const std::vector<std::string>& args) {
   CLI::App app{"Stop a job's whole tree (its output stays readable).", "pmon stop"};
   std::string id;
   SocketFlag sock;
-  app.add_option("ID", id, "the job's id")->required();
+  app.add_option("ID", id, "the job's id")->type_name("")->required();
   sock.add_to(app);
   if (!parse_options(app, args, "stop")) return 0;
   check_job_id("stop", id);
@@ -361,7 +361,7 @@ int wait_main(const std::vector<std::string>& args) {
   CLI::App app{"Wait for a job to end; exits with its status (as pmon run does).", "pmon wait"};
   std::string id;
   SocketFlag sock;
-  app.add_option("ID", id, "the job's id")->required();
+  app.add_option("ID", id, "the job's id")->type_name("")->required();
   sock.add_to(app);
   if (!parse_options(app, args, "wait")) return 0;
   check_job_id("wait", id);

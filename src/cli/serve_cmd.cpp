@@ -42,11 +42,12 @@ struct JobFlags {
 
   void add_to(CLI::App& app) {
     confine.add_to(app);
-    app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)");
-    app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)");
+    app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)")->type_name("N");
+    app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)")->type_name("D");
     app.add_option("--memory-budget", memory_budget,
                    "memory for the jobs' output and the replies not yet read, e.g. 512M (default 256M, "
-                   "at least 16M)");
+                   "at least 16M)")
+        ->type_name("SIZE");
   }
 
   // After parsing: bad values end with die(), naming `sub`; the backend
@@ -81,7 +82,7 @@ int serve_main(const std::vector<std::string>& args) {
   std::string listen;
   JobFlags jobs;
   app.add_flag("--stdio", stdio, "serve one client on stdin/stdout");
-  CLI::Option* listen_opt = app.add_option("--listen", listen, "serve clients on the Unix socket PATH");
+  CLI::Option* listen_opt = app.add_option("--listen", listen, "serve clients on the Unix socket PATH")->type_name("PATH");
   app.add_flag("--die-with-parent", die_with_parent, "stop every job and exit when the parent process dies");
   jobs.add_to(app);
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
