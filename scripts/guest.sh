@@ -26,7 +26,7 @@
 #
 # Needs root (debootstrap, and the scenarios' files owned by root in the
 # image). Environment: PMON_GUEST_TIMEOUT (seconds qemu may run, default
-# 2700), PMON_GUEST_MIRROR (a Debian mirror, default: apt's), PMON_GUEST_SMP
+# 2100), PMON_GUEST_MIRROR (a Debian mirror, default: apt's), PMON_GUEST_SMP
 # (CPUs, default 2), PMON_GUEST_JOBS (scenarios at a time, default: the
 # CPUs), PMON_GUEST_MEM (default 2G), PMON_GUEST_RESULTS (a directory to
 # keep every scenario's log, the guest's journal and console in).
@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#scen_args[@]} -gt 0 ] || { usage >&2; exit 2; }
 [ "${CI:-}" = true ] && fresh=1
-timeout_s=${PMON_GUEST_TIMEOUT:-2700}
+timeout_s=${PMON_GUEST_TIMEOUT:-2100}
 smp=${PMON_GUEST_SMP:-2}
 jobs=${PMON_GUEST_JOBS:-$smp}
 mem=${PMON_GUEST_MEM:-2G}
