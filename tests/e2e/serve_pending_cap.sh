@@ -1,0 +1,74 @@
+# Requests waiting for their answer are capped per connection: a client
+# that pipelines 1100 terminal/wait_for_exit on one job gets, at once, an
+# error for each past the first 1024 (naming the limit and what to do), a
+# request answered at once is still answered meanwhile, another connection
+# may still wait, and once the job exits every one of the 1024 is answered.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+cat > "$t/pending.py" <<'PY'
+import json, sys
+from serve_rpc import Rpc
+sock = sys.argv[1]
+CAP, N = 1024, 1100
+a = Rpc(sock)
+# A job that ends when its stdin does.
+tid = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 3"]})["terminalId"]
+lines = b"".join((json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "terminal/wait_for_exit",
+                              "params": {"terminalId": tid}}) + "\n").encode() for i in range(N))
+a.f.write(lines + (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "terminal/list", "params": {}}) + "\n").encode())
+a.f.flush()
+# The ones over the cap are refused at once, in order, then the list.
+for i in range(CAP, N):
+    m = json.loads(a.f.readline())
+    err = m.get("error", {})
+    if m.get("id") != 1000 + i or err.get("code") != -32000 or "1024" not in err.get("message", ""):
+        raise SystemExit("wait %d over the cap was answered %s" % (i, str(m)[:300]))
+m = json.loads(a.f.readline())
+if m.get("id") != 1 or "terminals" not in m.get("result", {}):
+    raise SystemExit("a request answered at once, behind the refused ones: %s" % str(m)[:300])
+print("refused:", err["message"])
+# Another connection may still wait on the same job.
+b = Rpc(sock)
+b.f.write((json.dumps({"jsonrpc": "2.0", "id": 5, "method": "terminal/wait_for_exit", "params": {"terminalId": tid}}) + "\n").encode())
+b.f.flush()
+a.call("terminal/write", {"terminalId": tid, "data": "go\n"})
+seen = set()
+while len(seen) < CAP:
+    m = json.loads(a.f.readline())
+    if "method" in m:
+        continue  # terminal/exited
+    if m.get("result", {}).get("exitCode") != 3 or not (1000 <= m.get("id", 0) < 1000 + CAP):
+        raise SystemExit("a wait under the cap was answered %s" % str(m)[:300])
+    seen.add(m["id"])
+m = json.loads(b.f.readline())
+if m.get("id") != 5 or m.get("result", {}).get("exitCode") != 3:
+    raise SystemExit("the other connection's wait was answered %s" % str(m)[:300])
+# The cap counts what waits now: answered, the connection may wait again.
+tid2 = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 4"]})["terminalId"]
+a.f.write(b"".join((json.dumps({"jsonrpc": "2.0", "id": 5000 + i, "method": "terminal/wait_for_exit",
+                                "params": {"terminalId": tid2}}) + "\n").encode() for i in range(CAP)))
+a.f.flush()
+if a.call("terminal/write", {"terminalId": tid2, "data": "go\n"}) != {}:
+    raise SystemExit("write refused")
+n = 0
+while n < CAP:
+    m = json.loads(a.f.readline())
+    if "method" in m:
+        continue
+    if m.get("result", {}).get("exitCode") != 4:
+        raise SystemExit("a wait after the first ones were answered: %s" % str(m)[:300])
+    n += 1
+print("ok")
+PY
+out=$(PYTHONPATH="$(dirname "$0")" timeout 120 python3 "$t/pending.py" "$SOCK") || {
+  echo "$out"
+  cat "$t/serve.err" >&2
+  fail "pending requests: $out"
+}
+echo "$out"
+kill -0 "$SERVE_PID" 2>/dev/null || fail "the service is gone"
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass
