@@ -3,6 +3,7 @@
 # error for each past the first 1024 (naming the limit and what to do), a
 # request answered at once is still answered meanwhile, another connection
 # may still wait, and once the job exits every one of the 1024 is answered.
+# The same on pmon mcp, as tool errors.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
@@ -69,6 +70,49 @@ out=$(PYTHONPATH="$(dirname "$0")" timeout 120 python3 "$t/pending.py" "$SOCK") 
 }
 echo "$out"
 kill -0 "$SERVE_PID" 2>/dev/null || fail "the service is gone"
+
+# The same on pmon mcp, where one over the cap is a tool error.
+cat > "$t/mcp.py" <<'PY'
+import json, subprocess, sys
+CAP, N = 1024, 1030
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def send(i, method, params):
+    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n").encode())
+def reply():
+    while True:
+        m = json.loads(p.stdout.readline())
+        if "id" in m:
+            return m
+def tool(i, name, args):
+    send(i, "tools/call", {"name": name, "arguments": args})
+send(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+p.stdin.flush()
+reply()
+tool(1, "start", {"command": "read x; exit 3"})
+p.stdin.flush()
+jid = reply()["result"]["structuredContent"]["id"]
+for i in range(N):
+    tool(1000 + i, "wait", {"id": jid})
+p.stdin.flush()
+for i in range(CAP, N):
+    m = reply()
+    r = m.get("result", {})
+    if m.get("id") != 1000 + i or not r.get("isError") or "1024" not in r["content"][0]["text"]:
+        raise SystemExit("mcp: wait %d over the cap was answered %s" % (i, str(m)[:300]))
+tool(2, "write", {"id": jid, "data": "go\n"})
+p.stdin.flush()
+n = 0
+while n < CAP:
+    m = reply()
+    if m["id"] == 2:
+        continue
+    if m.get("result", {}).get("structuredContent", {}).get("exit_code") != 3:
+        raise SystemExit("mcp: a wait under the cap was answered %s" % str(m)[:300])
+    n += 1
+p.stdin.close()
+sys.exit(p.wait())
+PY
+timeout 120 python3 "$t/mcp.py" "$PMON" || fail "pmon mcp: waits past the cap"
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" || fail "pmon serve exited $?"
 pass
