@@ -115,4 +115,64 @@ PY
 timeout 120 python3 "$t/mcp.py" "$PMON" || fail "pmon mcp: waits past the cap"
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" || fail "pmon serve exited $?"
+
+# All connections together: under --memory-budget 16M (a sixteenth, 1 MiB,
+# for requests waiting) five connections of 1024 waits each do not all
+# fit; the ones past the share are refused naming the budget, the rest are
+# answered when the job exits, and then the share is free again.
+serve_start --memory-budget 16M
+cat > "$t/share.py" <<'PY'
+import json, sys
+from serve_rpc import Rpc
+sock = sys.argv[1]
+CAP = 1024
+a = Rpc(sock)
+tid = tid0 = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 5"]})["terminalId"]
+lines = b"".join((json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "terminal/wait_for_exit",
+                              "params": {"terminalId": tid}}) + "\n").encode() for i in range(CAP))
+mark = (json.dumps({"jsonrpc": "2.0", "id": "mark", "method": "terminal/list", "params": {}}) + "\n").encode()
+conns, refused, admitted, msg = [], [], 0, ""
+for k in range(5):
+    c = Rpc(sock)
+    c.f.write(lines + mark)
+    c.f.flush()
+    n = 0
+    while True:
+        m = json.loads(c.f.readline())
+        if m.get("id") == "mark":
+            break
+        msg = m.get("error", {}).get("message", "")
+        if m.get("error", {}).get("code") != -32000 or "memory budget" not in msg or "--memory-budget" not in msg:
+            raise SystemExit("connection %d: a wait was answered %s" % (k, str(m)[:300]))
+        n += 1
+    refused.append(n)
+    admitted += CAP - n
+    conns.append((c, CAP - n))
+print("refused per connection:", refused, msg)
+if refused[0] != 0 or sum(refused) == 0:
+    raise SystemExit("refused per connection: %s" % refused)
+a.call("terminal/write", {"terminalId": tid, "data": "go\n"})
+for c, want in conns:
+    for _ in range(want):
+        m = json.loads(c.f.readline())
+        if m.get("result", {}).get("exitCode") != 5:
+            raise SystemExit("an admitted wait was answered %s" % str(m)[:300])
+# Given back: as many may wait again.
+tid = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 6"]})["terminalId"]
+c, _ = conns[-1]
+c.f.write(lines.replace(tid0.encode(), tid.encode()) + mark)
+c.f.flush()
+m = json.loads(c.f.readline())
+if m.get("id") != "mark":
+    raise SystemExit("after the answers, a wait was refused: %s" % str(m)[:300])
+print("ok: %d admitted in all" % admitted)
+PY
+out=$(PYTHONPATH="$(dirname "$0")" timeout 120 python3 "$t/share.py" "$SOCK") || {
+  echo "$out"
+  cat "$t/serve.err" >&2
+  fail "waiting requests past the budget's share: $out"
+}
+echo "$out"
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
 pass
