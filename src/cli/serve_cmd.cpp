@@ -28,8 +28,12 @@ was verified gone, 125 otherwise.
 
 --memory-budget bounds what the service holds: three quarters of it for the
 jobs' output (a job whose outputByteLimit does not fit is refused; past it,
-buffers keep their newest bytes), a quarter for replies not yet read (a
-client that sends faster than it reads is not read until they drain).
+buffers keep their newest bytes), a quarter for the connections: replies not
+yet read (a client that sends faster than it reads is not read until they
+drain), requests not yet ended by a newline (at most an eighth of the budget;
+past it a connection is told and closed) and requests waiting for their
+answer (at most a sixteenth, and 1024 a connection; past it a request is
+refused with an error).
 
 pmon start, jobs, logs, stop and wait talk to the service on the socket.)";
 
@@ -45,8 +49,8 @@ struct JobFlags {
     app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)")->type_name("N");
     app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)")->type_name("D");
     app.add_option("--memory-budget", memory_budget,
-                   "memory for the jobs' output and the replies not yet read, e.g. 512M (default 256M, "
-                   "at least 16M)")
+                   "memory for the jobs' output and what clients make the service hold, e.g. 512M "
+                   "(default 256M, at least 16M)")
         ->type_name("SIZE");
   }
 

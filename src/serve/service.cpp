@@ -33,6 +33,7 @@
 #include "serve/owner_call.h"
 #include "serve/ports.h"
 #include "serve/protocol.h"
+#include "serve/request_budget.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
 
@@ -57,9 +58,16 @@ constexpr size_t kSpareMax = size_t{32} << 20;
 // reply. The same once all connections together hold their share of the
 // memory budget, for each that has anything unsent.
 constexpr size_t kConnQueueBound = size_t{1} << 20;
-// The budget's share for the jobs' output buffers and for the connections.
+// The budget's share for the jobs' output buffers and for the connections
+// (replies not yet sent, requests half read, requests waiting for their
+// answer). Of the connections' quarter, requests half read may take half
+// and requests waiting a quarter, so replies always have a quarter of it.
 size_t output_share(size_t budget) { return budget / 4 * 3; }
 size_t queue_share(size_t budget) { return budget / 4; }
+size_t line_share(size_t budget) { return budget / 8; }
+size_t waiting_share(size_t budget) { return budget / 16; }
+// Requests one connection may have waiting for their answer at once.
+constexpr size_t kMaxWaiting = 1024;
 
 // What an epoll event is about: the kind in the top byte, an id below.
 enum class Tag : uint64_t {
@@ -126,6 +134,7 @@ struct Pending {
   std::optional<uint16_t> port;   // Kind::port: this one, or any
   int64_t next_scan = 0;          // Kind::port
   uint64_t timeout_ms = 0;        // Kind::port, for the error
+  RequestBudget::Ticket ticket;   // its share of the budget, given back with it
 };
 
 // A listening socket can only be seen in the kernel's tables, with no event
@@ -226,7 +235,10 @@ struct Conn {
   int in_fd = -1;
   int out_fd = -1;
   std::string inbuf;
-  bool discarding = false;  // inside a line that was too long
+  size_t inbuf_charged = 0;  // what inbuf counts against the budget (its capacity)
+  bool discarding = false;   // inside a line that was too long
+  // Its requests waiting for their answer (see RequestBudget).
+  std::shared_ptr<RequestBudget::Tally> waiting = std::make_shared<RequestBudget::Tally>();
   // A message, and the fd that goes with its first byte (terminal/output's
   // stream: SCM_RIGHTS).
   struct Out {
@@ -256,7 +268,10 @@ struct Conn {
 class Service {
  public:
   Service(Backend& backend, const ServeOptions& opts)
-      : backend_(backend), opts_(opts), output_budget_(output_share(opts.memory_budget)) {}
+      : backend_(backend),
+        opts_(opts),
+        output_budget_(output_share(opts.memory_budget)),
+        waiting_(waiting_share(opts.memory_budget), kMaxWaiting) {}
   int run();
 
  private:
@@ -280,6 +295,9 @@ class Service {
   void on_accept();
   void on_conn_readable(Conn& c);
   size_t take_lines(Conn& c, const char* buf, size_t n);
+  bool hold_line(Conn& c, size_t want);
+  void note_inbuf(Conn& c);
+  void tell_and_close(Conn& c, const RpcError& e);
   void handle_line(Conn& c, std::string_view line);
   bool backed_up(const Conn& c, size_t adding = 0) const;
   void pause_reading(Conn& c);
@@ -309,6 +327,7 @@ class Service {
   std::string output_line(const Json& id, Job& j, std::optional<uint64_t> since,
                           std::optional<uint64_t> stderr_since, size_t max);
   size_t reply_bytes(uint64_t asked) const;
+  std::optional<RpcError> admit(Conn& c, Pending& w);
   std::optional<RpcError> output_fits(const CreateParams& p) const;
   void note_delivered(Job& j, uint64_t out_next, std::optional<uint64_t> err_next);
   void on_job_stdin(Job& j);
@@ -358,6 +377,8 @@ class Service {
   ServeOptions opts_;
   MemoryBudget output_budget_;  // the jobs' output buffers; declared before jobs_, which give it back
   size_t queued_total_ = 0;     // bytes of replies not yet sent, all connections
+  size_t lines_held_ = 0;       // bytes of requests half read (inbuf), all connections
+  RequestBudget waiting_;       // requests waiting for their answer; declared before jobs_, which hold them
   std::vector<uint64_t> paused_;     // connections not read (input backpressure)
   std::vector<uint64_t> to_resume_;  // --stdio: read again, from what it held
   Fd ep_, sig_, timer_, parent_;
@@ -743,12 +764,14 @@ size_t Service::take_lines(Conn& c, const char* buf, size_t n) {
     if (c.discarding) {
       c.discarding = false;
     } else if (c.inbuf.size() + (i - start) > opts_.max_line) {
-      c.inbuf.clear();
+      std::string().swap(c.inbuf);
+      note_inbuf(c);
       refuse();
     } else {
       c.inbuf.append(buf + start, i - start);
       std::string line = std::move(c.inbuf);
       c.inbuf.clear();
+      note_inbuf(c);
       handle_line(c, line);
     }
     start = i + 1;
@@ -759,13 +782,50 @@ size_t Service::take_lines(Conn& c, const char* buf, size_t n) {
     }
   }
   if (!c.discarding && c.inbuf.size() + (n - start) > opts_.max_line) {
-    c.inbuf.clear();
+    std::string().swap(c.inbuf);
+    note_inbuf(c);
     c.discarding = true;
     refuse();
-  } else if (!c.discarding) {
+  } else if (!c.discarding && n > start) {
+    if (!hold_line(c, c.inbuf.size() + (n - start))) {
+      tell_and_close(c, {rpc::kServerError,
+                         "the service's memory budget for requests being read is used up (" +
+                             std::to_string(line_share(opts_.memory_budget)) +
+                             " bytes, an eighth of --memory-budget " + std::to_string(opts_.memory_budget >> 20) +
+                             "M, held by requests not yet ended by a newline): this connection is closed; "
+                             "send shorter requests, try again later, or start the service with a larger "
+                             "--memory-budget"});
+      return n;
+    }
     c.inbuf.append(buf + start, n - start);
   }
   return n;
+}
+
+// Room in the connection's inbuf for `want` bytes of a request not yet
+// whole, counted against the budget's share for them: its storage grows
+// by doubling, never past the line limit. --stdio, one connection, always
+// fits (the share is at least twice the line limit).
+bool Service::hold_line(Conn& c, size_t want) {
+  if (want <= c.inbuf.capacity()) return true;
+  const size_t cap = std::max(want, std::min(c.inbuf.capacity() * 2, opts_.max_line));
+  if (c.sock && lines_held_ - c.inbuf_charged + cap > line_share(opts_.memory_budget)) return false;
+  c.inbuf.reserve(cap);
+  note_inbuf(c);
+  return true;
+}
+
+void Service::note_inbuf(Conn& c) {
+  lines_held_ = lines_held_ - c.inbuf_charged + c.inbuf.capacity();
+  c.inbuf_charged = c.inbuf.capacity();
+}
+
+// One error line, written now if the connection takes it, and the
+// connection's end (its jobs as for any connection that closes).
+void Service::tell_and_close(Conn& c, const RpcError& e) {
+  send(c.id, error_line(nullptr, e));
+  if (!c.doomed) on_conn_writable(c);
+  schedule_drop(c);
 }
 
 // One request; out of memory while it is handled is its error reply.
@@ -790,7 +850,8 @@ void Service::handle_line(Conn& c, std::string_view line) {
 bool Service::backed_up(const Conn& c, size_t adding) const {
   const size_t unsent = c.queued - std::min(c.queued, c.out_off) + adding;
   if (unsent == 0) return false;
-  return unsent > kConnQueueBound || queued_total_ + adding > queue_share(opts_.memory_budget);
+  return unsent > kConnQueueBound ||
+         queued_total_ + adding + lines_held_ + waiting_.used() > queue_share(opts_.memory_budget);
 }
 
 void Service::pause_reading(Conn& c) {
@@ -1020,6 +1081,7 @@ void Service::drop_conn(uint64_t conn) {
   if (it == conns_.end()) return;
   unwatch_fd(it->second.in_fd);
   queued_total_ -= std::min(queued_total_, it->second.queued);
+  lines_held_ -= std::min(lines_held_, it->second.inbuf_charged);
   conns_.erase(it);
   std::erase(paused_, conn);
   peer_calls_.erase(conn);
@@ -1525,6 +1587,25 @@ size_t Service::reply_bytes(uint64_t asked) const {
   return static_cast<size_t>(std::min<uint64_t>(asked, std::max<size_t>(queue_share(opts_.memory_budget) / 8, 4096)));
 }
 
+// A request about to wait for its answer: let in with its share of the
+// budget (about its bookkeeping, twice, for the vector it is kept in, and
+// its id), or refused naming the limit it would pass.
+std::optional<RpcError> Service::admit(Conn& c, Pending& w) {
+  const size_t bytes = 2 * sizeof(Pending) + (w.id.is_string() ? w.id.get_ref<const std::string&>().size() : 0);
+  RequestBudget::Over over{};
+  w.ticket = waiting_.take(c.waiting, bytes, &over);
+  if (w.ticket) return std::nullopt;
+  if (over == RequestBudget::Over::per_connection)
+    return RpcError{rpc::kServerError, "too many requests waiting for their answer on this connection: at most " +
+                                           std::to_string(waiting_.per_connection()) +
+                                           " at once; wait for some to be answered, or use another connection"};
+  return RpcError{rpc::kServerError,
+                  "the service's memory budget for requests waiting for their answer is used up (" +
+                      std::to_string(waiting_.limit()) + " bytes, a sixteenth of --memory-budget " +
+                      std::to_string(opts_.memory_budget >> 20) +
+                      "M); wait for some to be answered, or start the service with a larger --memory-budget"};
+}
+
 // A job's buffers may grow to outputByteLimit each (stdout, and stderr
 // apart): more than the budget's share for all output is refused.
 std::optional<RpcError> Service::output_fits(const CreateParams& p) const {
@@ -1891,6 +1972,7 @@ Service::Answer Service::output(Conn& c, const Json& id, const OutputParams& p) 
   w.stderr_since = p.stderr_since;
   w.max_bytes = p.max_bytes;
   w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.wait_ms) * 1'000'000;
+  if (auto e = admit(c, w)) return *e;
   j->pending.push_back(std::move(w));
   return std::monostate{};
 }
@@ -1905,6 +1987,7 @@ Service::Answer Service::wait_for_exit(Conn& c, const Json& id, const WaitForExi
   w.conn = c.id;
   w.id = id;
   if (p.timeout_ms) w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
+  if (auto e = admit(c, w)) return *e;
   j->pending.push_back(std::move(w));
   return std::monostate{};
 }
@@ -1927,10 +2010,9 @@ Service::Answer Service::write(const WriteParams& p) {
 Service::Answer Service::kill(Conn& c, const Json& id, const TerminalParams& p, bool release) {
   Job* j = find_job(p.terminal_id);
   if (!j) return unknown_terminal(p.terminal_id);
-  if (release) j->forget = true;
   if (j->done) {
     bool verified = j->call->result().cleanup_verified;
-    if (release) erase_job(p.terminal_id);
+    if (release) j->forget = true, erase_job(p.terminal_id);
     return Json{{"cleanupVerified", verified}};
   }
   Pending w;
@@ -1938,6 +2020,9 @@ Service::Answer Service::kill(Conn& c, const Json& id, const TerminalParams& p, 
   w.kind = Pending::Kind::stopped;
   w.conn = c.id;
   w.id = id;
+  // Refused over the limits before anything is done: the job runs on.
+  if (auto e = admit(c, w)) return *e;
+  if (release) j->forget = true;
   j->pending.push_back(std::move(w));
   std::string tid = j->id;
   begin_stop(*j, Call::End::cancel, release ? "release" : "kill");
@@ -1959,6 +2044,7 @@ Service::Answer Service::wait_for_port(Conn& c, const Json& id, const WaitForPor
   w.port = p.port;
   w.timeout_ms = p.timeout_ms.value_or(30'000);
   w.deadline = sys::monotonic_ns() + static_cast<int64_t>(w.timeout_ms) * 1'000'000;
+  if (auto e = admit(c, w)) return *e;
   j->pending.push_back(std::move(w));
   settle_pending(*j);  // answered at once when it already listens (or is over)
   return std::monostate{};
@@ -2095,6 +2181,13 @@ Service::Answer Service::tool_call(Conn& c, const Json& id, const mcp::ToolCall&
 // run: a job whose answer is its summary when it ends, or, past
 // background_after, what it wrote so far (it then goes on as a job).
 Service::Answer Service::run_tool(Conn& c, const Json& id, const mcp::RunArgs& a) {
+  Pending w;
+  w.kind = Pending::Kind::run;
+  w.conn = c.id;
+  w.id = id;
+  w.tool = mcp::Tool::run;
+  // Over the limits nothing is started.
+  if (auto e = admit(c, w)) return mcp::tool_error(e->message);
   Answer created = create(c, a.create);
   if (auto* err = std::get_if<RpcError>(&created)) return mcp::tool_error(err->message);
   Job* j = find_job(std::get<Json>(created)["terminalId"].get<std::string>());
@@ -2102,11 +2195,6 @@ Service::Answer Service::run_tool(Conn& c, const Json& id, const mcp::RunArgs& a
   // Its stdin is closed: a command that reads it gets EOF, not a hang.
   j->in_eof = true;
   on_job_stdin(*j);
-  Pending w;
-  w.kind = Pending::Kind::run;
-  w.conn = c.id;
-  w.id = id;
-  w.tool = mcp::Tool::run;
   if (a.background_after_ms)
     w.deadline = sys::monotonic_ns() + static_cast<int64_t>(*a.background_after_ms) * 1'000'000;
   j->pending.push_back(std::move(w));

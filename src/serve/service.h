@@ -26,7 +26,9 @@ struct ServeOptions {
   size_t max_queue = size_t{16} << 20;  // replies behind one being sent before a client is dropped
   // What the service may hold for its jobs and clients (--memory-budget):
   // three quarters for the jobs' output buffers, a quarter for what the
-  // connections hold (replies not yet sent, requests half read).
+  // connections hold (replies not yet sent; requests half read, at most an
+  // eighth; requests waiting for their answer, at most a sixteenth, and
+  // 1024 a connection).
   size_t memory_budget = kDefaultMemoryBudget;
   static constexpr size_t kDefaultMemoryBudget = size_t{256} << 20;
   static constexpr size_t kMinMemoryBudget = size_t{16} << 20;

@@ -1,5 +1,6 @@
-# 2000 terminal/wait_for_port requests pending on three jobs (each holds a
-# socket that does not listen yet) share the service's port scans: over a
+# 2000 terminal/wait_for_port requests pending on three jobs, 1000 from
+# each of two connections (one may have 1024 waiting), each job holding a
+# socket that does not listen yet, share the service's port scans: over a
 # window of about a second, the kernel's TCP table is read at most about
 # once per scan interval (50 ms) for all of them together, not once per
 # waiter or per job (seen with strace); another client is answered
@@ -28,18 +29,21 @@ sock, t, job = sys.argv[1:4]
 c = Rpc(sock)
 tids = [c.call("terminal/create", {"command": "python3", "args": ["-c", job, t + "/go"]})["terminalId"]
         for _ in range(3)]
-# 2000 waiters in one write, then their answers as they come.
-lines = []
-for i in range(2000):
-    lines.append(json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "terminal/wait_for_port",
-                             "params": {"terminalId": tids[i % 3], "timeoutMs": 120000}}) + "\n")
-c.f.write("".join(lines).encode())
-c.f.flush()
+# 1000 waiters in one write on each of two connections, then their
+# answers as they come.
+conns = [c, Rpc(sock)]
+for k, w in enumerate(conns):
+    lines = []
+    for i in range(1000 * k, 1000 * (k + 1)):
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "terminal/wait_for_port",
+                                 "params": {"terminalId": tids[i % 3], "timeoutMs": 120000}}) + "\n")
+    w.f.write("".join(lines).encode())
+    w.f.flush()
 open(t + "/waiting.tmp", "w").write(" ".join(tids))
 os.rename(t + "/waiting.tmp", t + "/waiting")
 ports = {}
-for _ in range(2000):
-    m = json.loads(c.f.readline())
+for i in range(2000):
+    m = json.loads(conns[i // 1000].f.readline())
     if "error" in m:
         sys.exit("a waiter was answered with an error: %r" % m)
     tid = tids[(m["id"] - 1000) % 3]
