@@ -542,7 +542,12 @@ int Service::run() {
       return 125;
     }
     if (n == 0 && tidy && !busy) {
-      backend_.tidy(kTidyBatch);
+      // (An rmdir of a leaf can take a while: a few, or 2 ms of them.)
+      const int64_t until = sys::monotonic_ns() + kStopSliceNs;
+      for (size_t i = 0; i < kTidyBatch && backend_.cleanup_due(); ++i) {
+        backend_.tidy(1);
+        if (sys::monotonic_ns() >= until) break;
+      }
       continue;
     }
     // Out of memory is an error reply where a request could be named
