@@ -532,8 +532,8 @@ int Service::run() {
     arm_timer();
     // What jobs that are over left behind (their cgroup leaves) is removed
     // when nothing else is ready, a few at a time: a client waiting to hear
-    // that its 1000 jobs are gone does not wait for 1000 rmdirs.
-    // Queued stop work: events are only looked at, not waited for.
+    // that its 1000 jobs are gone does not wait for 1000 rmdirs. While stop
+    // work is queued, events are only looked at, not waited for.
     const bool tidy = backend_.cleanup_due();
     const bool busy = !to_resume_.empty() || !stop_queue_.empty();
     int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), tidy || busy ? 0 : -1);
