@@ -48,8 +48,14 @@ constexpr size_t kTidyBatch = 8;
 // from a queue at most this many items, or this long, a round of the loop
 // (always one at least): a session/close of 400 jobs is done in many short
 // rounds, and other clients' requests are read and answered between them.
-constexpr size_t kStopBatch = 16;
+// After a slice that took its whole time the loop waits up to kStopPauseMs
+// for events before the next: the jobs just signalled exit meanwhile (on a
+// small machine their exits, the kernel's teardown of their namespaces,
+// would otherwise take the CPU from the service in the middle of a slice),
+// and a request that comes wakes it at once.
+constexpr size_t kStopBatch = 64;
 constexpr int64_t kStopSliceNs = 2'000'000;
+constexpr int kStopPauseMs = 1;
 // An output read waiting for new bytes (waitMs) is answered once this much
 // is new, or this long after the first new bytes came.
 constexpr uint64_t kCoalesceBytes = 1 << 20;
@@ -404,6 +410,7 @@ class Service {
     bool begin = false;
   };
   std::deque<StopWork> stop_queue_;
+  bool stop_slice_full_ = false;  // the last slice of it took its whole time
   std::vector<char> scratch_;  // for a pipe whose buffer keeps nothing
   // Storage kept from one output reply to the next (large ones would
   // otherwise be fresh pages each time): the text read, a sent line.
@@ -536,7 +543,8 @@ int Service::run() {
     // work is queued, events are only looked at, not waited for.
     const bool tidy = backend_.cleanup_due();
     const bool busy = !to_resume_.empty() || !stop_queue_.empty();
-    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), tidy || busy ? 0 : -1);
+    const int wait_ms = !to_resume_.empty() ? 0 : !stop_queue_.empty() ? (stop_slice_full_ ? kStopPauseMs : 0) : tidy ? 0 : -1;
+    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), wait_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       return 125;
@@ -1398,8 +1406,12 @@ void Service::queue_step(Job& j) {
 // A slice of the queued stop work, in the order it was asked for.
 void Service::run_stop_queue() {
   const int64_t until = sys::monotonic_ns() + kStopSliceNs;
+  stop_slice_full_ = false;
   for (size_t taken = 0; !stop_queue_.empty() && taken < kStopBatch; ++taken) {
-    if (taken > 0 && sys::monotonic_ns() >= until) break;
+    if (taken > 0 && sys::monotonic_ns() >= until) {
+      stop_slice_full_ = true;
+      break;
+    }
     const StopWork w = stop_queue_.front();
     stop_queue_.pop_front();
     auto key = job_keys_.find(w.job);
