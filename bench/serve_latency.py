@@ -77,11 +77,16 @@ def start_service(d, pmon, *args):
     p = subprocess.Popen([pmon, "serve", "-q", "--listen", path, *args])
     # A bench that fails half-way does not leave its service running.
     atexit.register(lambda: p.poll() is None and (p.terminate(), p.wait()))
-    while not os.path.exists(path):
+    # (The socket's file appears before it listens.)
+    while True:
         if p.poll() is not None:
             raise RuntimeError("pmon serve %s did not start" % " ".join(args))
-        time.sleep(0.01)
-    return p, path
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(path)
+            return p, path
+        except OSError:
+            time.sleep(0.01)
 
 
 def start_probe(path):

@@ -238,6 +238,16 @@ class PidnsBackend final : public Backend {
 
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
 
+  // --isolate: the leaves are the cgroup backend's, removed as it removes
+  // them (a service leaves them for when it has nothing else to do).
+  void defer_cleanup() noexcept override {
+    if (cgroup_) cgroup_->defer_cleanup();
+  }
+  bool cleanup_due() const noexcept override { return cgroup_ && cgroup_->cleanup_due(); }
+  void tidy(size_t max) noexcept override {
+    if (cgroup_) cgroup_->tidy(max);
+  }
+
   Result<std::unique_ptr<Boundary>> open_boundary() override {
     std::unique_ptr<Boundary> inner;
     if (cgroup_) {

@@ -45,6 +45,18 @@ namespace {
 
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 constexpr size_t kTidyBatch = 8;
+// Stop work (the start of a job's stop, each later step of it) is taken
+// from a queue at most this many items, or this long, a round of the loop
+// (always one at least): a session/close of 400 jobs is done in many short
+// rounds, and other clients' requests are read and answered between them.
+// After a slice that took its whole time the loop waits up to kStopPauseMs
+// for events before the next: the jobs just signalled exit meanwhile (on a
+// small machine their exits, the kernel's teardown of their namespaces,
+// would otherwise take the CPU from the service in the middle of a slice),
+// and a request that comes wakes it at once.
+constexpr size_t kStopBatch = 64;
+constexpr int64_t kStopSliceNs = 2'000'000;
+constexpr int kStopPauseMs = 1;
 // An output read waiting for new bytes (waitMs) is answered once this much
 // is new, or this long after the first new bytes came.
 constexpr uint64_t kCoalesceBytes = 1 << 20;
@@ -211,6 +223,15 @@ struct Job {
   int64_t rescan_at = kForever;
   std::chrono::system_clock::time_point started;
   std::string ended_by;  // why pmon stopped it: "kill", "release", ...
+  // Stop work waiting in Service::stop_queue_ for its turn: the stop is to
+  // begin (why, and who asked), or its next step is due (its watch fired,
+  // or its deadline passed). A stop asked for while the end of a main
+  // process that exited on its own waits is asked again after that.
+  bool stop_queued = false;
+  Call::End queued_why = Call::End::cancel;
+  std::string queued_by;
+  std::optional<std::pair<Call::End, std::string>> stop_after;
+  bool step_queued = false;
   bool forget = false;   // dropped once over (release, its owner's end)
   std::string report;    // its terminal/report result, dumped, once made
   bool done = false;
@@ -223,9 +244,12 @@ struct Job {
 
   Job(size_t limit, MemoryBudget* budget) : buffer(limit, budget) {}
 
+  // Its stop has begun, or waits for its turn.
+  bool stopping() const { return stop_queued || call->finishing(); }
+
   const char* status() const {
     if (done) return "exited";
-    return call->finishing() ? "stopping" : "running";
+    return stopping() ? "stopping" : "running";
   }
 };
 
@@ -337,6 +361,9 @@ class Service {
   void end_stream(uint64_t sid);
   void on_main_exit(Job& j);
   void begin_stop(Job& j, Call::End why, const std::string& by);
+  void start_stop(Job& j);
+  void queue_step(Job& j);
+  void run_stop_queue();
   Result<const PeerCall*> peer_call_of(Conn& c);
   void note_owner_end(Job& j);
   void stop_owned(uint64_t owner_num);
@@ -397,6 +424,14 @@ class Service {
   uint64_t next_stream_ = 1;
   std::vector<uint64_t> to_consume_;
   std::vector<std::string> to_report_;  // jobs just over whose report is made after the replies go
+  // Stop work in the order it was asked for (Job::stop_queued, step_queued):
+  // a job's num, and whether its stop is to begin (else: its next step).
+  struct StopWork {
+    uint64_t job = 0;
+    bool begin = false;
+  };
+  std::deque<StopWork> stop_queue_;
+  bool stop_slice_full_ = false;  // the last slice of it took its whole time
   std::vector<char> scratch_;  // for a pipe whose buffer keeps nothing
   // Storage kept from one output reply to the next (large ones would
   // otherwise be fresh pages each time): the text read, a sent line.
@@ -525,15 +560,23 @@ int Service::run() {
     arm_timer();
     // What jobs that are over left behind (their cgroup leaves) is removed
     // when nothing else is ready, a few at a time: a client waiting to hear
-    // that its 1000 jobs are gone does not wait for 1000 rmdirs.
+    // that its 1000 jobs are gone does not wait for 1000 rmdirs. While stop
+    // work is queued, events are only looked at, not waited for.
     const bool tidy = backend_.cleanup_due();
-    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), tidy || !to_resume_.empty() ? 0 : -1);
+    const bool busy = !to_resume_.empty() || !stop_queue_.empty();
+    const int wait_ms = !to_resume_.empty() ? 0 : !stop_queue_.empty() ? (stop_slice_full_ ? kStopPauseMs : 0) : tidy ? 0 : -1;
+    int n = ::epoll_wait(ep_.get(), evs.data(), static_cast<int>(evs.size()), wait_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       return 125;
     }
-    if (n == 0 && tidy && to_resume_.empty()) {
-      backend_.tidy(kTidyBatch);
+    if (n == 0 && tidy && !busy) {
+      // (An rmdir of a leaf can take a while: a few, or 2 ms of them.)
+      const int64_t until = sys::monotonic_ns() + kStopSliceNs;
+      for (size_t i = 0; i < kTidyBatch && backend_.cleanup_due(); ++i) {
+        backend_.tidy(1);
+        if (sys::monotonic_ns() >= until) break;
+      }
       continue;
     }
     // Out of memory is an error reply where a request could be named
@@ -543,6 +586,7 @@ int Service::run() {
       for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
       resume_reading();
       on_time();
+      run_stop_queue();
       flush_sends();
       make_reports();
     } catch (const std::bad_alloc&) {
@@ -635,13 +679,8 @@ void Service::on_event(uint64_t t, uint32_t events) {
     case Tag::job_in: on_job_stdin(*j); return;
     case Tag::job_stop: {
       if (!j->call->finishing()) return;  // (an event of a watch dropped in this batch)
-      if (j->stop_ep) {
-        // Empty the inner epoll's ready list; the stop re-reads the boundary.
-        epoll_event inner[16];
-        (void)::epoll_wait(j->stop_ep.get(), inner, 16, 0);
-      }
-      drop_stop_watch(*j);
-      after_finish_step(*j, j->call->resume_finish());
+      // The step is taken in its turn (the stop re-reads the boundary then).
+      queue_step(*j);
       return;
     }
     default: return;
@@ -1328,9 +1367,13 @@ void Service::on_main_exit(Job& j) {
   if (!j.main_watched) return;
   unwatch_fd(j.call->pidfd());
   j.main_watched = false;
-  if (j.call->finishing() || j.done) return;
+  // (A stop that waits for its turn begins as it would have.)
+  if (j.stopping() || j.done) return;
   note_owner_end(j);
-  after_finish_step(j, j.call->begin_finish(Call::End::main_exited));
+  j.stop_queued = true;
+  j.queued_why = Call::End::main_exited;
+  j.queued_by.clear();
+  stop_queue_.push_back({j.num, true});
 }
 
 // A job's main process ended, not by the service's hand: if the call it
@@ -1342,7 +1385,7 @@ void Service::note_owner_end(Job& j) {
   if (j.owner_job != 0) {
     auto key = job_keys_.find(j.owner_job);
     Job* o = key == job_keys_.end() ? nullptr : find_job(key->second);
-    ended = !o || o->done || o->call->finishing();
+    ended = !o || o->done || o->stopping();
   }
   if (!ended && j.owner_pidfd) ended = !sys::pidfd_alive(j.owner_pidfd.get());
   if (!ended && !j.owner_leaf.empty()) {
@@ -1364,9 +1407,38 @@ void Service::stop_owned(uint64_t owner_num) {
     if (Job* j = find_job(id)) begin_stop(*j, Call::End::cancel, "owner call ended");
 }
 
+// A stop is asked for: it begins in its turn (run_stop_queue). One asked
+// for again meanwhile is the same stop.
 void Service::begin_stop(Job& j, Call::End why, const std::string& by) {
   if (j.done) return;
-  if (j.call->waiting_for_tree() && why != Call::End::main_exited) {
+  if (j.stop_queued) {
+    if (j.queued_why == Call::End::main_exited && !j.stop_after) j.stop_after.emplace(why, by);
+    return;
+  }
+  if (j.call->finishing() && !j.call->waiting_for_tree()) return;
+  j.stop_queued = true;
+  j.queued_why = why;
+  j.queued_by = by;
+  stop_queue_.push_back({j.num, true});
+}
+
+// A queued stop begins. The end of a main process that exited on its own
+// is taken the same way; a stop asked for while it waited is asked again.
+void Service::start_stop(Job& j) {
+  j.stop_queued = false;
+  if (j.done) return;
+  const Call::End why = j.queued_why;
+  const std::string by = std::move(j.queued_by);
+  j.queued_by.clear();
+  if (why == Call::End::main_exited) {
+    const std::string id = j.id;
+    auto after = std::move(j.stop_after);
+    j.stop_after.reset();
+    if (!j.call->finishing()) after_finish_step(j, j.call->begin_finish(why));
+    if (Job* still = find_job(id); still && after) begin_stop(*still, after->first, after->second);
+    return;
+  }
+  if (j.call->waiting_for_tree()) {
     // waitTree: the main process is gone and its tree is waited for; an
     // owner's end stops the tree instead.
     if (j.ended_by.empty()) j.ended_by = by;
@@ -1381,6 +1453,40 @@ void Service::begin_stop(Job& j, Call::End why, const std::string& by) {
     j.main_watched = false;
   }
   after_finish_step(j, j.call->begin_finish(why));
+}
+
+// A stop's watch fired, or its deadline passed: its next step waits for
+// its turn, unwatched meanwhile.
+void Service::queue_step(Job& j) {
+  drop_stop_watch(j);
+  j.rescan_at = kForever;
+  if (j.step_queued) return;
+  j.step_queued = true;
+  stop_queue_.push_back({j.num, false});
+}
+
+// A slice of the queued stop work, in the order it was asked for.
+void Service::run_stop_queue() {
+  const int64_t until = sys::monotonic_ns() + kStopSliceNs;
+  stop_slice_full_ = false;
+  for (size_t taken = 0; !stop_queue_.empty() && taken < kStopBatch; ++taken) {
+    if (taken > 0 && sys::monotonic_ns() >= until) {
+      stop_slice_full_ = true;
+      break;
+    }
+    const StopWork w = stop_queue_.front();
+    stop_queue_.pop_front();
+    auto key = job_keys_.find(w.job);
+    Job* j = key == job_keys_.end() ? nullptr : find_job(key->second);
+    if (!j) continue;
+    if (w.begin) {
+      if (j->stop_queued) start_stop(*j);
+      continue;
+    }
+    if (!j->step_queued) continue;
+    j->step_queued = false;
+    if (!j->done && j->call->finishing()) after_finish_step(*j, j->call->resume_finish());
+  }
 }
 
 // Before the stop takes a step, which may close the fd it was watching (a
@@ -1707,8 +1813,9 @@ Json Service::job_json(Job& j) {
 void Service::arm_timer() {
   int64_t next = kForever;
   for (auto& [id, j] : jobs_) {
-    if (!j->done && !j->call->finishing()) next = std::min(next, j->deadline);
-    if (j->call->finishing()) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
+    // (Work queued for it is done without waiting.)
+    if (!j->done && !j->stopping()) next = std::min(next, j->deadline);
+    if (j->call->finishing() && !j->step_queued) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
     for (const Pending& p : j->pending) {
       // (an output read for a connection backed up waits for its drain)
       if (p.kind == Pending::Kind::output) {
@@ -1738,22 +1845,19 @@ void Service::on_time() {
   // events, with up to --max-jobs jobs).
   std::vector<std::string> ids;
   for (auto& [id, j] : jobs_) {
-    const bool finishing = j->call->finishing();
-    if ((!j->done && !finishing && now >= j->deadline) ||
+    const bool finishing = j->call->finishing() && !j->step_queued;
+    if ((!j->done && !j->stopping() && now >= j->deadline) ||
         (finishing && (now >= j->call->finish_deadline() || now >= j->rescan_at)) || !j->pending.empty())
       ids.push_back(id);
   }
   for (const std::string& id : ids) {
     Job* j = find_job(id);
     if (!j) continue;
-    if (!j->done && !j->call->finishing() && now >= j->deadline) begin_stop(*j, Call::End::timeout, "timeout");
-    j = find_job(id);
-    if (j && j->call->finishing() && (now >= j->call->finish_deadline() || now >= j->rescan_at)) {
-      drop_stop_watch(*j);
-      after_finish_step(*j, j->call->resume_finish());
-    }
-    j = find_job(id);
-    if (j && !j->pending.empty()) settle_pending(*j);
+    if (!j->done && !j->stopping() && now >= j->deadline) begin_stop(*j, Call::End::timeout, "timeout");
+    // A stop's deadline or rescan: its next step, in its turn.
+    if (j->call->finishing() && !j->step_queued && (now >= j->call->finish_deadline() || now >= j->rescan_at))
+      queue_step(*j);
+    if (!j->pending.empty()) settle_pending(*j);
   }
 }
 
@@ -1869,7 +1973,7 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   if (from && from->service_child != 0)
     for (auto& [tid, oj] : jobs_)
       if (!oj->done && oj->call->pid() == from->service_child) {
-        if (oj->call->finishing())
+        if (oj->stopping())
           return RpcError{rpc::kServerError, "terminal '" + tid + "', which this request comes from, is stopping; "
                                              "a job started from inside a job ends with it"};
         owner_job = oj->num;
