@@ -77,12 +77,13 @@ for s in "${scen_args[@]}"; do
     for f in "$repo"/tests/e2e/e[0-9]*_*.sh "$repo"/tests/e2e/serve_*.sh "$repo"/tests/e2e/limits_*.sh \
              "$repo"/tests/guest/*.sh; do
       [ -f "$f" ] || continue
-      # Two count the service's reads of /proc with strace, which says
-      # nothing of the host's cgroups and takes minutes on an emulated CPU:
-      # they run on the host only. The Node package's suite takes longer
+      # Three watch the service with strace (its reads of /proc, the order
+      # of its replies and signals), which says nothing of the host's
+      # cgroups and takes minutes on an emulated CPU: they run on the host
+      # only. The Node package's suite takes longer
       # than CI can give it under TCG: it runs when named
       # (scripts/guest.sh tests/guest/node.sh).
-      case ${f##*/} in serve_port_waiters.sh | serve_pidns_stop_scan.sh | node.sh) continue ;; esac
+      case ${f##*/} in serve_port_waiters.sh | serve_pidns_stop_scan.sh | serve_close_slices.sh | node.sh) continue ;; esac
       scenarios+=("tests/${f#"$repo"/tests/}")
     done
     continue
