@@ -181,7 +181,8 @@ msgs = [
     {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "echo ran > " + ran, "memory_max": "100M"}}},
+    # (Where memory is enabled this one runs, as it should: into a file of its own.)
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "echo ran > " + ran + (".3" if mem_enabled else ""), "memory_max": "100M"}}},
     {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "start", "arguments": {"command": "echo ran > " + ran, "pids_max": 0}}},
     {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "true", "cpu_max": "fast"}}},
     {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "cg=$(sed -n 's/^0:://p' /proc/self/cgroup); cat \"%s${cg%%/}/memory.max\" > %s" % (cg2, val), "memory_max": "100M"}}},
