@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "confine/launch.h"
 #include "confine/limits.h"
 #include "sys/proc.h"
 #include "sys/result.h"
@@ -40,6 +41,11 @@ class Boundary {
 
   // fd of the cgroup directory for CLONE_INTO_CGROUP, or -1.
   virtual int clone_cgroup_fd() const noexcept { return -1; }
+
+  // Starts the call's command in the boundary: a plain clone into its
+  // cgroup (clone_cgroup_fd) unless the boundary has a way of its own (a
+  // PID namespace starts pmon's init, which starts the command).
+  virtual std::expected<Child, SpawnError> launch(const SpawnSpec& spec);
 
   // Called once the main process exists (right after clone).
   virtual void set_main(pid_t pid) noexcept = 0;
@@ -170,6 +176,9 @@ struct Selection {
 // Picks the backend: the named one (or a one-line reason it is not here),
 // or under auto the strongest that works.
 std::expected<Selection, std::string> select_backend(const ConfineRequest& req);
+
+// Starts spec.argv[0] (searched in PATH like execvp) inside `boundary`.
+std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, Boundary& boundary);
 
 // Per-backend constructors; each says why it is unavailable.
 std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(

@@ -3,23 +3,6 @@
 
 namespace pmon {
 
-std::string_view to_string(ConfineKind k) noexcept {
-  switch (k) {
-    case ConfineKind::cgroup: return "cgroup";
-    case ConfineKind::pidns: return "pidns";
-    case ConfineKind::subreaper: return "subreaper";
-    case ConfineKind::pgroup: return "pgroup";
-  }
-  return "?";
-}
-
-std::optional<ConfineKind> parse_confine_kind(std::string_view s) noexcept {
-  for (ConfineKind k : {ConfineKind::cgroup, ConfineKind::pidns,
-                        ConfineKind::subreaper, ConfineKind::pgroup})
-    if (s == to_string(k)) return k;
-  return std::nullopt;
-}
-
 namespace {
 
 std::expected<std::unique_ptr<Backend>, std::string> open_kind(
