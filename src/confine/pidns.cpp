@@ -254,11 +254,11 @@ std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const Pi
   std::unique_ptr<Backend> cgroup;
   if (opts.isolate) {
     auto cg = open_cgroup_backend(opts.cgroup_root);
-    if (!cg) return std::unexpected("--isolate needs the cgroup backend: " + cg.error());
+    if (!cg) return std::unexpected("it needs the cgroup backend: " + cg.error());
     cgroup = std::move(*cg);
     std::string why;
     auto loc = confine::locate_cgroup2(&why);
-    if (!loc) return std::unexpected("--isolate: " + why);
+    if (!loc) return std::unexpected(why);
     base.cgroup_ns = true;
     base.cgroup2_mount = loc->mount;
     // Even as root: without a user namespace the call would keep
@@ -271,7 +271,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const Pi
   std::unique_ptr<Boundary> leaf;
   if (cgroup) {
     auto b = cgroup->open_boundary();
-    if (!b) return std::unexpected("--isolate: cannot make a cgroup leaf: " + b.error().message());
+    if (!b) return std::unexpected("cannot make a cgroup leaf: " + b.error().message());
     leaf = std::move(*b);
   }
   const int leaf_fd = leaf ? leaf->clone_cgroup_fd() : -1;
