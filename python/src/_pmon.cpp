@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 
 #include <atomic>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "confine/pidns.h"
 #include "confine/systemd.h"
 #include "core/capture.h"
+#include "core/driver.h"
 #include "core/report.h"
 #include "core/run.h"
 #include "core/units.h"
@@ -177,11 +179,13 @@ class PyCall {
     auto s = call_->start();
     if (!s) {
       call_.reset();
+      driver_.reset();
       // A limit that could not be set is the confinement's failure, as an
       // unavailable backend is (ConfinementError).
       return Failure{s.error().confinement ? "confine" : "spawn", s.error().exit_code, s.error().err,
                      s.error().message};
     }
+    driver_ = std::make_unique<Driver>(*call_);
     return std::nullopt;
   }
 
@@ -216,7 +220,7 @@ class PyCall {
   // The blocking call's loop: main exit, timeout, or cancel.
   int wait_for_end() {
     std::lock_guard lock(mu_);
-    return static_cast<int>(call_->wait_for_end());
+    return static_cast<int>(driver_->wait_for_end(std::numeric_limits<int64_t>::max()));
   }
 
   // 1: the main process exited; 0: timeout_ms passed; 2: a finish() from
@@ -227,7 +231,7 @@ class PyCall {
     bool exited;
     {
       std::lock_guard lock(mu_);
-      exited = !call_ || call_->finished() || call_->wait_main(timeout_ms);
+      exited = !call_ || call_->finished() || driver_->wait_main(timeout_ms);
     }
     waiting_.fetch_sub(1);
     return exited ? 1 : requested_end_.load() >= 0 ? 2 : 0;
@@ -269,7 +273,7 @@ class PyCall {
     uint64_t stale;
     if (cancel_) (void)::read(cancel_.get(), &stale, sizeof stale);
     auto r = std::make_shared<PyResult>();
-    if (call_) r->run = call_->finish(static_cast<Call::End>(end));
+    if (call_) r->run = driver_->finish(static_cast<Call::End>(end));
     r->passed_over = passed_over_;
     if (capture_) {
       r->out = capture_->take_out();
@@ -285,6 +289,7 @@ class PyCall {
     // A dropped handle still ends its call (Call's destructor stops the tree).
     py::gil_scoped_release nogil;
     std::lock_guard lock(mu_);
+    driver_.reset();  // (ends the call, as its destructor does)
     call_.reset();
   }
 
@@ -296,6 +301,7 @@ class PyCall {
   Fd cancel_;
   bool cancellable_ = true;
   std::unique_ptr<Call> call_;
+  std::unique_ptr<Driver> driver_;  // the one that waits for call_
   std::shared_ptr<PyResult> result_;
   std::atomic<int> waiting_{0};
   std::atomic<int> requested_end_{-1};  // the first finish()'s end

@@ -186,10 +186,10 @@ int init_main(const std::vector<std::string>& args) {
   opts.warn = [](const std::string& line) { std::fprintf(stderr, "pmon: warning: %s\n", line.c_str()); };
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
-  auto res = run_init(*boundary, reaper, opts);
+  // The call releases the boundary once it is over (or could not start).
+  auto res = run_init(std::move(boundary), reaper, opts);
   if (!res) {
     std::fprintf(stderr, "pmon: %s\n", res.error().message.c_str());
-    boundary->release(boundary->empty().value_or(false));
     return res.error().exit_code;
   }
   if (verbose)
@@ -198,7 +198,6 @@ int init_main(const std::vector<std::string>& args) {
                  res->leftovers ? count_of(*res->leftovers, "process", "processes").c_str()
                                 : "an unknown number of processes (pmon cannot count them under this /proc)",
                  res->leftovers == 1 ? "was" : "were", wait_all ? "waited for" : "stopped");
-  boundary->release(res->cleanup_verified);
   return res->status();
 }
 

@@ -60,9 +60,10 @@ struct InitResult {
 
 // Runs the command under `boundary` and returns when it and everything it
 // left are gone. This process owns every child it has: `reaper` collects
-// them all (P_ALL), which is what PID 1 and a subreaper must do.
+// them all, which is what PID 1 and a subreaper must do. The call owns
+// `boundary` and releases it once it is over.
 // Errors are returned only from before the command started.
-std::expected<InitResult, SpawnError> run_init(Boundary& boundary, sys::Reaper& reaper,
+std::expected<InitResult, SpawnError> run_init(std::unique_ptr<Boundary> boundary, sys::Reaper& reaper,
                                                const InitOptions& opts);
 
 }  // namespace pmon

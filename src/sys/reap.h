@@ -3,28 +3,60 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstdint>
 
 namespace pmon::sys {
 
-// Reaps every zombie child of this process, WNOHANG, and keeps the status
-// of the command. Shared by the init loop and make_pid1_boundary's callback.
+// The one reaper of a process: every call, restart loop and init collects
+// its zombies through one. It keeps the main process's status, and how it
+// collects is the caller's choice:
+//  - which children are its own: all of them (a process that owns every
+//    child it has: the CLI, PID 1), or only the main process (a library or
+//    the service, whose other children belong to others);
+//  - the main process through its pidfd (waitid P_PIDFD, never by its
+//    number), the others by pid; or every child by what waitpid(-1)
+//    offers (an init, the sigchld engine), the main one recognised by its
+//    pid;
+//  - pinned: the main zombie is left unreaped (WNOWAIT) until unpin(), so
+//    that its pid and process group id name nobody else meanwhile (a
+//    process-group boundary signals by group id).
 class Reaper {
  public:
-  // Collects every zombie child; remembers the status of `main_pid`.
-  void reap_all() noexcept;
-  void set_main(pid_t pid) noexcept { main_pid_ = pid; }
+  explicit Reaper(bool all_children = true) noexcept : all_(all_children) {}
+
+  // A new main process (the previous one's status is forgotten).
+  void set_main(pid_t pid, int pidfd = -1, bool pinned = false) noexcept;
+  void unpin() noexcept { pinned_ = false; }
+  // Collects every zombie that is ours to collect, WNOHANG.
+  void reap() noexcept;
+  // (The name init and its boundary use.)
+  void reap_all() noexcept { reap(); }
+
   bool main_exited() const noexcept { return main_exited_; }
+  // The main process is reaped (not just exited: pinned, it is not yet).
+  bool main_reaped() const noexcept { return main_reaped_; }
   const siginfo_t& main_info() const noexcept { return main_si_; }
+  // Processes reaped, the main one included, and their CPU time.
   uint64_t reaped() const noexcept { return reaped_; }
+  uint64_t cpu_usec() const noexcept { return cpu_usec_; }
 
  private:
+  void reap_main() noexcept;
+  void reap_by_number() noexcept;
+  void note(const siginfo_t& si, const struct rusage& ru) noexcept;
+
+  bool all_;
   pid_t main_pid_ = 0;
+  int main_pidfd_ = -1;
+  bool pinned_ = false;
   bool main_exited_ = false;
+  bool main_reaped_ = false;
   siginfo_t main_si_{};
   uint64_t reaped_ = 0;
+  uint64_t cpu_usec_ = 0;
 };
 
 // What an init does with signals before it starts the command: blocks every
