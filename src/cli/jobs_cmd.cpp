@@ -211,14 +211,18 @@ uint64_t copy_to_stdout(int fd) {
 
 int start_main(const std::vector<std::string>& args) {
   CLI::App app{"Start CMD as a job of the running pmon serve; prints its id.", "pmon start"};
-  app.footer("\nThe job is kept: it outlives this command. Run from inside a pmon call, it\n"
-             "belongs to that call and is stopped when the call ends.");
+  app.footer(std::string("\nThe job outlives this command, in this directory and environment: 'pmon stop ID'\n"
+                         "stops it and everything it started. Started from inside a pmon call, it belongs\n"
+                         "to that call and is stopped when the call ends.\n\nValues:\n") +
+             kDurationWords);
   app.prefix_command();
   std::string name, timeout_s;
   bool pty = false;
   SocketFlag sock;
   app.add_option("--name", name, "a name for the job (pmon jobs shows it)")->type_name("NAME");
-  CLI::Option* timeout_opt = app.add_option("--timeout", timeout_s, "stop the job's whole tree after D")->type_name("D");
+  CLI::Option* timeout_opt =
+      app.add_option("--timeout", timeout_s, "stop the job and everything it started after DURATION")
+          ->type_name("DURATION");
   app.add_flag("--pty", pty, "run the job on a pseudo-terminal");
   sock.add_to(app);
   auto command = parse_command_line(app, args, "start");
