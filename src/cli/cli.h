@@ -65,5 +65,6 @@ int jobs_main(const std::vector<std::string>& args);
 int logs_main(const std::vector<std::string>& args);
 int stop_main(const std::vector<std::string>& args);
 int wait_main(const std::vector<std::string>& args);
+int rm_main(const std::vector<std::string>& args);
 
 }  // namespace pmon::cli

@@ -26,6 +26,7 @@ constexpr const char* kUsage =
     "  pmon logs [-f] ID                         print a job's output\n"
     "  pmon stop ID                              stop a job and everything it started\n"
     "  pmon wait ID                              wait for a job to end; exit with its status\n"
+    "  pmon rm [-f] ID...                        remove jobs that have ended (-f: stop them first)\n"
     "  pmon --version\n"
     "\n"
     "'pmon SUBCOMMAND --help' lists its options; 'pmon run --help' also the exit codes.\n";
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
   if (sub == "logs") return pmon::cli::logs_main(rest);
   if (sub == "stop") return pmon::cli::stop_main(rest);
   if (sub == "wait") return pmon::cli::wait_main(rest);
+  if (sub == "rm") return pmon::cli::rm_main(rest);
   if (sub == "__nsinit") return pmon::nsinit_main(rest);  // a pidns call's PID 1 (hidden)
   if (sub.size() > 1 && sub[0] == '-')
     pmon::cli::die("unknown option '" + sub + "'; a subcommand comes first, as in 'pmon run [options] -- CMD'; "

@@ -37,7 +37,7 @@ past it a connection is told and closed) and requests waiting for their
 answer (at most a sixteenth, and 1024 a connection; past it a request is
 refused with an error).
 
-pmon start, jobs, logs, stop and wait talk to the service on its socket.
+pmon start, jobs, logs, stop, wait and rm talk to the service on its socket.
 
 Values:
 )";
@@ -52,7 +52,7 @@ struct JobFlags {
   void add_to(CLI::App& app) {
     confine.add_to(app);
     app.add_option("--max-jobs", max_jobs,
-                   "most jobs at once, running or ended but not yet removed (default 1024)")
+                   "most jobs at once, running or ended but not yet removed (pmon rm) (default 1024)")
         ->type_name("N");
     app.add_option("--grace", grace_s, "how long a stopped job gets between SIGTERM and SIGKILL (default 2s)")
         ->type_name("DURATION");
