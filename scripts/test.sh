@@ -17,9 +17,11 @@ elif [ -n "${PMON_EXPECT_BACKENDS:-}" ]; then
   strict=1
   export PMON_EXPECT_BACKENDS
 fi
-dir=build; flags=(); skip=()
+# Tests, benchmarks and the Python package on, also in a build directory
+# the demo configured without them.
+dir=build; flags=(-DBUILD_TESTING=ON -DPMON_BENCH=ON -DPMON_PYTHON_BINDING=ON); skip=()
 if [ "${PMON_SANITIZE:-0}" = 1 ]; then
-  dir=build-asan; flags=(-DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF -DPMON_BENCH=OFF)
+  dir=build-asan; flags=(-DBUILD_TESTING=ON -DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF -DPMON_BENCH=OFF)
   # Two scenarios measure timing that a sanitized pmon cannot keep (a
   # bounded fork storm that must still be forking when the stop starts;
   # supervise under strace with a 400 ms deadline): they run in the plain
