@@ -16,6 +16,7 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
       pybind11-dev python3-dev python3-pytest python3-venv util-linux passwd procps
       pkg-config libsystemd-dev runc busybox-static file help2man man-db dpkg-dev
       python3-setuptools python3-wheel
+      ccache   # the objects of build/ serve the Python package's own build (e2e pip_install)
       systemd dbus-user-session   # a real user manager for the systemd scope test
       clang-19 libclang-rt-19-dev)  # scripts/fuzz.sh: libFuzzer (clang 14 cannot compile GCC 12's <expected>)
 [ $build_only = 0 ] || pkgs=("${build_pkgs[@]}")

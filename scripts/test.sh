@@ -38,6 +38,13 @@ if [ "${PMON_SANITIZE:-0}" = 1 ]; then
   skip=(-E 'e9_fork_storm|supervise_strace|serve_memory|serve_fd_jobs')
   export PMON_TEST_RSS_SCALE=8
 fi
+# Compiled objects are kept by ccache, keyed by what is compiled and not by
+# where: a second run, and the Python package that pip builds in a build
+# directory of its own (e2e.pip_install), compile only what changed.
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+  flags+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 results=$PWD/$dir/test-results
 rm -rf "$results"; mkdir -p "$results"
 # What did not run at all, for the verdict: "suite=why".
