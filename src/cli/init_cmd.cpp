@@ -167,7 +167,7 @@ int init_main(const std::vector<std::string>& args) {
   std::unique_ptr<Boundary> boundary;
   if (pid1 && !req.kind) {
     boundary = make_pid1_boundary([&reaper] { reaper.reap_all(); });
-    if (verbose) std::fprintf(stderr, "pmon: init: PID 1 of its namespace; the boundary is the namespace\n");
+    if (verbose) std::fprintf(stderr, "pmon: init: PID 1 of its namespace: everything in it is the command's\n");
   } else {
     // Orphans of the command come to us, whatever the backend, to be reaped.
     if (!pid1 && ::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0)

@@ -48,12 +48,12 @@ Exit status (as coreutils timeout):
 Values:
 )";
 
-// How the stop ended the leftovers: "", " with SIGKILL" (the one), ", all
+// How the stop ended the leftovers: "", ", with SIGKILL" (the one), ", all
 // with SIGKILL", ", 1 of them with SIGKILL".
 std::string kill_note(const std::vector<Leftover>& v) {
   size_t kill = std::count_if(v.begin(), v.end(), [](const Leftover& l) { return l.action == "SIGKILL"; });
   if (kill == 0) return "";
-  if (kill == v.size()) return v.size() == 1 ? " with SIGKILL" : ", all with SIGKILL";
+  if (kill == v.size()) return v.size() == 1 ? ", with SIGKILL" : ", all with SIGKILL";
   return ", " + std::to_string(kill) + " of them with SIGKILL";
 }
 
@@ -208,8 +208,9 @@ int run_main(const std::vector<std::string>& args) {
 
   if (!quiet) {
     const std::vector<Leftover>& left = res->leftovers;
-    const std::string others =
-        left.empty() ? "" : " and the " + count_of(left.size(), "process", "processes") + " it started";
+    const std::string others = left.empty()      ? ""
+                               : left.size() == 1 ? " and the process it started"
+                                                  : " and the " + std::to_string(left.size()) + " processes it started";
     if (res->timed_out)
       std::fprintf(stderr, "pmon: timed out after %s; stopped the command%s%s\n", timeout_s.c_str(), others.c_str(),
                    kill_note(left).c_str());
