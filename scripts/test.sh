@@ -54,6 +54,13 @@ cmake -S . -B "$dir" "${flags[@]}" >/dev/null && cmake --build "$dir" -j"$(nproc
   built=0
   not_run+=("build=cmake could not configure or build $dir (its errors are above); no suite ran")
 }
+# The Node package's SDKs (its tests and the ACP snippet of docs/ use them),
+# from the lockfile, before any suite runs.
+node_deps=0
+if [ $built = 1 ] && [ "${PMON_SANITIZE:-0}" != 1 ]; then
+  if (cd node && npm ci --no-audit --no-fund --loglevel=error); then node_deps=1
+  else not_run+=("node=npm ci failed (see above)"); fi
+fi
 if [ $built = 1 ]; then
   ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" --output-junit "$results/ctest.xml" "${skip[@]}" ||
     [ -s "$results/ctest.xml" ] || not_run+=("ctest=ctest wrote no results")
@@ -68,15 +75,11 @@ if [ $built = 1 ]; then
   fi
   # The Node package (a client of the pmon just built): its node --test
   # suite, with the SDKs its ACP and MCP tests use installed from the lockfile.
-  if [ "${PMON_SANITIZE:-0}" != 1 ]; then
-    if (cd node && npm ci --no-audit --no-fund --loglevel=error); then
-      (cd node && PMON="$PWD/../$dir/pmon" PMON_HELPERS="$PWD/../$dir/tests/helpers" \
-        node --test --test-reporter=spec --test-reporter-destination=stdout \
-          --test-reporter=junit --test-reporter-destination="$results/node.xml" test/*.test.mjs) ||
-        [ -s "$results/node.xml" ] || not_run+=("node=node --test wrote no results")
-    else
-      not_run+=("node=npm ci failed (see above)")
-    fi
+  if [ $node_deps = 1 ]; then
+    (cd node && PMON="$PWD/../$dir/pmon" PMON_HELPERS="$PWD/../$dir/tests/helpers" \
+      node --test --test-reporter=spec --test-reporter-destination=stdout \
+        --test-reporter=junit --test-reporter-destination="$results/node.xml" test/*.test.mjs) ||
+      [ -s "$results/node.xml" ] || not_run+=("node=node --test wrote no results")
   fi
 fi
 # Every skip with its reason, each suite's count and failures, and last the
