@@ -28,14 +28,11 @@ if [ "${PMON_SANITIZE:-0}" = 1 ]; then
   # bounded fork storm that must still be forking when the stop starts;
   # supervise under strace with a 400 ms deadline): they run in the plain
   # build only.
-  # Two cannot run sanitized at all: serve_memory runs the service under
-  # RLIMIT_AS, where ASan cannot map its shadow memory; serve_fd_jobs
-  # exhausts the service's fds, and the sanitized service then reports a
-  # corrupted call object on the refused create (a defect still to be
-  # found; the plain build runs the test). The service's own memory bounds
+  # One cannot run sanitized at all: serve_memory runs the service under
+  # RLIMIT_AS, where ASan cannot map its shadow memory. The service's own memory bounds
   # (serve_bad_input, serve_pipeline) allow for the sanitizers' shadow
   # memory and quarantine.
-  skip=(-E 'e9_fork_storm|supervise_strace|serve_memory|serve_fd_jobs')
+  skip=(-E 'e9_fork_storm|supervise_strace|serve_memory')
   export PMON_TEST_RSS_SCALE=8
 fi
 # Compiled objects are kept by ccache, keyed by what is compiled and not by

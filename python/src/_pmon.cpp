@@ -49,56 +49,30 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine, con
   const std::string key = cgroup_root.empty() ? confine : confine + '\0' + cgroup_root;
   auto it = bs.by_request.find(key);
   if (it == bs.by_request.end()) {
-    // subreaper makes the whole host process a subreaper, and the orphans
-    // of its calls would be its zombies for good (a library must not reap
-    // children it does not own): not offered here, and auto goes from pidns
-    // straight to pgroup.
-    if (confine == "subreaper")
-      return std::unexpected(std::string("subreaper: not available in the library (it would make the ") +
-                             "host process a subreaper whose orphans nobody reaps); use auto, cgroup, pidns or pgroup");
-    std::vector<ConfineKind> order;
-    if (confine == "auto") {
-      order = {ConfineKind::cgroup, ConfineKind::pidns, ConfineKind::pgroup};
-    } else {
+    // The library's request: subreaper would make the whole host process a
+    // subreaper whose orphans nobody reaps, so it is not offered; pidns
+    // execs the pmon executable found beside the package (Python is not it).
+    ConfineRequest req;
+    req.cgroup_root = cgroup_root;
+    req.in_library = true;
+    req.init_exe = g_init_exe;
+    req.isolate = confine == "isolate";
+    if (confine != "auto" && !req.isolate) {
       auto k = parse_confine_kind(confine);
-      if (!k && confine == "isolate") k = ConfineKind::pidns;
-      if (!k) return std::unexpected("unknown confinement '" + confine +
-                                     "' (use auto, cgroup, pidns or pgroup)");
-      order = {*k};
+      if (!k) return std::unexpected("unknown confinement '" + confine + "' (use auto, cgroup, pidns or pgroup)");
+      if (*k == ConfineKind::subreaper)
+        return std::unexpected(std::string("subreaper: not available in the library (it would make the ") +
+                               "host process a subreaper whose orphans nobody reaps); use auto, cgroup, pidns or pgroup");
+      req.kind = *k;
     }
-    std::optional<Selection> chosen;
-    std::vector<std::string> why;
-    const bool isolate = confine == "isolate";
-    if (isolate) order = {ConfineKind::pidns};
-    for (ConfineKind k : order) {
-      std::expected<Selection, std::string> sel = std::unexpected(std::string());
-      if (k == ConfineKind::pidns) {
-        if (g_init_exe.empty()) {
-          why.push_back("pidns: the pmon executable for the namespace's init was not found "
-                        "(install the package with python/install.sh, or set PMON_BINARY)");
-          continue;
-        }
-        PidnsOptions po;
-        po.isolate = isolate;
-        po.cgroup_root = cgroup_root;
-        po.init_exe = g_init_exe;
-        auto b = open_pidns_backend(po);
-        if (b) sel = Selection{std::move(*b), {}};
-        else sel = std::unexpected("pidns: " + b.error());
-      } else {
-        ConfineRequest req;
-        req.kind = k;
-        req.cgroup_root = cgroup_root;
-        sel = select_backend(req);
-      }
-      if (sel) {
-        sel->passed_over = why;
-        chosen = std::move(*sel);
-        break;
-      }
-      why.push_back(sel.error());
+    auto sel = select_backend(req);
+    if (!sel) {
+      std::string why = sel.error();
+      if (g_init_exe.empty() && why.find("the pmon executable for the namespace's init was not found") != std::string::npos)
+        why += " (install the package with python/install.sh, or set PMON_BINARY)";
+      return std::unexpected(req.isolate ? "isolate: " + why : why);
     }
-    if (!chosen) return std::unexpected(why.empty() ? std::string("no backend") : why.back());
+    std::optional<Selection> chosen = std::move(*sel);
     it = bs.by_request.emplace(key, std::move(*chosen)).first;
   }
   *passed_over = it->second.passed_over;

@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include "cli/cli.h"
-#include "confine/pidns.h"
 #include "core/units.h"
 
 namespace pmon::cli {
@@ -48,17 +47,10 @@ std::expected<Selection, std::string> ConfineFlags::try_select(const std::string
   // --isolate: a cgroup leaf inside PID, cgroup, mount and user namespaces.
   // Without the cgroup backend it fails closed: a PID namespace alone does
   // not stop a call from moving itself to another cgroup.
-  auto isolated = [&]() -> std::expected<Selection, std::string> {
-    PidnsOptions po;
-    po.isolate = true;
-    po.cgroup_root = cgroup_root;
-    auto b = open_pidns_backend(po);
-    if (!b) return std::unexpected("--isolate: " + b.error());
-    Selection s;
-    s.backend = std::move(*b);
-    return s;
-  };
-  return isolate ? isolated() : select_backend(req);
+  req.isolate = isolate;
+  auto sel = select_backend(req);
+  if (!sel && isolate) return std::unexpected("--isolate: " + sel.error());
+  return sel;
 }
 
 void LimitFlags::add_to(CLI::App& app) {

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/confine_flags.h"
 #include "confine/boundary.h"
+#include "confine/pid1.h"
 #include "core/init.h"
 #include "core/units.h"
 #include "sys/fd.h"
@@ -157,12 +158,12 @@ int init_main(const std::vector<std::string>& args) {
   // also gets a handler; it never runs while the signal is blocked, and the
   // command gets every disposition reset before exec.
   sigset_t set;
-  if (!block_init_signals(&set)) die(std::string("sigprocmask: ") + std::strerror(errno));
+  if (!sys::block_init_signals(&set)) die(std::string("sigprocmask: ") + std::strerror(errno));
   Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
   opts.signal_fd = sigfd.get();
 
-  Reaper reaper;
+  sys::Reaper reaper;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Boundary> boundary;
   if (pid1 && !req.kind) {

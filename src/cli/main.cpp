@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "core/nsinit.h"
+#include "confine/pidns_init.h"
 
 namespace {
 

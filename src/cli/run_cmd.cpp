@@ -19,6 +19,7 @@
 #include "core/report.h"
 #include "core/run.h"
 #include "core/units.h"
+#include "serve/call_records.h"
 #include "sys/fd.h"
 
 namespace pmon::cli {
@@ -201,6 +202,20 @@ int run_main(const std::vector<std::string>& args) {
   }
   auto res = run_call(*sel->backend, opts);
   if (relay) relay->finish();  // the command's last output before any line of ours
+  // Jobs a service started for this call that its boundary does not hold
+  // (see serve/call_records.h): stopped through their service now, with
+  // the call, and listed with what the call left.
+  if (res) {
+    std::vector<serve::CallRecord> records = serve::take_call_records();
+    if (!records.empty()) {
+      if (verbose)
+        std::fprintf(stderr, "pmon: stopping %s a service started for this call\n",
+                     count_of(records.size(), "job", "jobs").c_str());
+      bool verified = true;
+      for (Leftover& l : serve::stop_recorded_jobs(records, &verified)) res->leftovers.push_back(std::move(l));
+      if (!verified) res->cleanup_verified = false;
+    }
+  }
   // pmon run makes one call: once it is over and its tree verified gone,
   // the crash guard has nothing left to guard.
   if (res && res->cleanup_verified) sel->backend->dismiss_helpers();

@@ -1,7 +1,10 @@
 // pmon serve [--stdio | --listen PATH] [options]
 // pmon mcp [options]: the same service on stdio, speaking MCP
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "cli/cli.h"
@@ -112,6 +115,9 @@ int serve_main(const std::vector<std::string>& args) {
     if (!l) die("serve: " + l.error());
     listener = std::move(*l);
     opts.listen_fd = listener.sock.get();
+    opts.socket_path = path;
+    if (!path.starts_with("/"))
+      if (char* cwd = ::getcwd(nullptr, 0)) opts.socket_path = std::string(cwd) + "/" + path, std::free(cwd);
     if (!quiet) std::fprintf(stderr, "pmon: serving on %s\n", path.c_str());
   }
   int rc = serve::serve(*sel.backend, opts);

@@ -282,8 +282,7 @@ void Runner::note_main_exit() {
     main_exited_ = true;
     if (!pin) {
       main_reaped_ = true;
-      reaped_cpu_usec_ += ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec +
-                          ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
+      reaped_cpu_usec_ += sys::usec_of(ru);
     }
   }
 }
@@ -300,8 +299,7 @@ void Runner::reap_orphans() {
     if (si.si_pid != child_.pid) {
       struct rusage ru {};
       if (sys::waitid_raw(P_PID, static_cast<id_t>(si.si_pid), &si, WEXITED | WNOHANG, &ru) == 0)
-        reaped_cpu_usec_ += ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec +
-                            ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
+        reaped_cpu_usec_ += sys::usec_of(ru);
       continue;
     }
     // The kernel offered the main zombie first. Where it is not pinned it is
@@ -318,8 +316,7 @@ void Runner::reap_orphans() {
       struct rusage ru {};
       if (sys::waitid_raw(P_PID, static_cast<id_t>(p.pid), &si, WEXITED | WNOHANG, &ru) == 0) {
         any = true;
-        reaped_cpu_usec_ += ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec +
-                            ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
+        reaped_cpu_usec_ += sys::usec_of(ru);
       }
     }
     if (!any) return;
@@ -568,8 +565,7 @@ RunResult Runner::complete(std::string reason) {
       main_si_ = si;
       main_exited_ = true;
     }
-    reaped_cpu_usec_ += ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec +
-                        ru.ru_stime.tv_sec * 1'000'000ULL + ru.ru_stime.tv_usec;
+    reaped_cpu_usec_ += sys::usec_of(ru);
   }
   finish_reaping();
   // The boundary's own verdict decides what becomes of it (a leaf that

@@ -96,6 +96,7 @@ Result<PeerCall> peer_call(int sock, const std::string& mount) {
   pid_t prev = cred.pid;
   pid_t cur = cred.pid;
   uint64_t sup_start = 0;
+  bool sup_is_init = false;
   for (int depth = 0; depth < 4096; ++depth) {
     auto st = sys::read_stat(cur);
     if (!st) break;
@@ -111,7 +112,13 @@ Result<PeerCall> peer_call(int sock, const std::string& mount) {
         if (init || (have_exe && same_file(exe, "/proc/" + std::to_string(cur) + "/exe"))) {
           out.supervisor_pid = cur;
           sup_start = st->start_time;
+          sup_is_init = init;
+          if (!init) out.call_pmon = cur, out.call_pmon_start = st->start_time;
         }
+      } else if (sup_is_init && out.call_pmon == 0 && prev == out.supervisor_pid) {
+        // The init's parent: the pmon that made the namespace.
+        if (have_exe && same_file(exe, "/proc/" + std::to_string(cur) + "/exe"))
+          out.call_pmon = cur, out.call_pmon_start = st->start_time;
       }
     }
     if (st->ppid <= 0) break;

@@ -29,6 +29,10 @@ struct PeerCall {
   // That process was found but had exited by the time its pidfd was opened:
   // the call is over.
   bool call_over = false;
+  // The pmon that runs that call and writes its report (the supervisor, or
+  // the parent of a namespace's init), with its start time; 0 when none.
+  pid_t call_pmon = 0;
+  uint64_t call_pmon_start = 0;
 
   bool any() const noexcept { return !leaf.empty() || service_child != 0 || supervisor.valid(); }
 };

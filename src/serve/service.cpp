@@ -28,6 +28,7 @@
 #include "confine/cgroup_fs.h"
 #include "core/report.h"
 #include "core/run.h"
+#include "serve/call_records.h"
 #include "serve/mcp.h"
 #include "serve/output_buffer.h"
 #include "serve/owner_call.h"
@@ -197,6 +198,11 @@ struct Job {
   uint64_t owner_job = 0;
   Fd owner_pidfd;
   std::string owner_leaf;
+  // The record of it left for that call's pmon, which stops it and lists
+  // it in its report (serve/call_records.h); removed once it is over.
+  std::string record;
+  pid_t record_for = 0;  // that pmon (its start time below): its kill is its call's end
+  uint64_t record_for_start = 0;
   std::optional<std::string> session;
   bool keep = false;
   bool pty = false;  // out and in are the pty's master (two fds of it)
@@ -366,6 +372,7 @@ class Service {
   void run_stop_queue();
   Result<const PeerCall*> peer_call_of(Conn& c);
   void note_owner_end(Job& j);
+  bool asked_by_call_pmon(Conn& c, const Job& j) const;
   void stop_owned(uint64_t owner_num);
   void after_finish_step(Job& j, bool over);
   void drop_stop_watch(Job& j);
@@ -1535,6 +1542,10 @@ void Service::job_over(Job& j) {
   j.done = true;
   // (Kept, unwatched: the report may still look at whether it ended.)
   if (j.owner_pidfd) unwatch_fd(j.owner_pidfd.get());
+  // Over on its own or stopped by a client: nothing for the call's pmon to
+  // stop. Stopped because that call ended: kept for it to list (it may be
+  // reading its records only now), removed with the job.
+  if (j.ended_by != "owner call ended") remove_call_record(std::exchange(j.record, {}));
   const RunResult& r = j.call->result();
   if (!r.cleanup_verified) all_verified_ = false;
   drain_output(j);
@@ -1650,6 +1661,7 @@ void Service::erase_job(const std::string& id) {
   if (it == jobs_.end()) return;
   Job& j = *it->second;
   if (!j.done) return;  // forgotten once over
+  remove_call_record(j.record);
   for (uint64_t sid : std::vector<uint64_t>(j.streams)) end_stream(sid);
   if (j.owner_job != 0) --owned_jobs_;
   job_keys_.erase(j.num);
@@ -2013,6 +2025,22 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
     j.owner_pidfd = Fd(::fcntl(from->supervisor.get(), F_DUPFD_CLOEXEC, 0));
     if (j.owner_pidfd) watch_fd(j.owner_pidfd.get(), EPOLLIN, tag(Tag::job_main, n | kOwnerWatch));
   }
+  // A call whose boundary does not hold the job (pidns, subreaper, pgroup):
+  // its pmon is told where it looks when it ends.
+  if (from && from->call_pmon != 0 && j.owner_leaf.empty() && !opts_.socket_path.empty()) {
+    CallRecord rec;
+    rec.start_time = from->call_pmon_start;
+    rec.socket = opts_.socket_path;
+    rec.terminal_id = j.id;
+    rec.job_pid = j.call->command_pid();
+    if (auto st = sys::read_stat(rec.job_pid)) rec.job_start_time = st->start_time;
+    for (const std::string& a : j.command) rec.command += (rec.command.empty() ? "" : " ") + a;
+    if (auto w = write_call_record(from->call_pmon, rec)) {
+      j.record = std::move(*w);
+      j.record_for = from->call_pmon;
+      j.record_for_start = from->call_pmon_start;
+    }
+  }
   if (p.timeout_ms) j.deadline = sys::monotonic_ns() + static_cast<int64_t>(*p.timeout_ms) * 1'000'000;
   // Our copies of the child's ends go, or EOF never comes.
   out_w.reset();
@@ -2034,6 +2062,17 @@ Service::Answer Service::create(Conn& c, const CreateParams& p) {
   std::string id = j.id;
   jobs_.emplace(id, std::move(job));
   return Json{{"terminalId", id}};
+}
+
+// The kill comes from the pmon of the call the job was asked for from
+// inside, which stops it as its call ends.
+bool Service::asked_by_call_pmon(Conn& c, const Job& j) const {
+  if (j.record_for == 0 || !c.sock) return false;
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(c.sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid != j.record_for) return false;
+  auto st = sys::read_stat(cred.pid);
+  return st && st->start_time == j.record_for_start;
 }
 
 // Who is on the other end of a socket connection, looked up on its first
@@ -2129,7 +2168,7 @@ Service::Answer Service::kill(Conn& c, const Json& id, const TerminalParams& p, 
   if (release) j->forget = true;
   j->pending.push_back(std::move(w));
   std::string tid = j->id;
-  begin_stop(*j, Call::End::cancel, release ? "release" : "kill");
+  begin_stop(*j, Call::End::cancel, release ? "release" : asked_by_call_pmon(c, *j) ? "owner call ended" : "kill");
   // begin_stop may have ended it (and a release forgotten it) already.
   if (Job* still = find_job(tid)) {
     if (still->done) settle_pending(*still);

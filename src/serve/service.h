@@ -34,6 +34,9 @@ struct ServeOptions {
   static constexpr size_t kMinMemoryBudget = size_t{16} << 20;
   // For the report of every job.
   std::vector<std::string> passed_over;
+  // The socket's path (with listen_fd), named in the records of jobs asked
+  // for from inside a pmon call (serve/call_records.h).
+  std::string socket_path;
 };
 
 // Runs the service until SIGTERM/SIGINT, EOF on stdin (--stdio) or the

@@ -3,14 +3,18 @@
 # that `pmon start`s a sleeper (a kept job): once the run returns it is
 # gone and the run's report lists it (its leaf was made inside the run's);
 # (2) a job of the service that starts a kept job itself: stopping the
-# outer job stops the inner one; (3) the same run under --confine pidns and
-# --confine subreaper: there the service watches the call's end (the
-# namespace's init, the pmon process) and stops the job then; its report
-# says "owner call ended". Processes are checked by pid and start time.
+# outer job stops the inner one; (3) the same run under --confine pidns,
+# subreaper and pgroup, whose boundary cannot hold the job: the service
+# leaves the run a record of it, and the run stops it through the service
+# as it ends and lists it in its report; the job's report says "owner call
+# ended". Processes are checked by pid and start time.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
 export PMON_SOCKET=$SOCK
+# The runs' records go under here (this run's alone).
+export XDG_RUNTIME_DIR=$t/xdg
+mkdir -m 700 "$XDG_RUNTIME_DIR"
 serve_start
 
 # The sleeper: records "pid start-time" of itself (it runs as the service's
@@ -54,7 +58,7 @@ print(json.dumps(c.call("terminal/report", {"terminalId": sys.argv[2]})))' "$SOC
 }
 
 # (1) and (3): a run on each backend that can; cgroup first.
-for b in cgroup pidns subreaper; do
+for b in cgroup pidns subreaper pgroup; do
   have_backend "$b" || continue
   rec=$t/$b.sleeper
   rc=0
@@ -62,22 +66,20 @@ for b in cgroup pidns subreaper; do
     sh "$t/outer.sh" "$PMON" "$rec" "$t/$b.id" || rc=$?
   [ -f "$rec" ] || fail "$b: the kept job never ran (run exit $rc; $(cat "$t/serve.err"))"
   wait_record "$rec"
-  [ $rc = 124 ] || fail "$b: pmon run exited $rc, not 124 (its timeout)"
+  [ $rc = 124 ] || cat "$t/$b.json" >&2; [ $rc = 124 ] || fail "$b: pmon run exited $rc, not 124 (its timeout)"
   id=$(cat "$t/$b.id")
-  if [ "$b" = cgroup ]; then
-    # Its leaf is inside the run's: gone when the run returns, and listed.
-    alive "$spid" "$sst" && fail "cgroup: the kept job's sleeper $spid outlived the pmon run that started it"
-    python3 -c '
+  # Its leaf is inside the run's (cgroup), or the run stopped it through
+  # the service: gone when the run returns, and listed.
+  alive "$spid" "$sst" && fail "$b: the kept job's sleeper $spid outlived the pmon run that started it"
+  python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 pid, st = int(sys.argv[2]), int(sys.argv[3])
 assert r["cleanup_verified"] is True, r
-assert any(l["pid"] == pid and l["start_time"] == st for l in r["leftovers"]), r["leftovers"]' \
-      "$t/$b.json" "$spid" "$sst" || fail "cgroup: the run's report does not list the kept job's sleeper: $(cat "$t/$b.json")"
-  else
-    # The service stops it when the call has ended.
-    wait_gone "$spid" "$sst" || fail "$b: the kept job's sleeper $spid still runs 10 s after its pmon run ended"
-  fi
+assert any(l["pid"] == pid and l["start_time"] == st and l["action"].startswith("SIG") for l in r["leftovers"]), r["leftovers"]' \
+    "$t/$b.json" "$spid" "$sst" || fail "$b: the run's report does not list the kept job's sleeper: $(cat "$t/$b.json")"
+  # Nothing is left for a later process with the run's pid.
+  [ -z "$(ls -A "$XDG_RUNTIME_DIR/pmon/calls" 2>/dev/null)" ] || fail "$b: records left behind: $(ls -R "$XDG_RUNTIME_DIR/pmon/calls")"
   job_report "$id" > "$t/$b.job.json" || fail "$b: no report of job $id"
   python3 -c '
 import json, sys

@@ -1,0 +1,272 @@
+#include "serve/call_records.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "core/units.h"
+#include "serve/socket.h"
+#include "sys/fd.h"
+#include "sys/proc.h"
+#include "sys/syscalls.h"
+
+namespace pmon::serve {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// The runtime directory a process with this environment and uid uses, as
+// the parent it lives in (opened by the caller) and its own name in it.
+struct RuntimeDir {
+  std::string parent;  // "" when `name` is absolute: then it must exist
+  std::string name;
+};
+
+RuntimeDir runtime_dir(const char* xdg, uid_t uid) {
+  if (xdg != nullptr && xdg[0] == '/') return {xdg, "pmon"};
+  if (uid == 0) return {"/run", "pmon"};
+  return {"/tmp", "pmon-" + std::to_string(uid)};
+}
+
+// `name` in `parent` as a directory of uid's that nobody else may write:
+// made (0700, given to uid) when missing and `create`. No symlink is
+// followed.
+Fd own_dir(int parent, const std::string& name, uid_t uid, gid_t gid, bool create) {
+  if (create && ::mkdirat(parent, name.c_str(), 0700) == 0 && ::geteuid() != uid) {
+    Fd made(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!made || ::fchown(made.get(), uid, gid) != 0) return Fd();
+  }
+  Fd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st;
+  if (!fd || ::fstat(fd.get(), &st) != 0 || st.st_uid != uid || (st.st_mode & 077) != 0) return Fd();
+  return fd;
+}
+
+// The directory `<runtime>/calls/<pid>`, opened (and made, `create`).
+Fd calls_dir(const RuntimeDir& rt, pid_t pid, uid_t uid, gid_t gid, bool create) {
+  Fd parent(::open(rt.parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!parent) return Fd();
+  // $XDG_RUNTIME_DIR itself: uid's, written by nobody else.
+  struct stat st;
+  if (rt.parent != "/run" && rt.parent != "/tmp" &&
+      (::fstat(parent.get(), &st) != 0 || st.st_uid != uid || (st.st_mode & 022) != 0))
+    return Fd();
+  Fd base = own_dir(parent.get(), rt.name, uid, gid, create);
+  if (!base) return Fd();
+  Fd calls = own_dir(base.get(), "calls", uid, gid, create);
+  if (!calls) return Fd();
+  return own_dir(calls.get(), std::to_string(pid), uid, gid, create);
+}
+
+std::string env_value(const std::string& environ_text, std::string_view name) {
+  size_t pos = 0;
+  while (pos < environ_text.size()) {
+    size_t end = environ_text.find('\0', pos);
+    if (end == std::string::npos) end = environ_text.size();
+    std::string_view kv(environ_text.data() + pos, end - pos);
+    if (kv.size() > name.size() && kv.starts_with(name) && kv[name.size()] == '=')
+      return std::string(kv.substr(name.size() + 1));
+    pos = end + 1;
+  }
+  return "";
+}
+
+// One blocking JSON-RPC exchange with a service, bounded in time.
+class Exchange {
+ public:
+  explicit Exchange(Fd fd) : fd_(std::move(fd)) {}
+
+  bool send(const Json& msg) {
+    std::string line = msg.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    size_t off = 0;
+    while (off < line.size()) {
+      ssize_t n = ::send(fd_.get(), line.data() + off, line.size() - off, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // The reply to request `id`, notifications passed over; null on EOF,
+  // an error or the deadline.
+  Json reply(int id, int64_t deadline) {
+    for (;;) {
+      size_t nl;
+      while ((nl = buf_.find('\n')) != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        Json m = Json::parse(line, nullptr, false);
+        if (m.is_object() && m.contains("id") && m["id"] == id) return m;
+      }
+      int64_t left = (deadline - sys::monotonic_ns()) / 1'000'000;
+      if (left <= 0) return nullptr;
+      pollfd p{fd_.get(), POLLIN, 0};
+      int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return nullptr;
+      char chunk[65536];
+      ssize_t n = ::read(fd_.get(), chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return nullptr;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  Fd fd_;
+  std::string buf_;
+};
+
+std::vector<Leftover> procs_of(const Json& arr) {
+  std::vector<Leftover> out;
+  if (!arr.is_array()) return out;
+  for (const Json& p : arr) {
+    if (!p.is_object() || !p.value("pid", Json()).is_number_integer()) continue;
+    Leftover l;
+    l.pid = p["pid"].get<pid_t>();
+    l.start_time = p.value("start_time", uint64_t{0});
+    l.cmdline = p.value("cmdline", std::string());
+    l.action = p.value("action", std::string());
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> write_call_record(pid_t owner, const CallRecord& rec) {
+  const std::string proc = "/proc/" + std::to_string(owner);
+  struct stat pst;
+  if (::stat(proc.c_str(), &pst) != 0) return fail_errno();
+  auto env = sys::read_file(proc + "/environ");
+  if (!env) return std::unexpected(env.error());
+  const std::string xdg = env_value(*env, "XDG_RUNTIME_DIR");
+  const RuntimeDir rt = runtime_dir(xdg.empty() ? nullptr : xdg.c_str(), pst.st_uid);
+  // The owner is still the one whose start time the record names: what was
+  // read of it above was its own.
+  auto st = sys::read_stat(owner);
+  if (!st || st->start_time != rec.start_time) return fail(ESRCH);
+  Fd dir = calls_dir(rt, owner, pst.st_uid, pst.st_gid, true);
+  if (!dir) return fail(EACCES);
+
+  Json j = {{"startTime", rec.start_time}, {"socket", rec.socket},   {"terminalId", rec.terminal_id},
+            {"jobPid", rec.job_pid},       {"jobStartTime", rec.job_start_time}, {"command", rec.command}};
+  const std::string text = j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  const std::string tmp = "." + rec.terminal_id;
+  (void)::unlinkat(dir.get(), tmp.c_str(), 0);
+  Fd f(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!f) return fail_errno();
+  if (::geteuid() != pst.st_uid && ::fchown(f.get(), pst.st_uid, pst.st_gid) != 0) return fail_errno();
+  if (retry_eintr([&] { return ::write(f.get(), text.data(), text.size()); }) != static_cast<ssize_t>(text.size()))
+    return fail_errno();
+  if (::renameat(dir.get(), tmp.c_str(), dir.get(), rec.terminal_id.c_str()) != 0) return fail_errno();
+  std::string where = rt.parent + "/" + rt.name + "/calls/" + std::to_string(owner) + "/" + rec.terminal_id;
+  return where;
+}
+
+void remove_call_record(const std::string& path) noexcept {
+  if (path.empty()) return;
+  (void)::unlink(path.c_str());
+  // The directory goes with its last record (its pmon removes it too).
+  size_t slash = path.rfind('/');
+  if (slash != std::string::npos) (void)::rmdir(path.substr(0, slash).c_str());
+}
+
+std::vector<CallRecord> take_call_records() {
+  const uid_t me = ::geteuid();
+  const RuntimeDir rt = runtime_dir(std::getenv("XDG_RUNTIME_DIR"), me);
+  const std::string path = rt.parent + "/" + rt.name + "/calls/" + std::to_string(::getpid());
+  Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return {};  // (ENOENT: nothing was asked for from inside this call)
+  struct stat st;
+  if (::fstat(dir.get(), &st) != 0 || st.st_uid != me || (st.st_mode & 077) != 0) return {};
+  auto self = sys::read_stat(::getpid());
+  std::vector<CallRecord> out;
+  Fd listing(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0));
+  DIR* d = listing ? ::fdopendir(listing.release()) : nullptr;
+  std::vector<std::string> names;
+  while (d != nullptr)
+    if (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    } else {
+      break;
+    }
+  if (d != nullptr) ::closedir(d);
+  for (const std::string& name : names) {
+    Fd f(::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat fs;
+    std::string text;
+    if (f && ::fstat(f.get(), &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == me && fs.st_size < 65536) {
+      char buf[65536];
+      ssize_t n = retry_eintr([&] { return ::read(f.get(), buf, sizeof buf); });
+      if (n > 0) text.assign(buf, static_cast<size_t>(n));
+    }
+    (void)::unlinkat(dir.get(), name.c_str(), 0);
+    Json j = Json::parse(text, nullptr, false);
+    if (!j.is_object() || !self || j.value("startTime", uint64_t{0}) != self->start_time) continue;
+    CallRecord r;
+    r.start_time = self->start_time;
+    r.socket = j.value("socket", std::string());
+    r.terminal_id = j.value("terminalId", std::string());
+    r.job_pid = j.value("jobPid", pid_t{0});
+    r.job_start_time = j.value("jobStartTime", uint64_t{0});
+    r.command = j.value("command", std::string());
+    if (!r.socket.empty() && !r.terminal_id.empty()) out.push_back(std::move(r));
+  }
+  (void)::rmdir(path.c_str());
+  return out;
+}
+
+std::vector<Leftover> stop_recorded_jobs(const std::vector<CallRecord>& records, bool* verified) {
+  std::vector<Leftover> out;
+  for (const CallRecord& r : records) {
+    // The service's own checks (directory, socket and listener ours or
+    // root's) before anything is sent.
+    auto fd = connect_service(r.socket, false);
+    // A service that is gone took its jobs with it (its crash guard).
+    if (!fd) {
+      if (fd.error().untrusted) *verified = false;
+      continue;
+    }
+    Exchange x(std::move(*fd));
+    // The stop (grace, kill, verification) and a reply: well under this.
+    const int64_t deadline = sys::monotonic_ns() + 60'000'000'000;
+    const Json params = {{"terminalId", r.terminal_id}};
+    // The report once the kill is answered: the job is over then.
+    Json killed, rep;
+    if (x.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "terminal/kill"}, {"params", params}}))
+      killed = x.reply(1, deadline);
+    if (!killed.is_null() && x.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "terminal/report"}, {"params", params}}))
+      rep = x.reply(2, deadline);
+    // Unknown to its service: released and stopped already.
+    if (killed.contains("error") && rep.contains("error")) continue;
+    const Json& res = rep.contains("result") ? rep["result"] : Json();
+    if (!killed.contains("result") || !res.is_object() || !res.value("cleanup_verified", false)) *verified = false;
+    if (!res.is_object()) continue;
+    // Its command, when the stop found it running (it was stopped, not
+    // over on its own).
+    const Json job = res.value("job", Json::object());
+    const bool stopped = job.is_object() && job.value("stoppedBy", Json()).is_string();
+    if (stopped && r.job_pid > 0) {
+      std::string action = res.value("signal_name", Json()).is_string() ? res["signal_name"].get<std::string>()
+                           : res.value("stop", Json::object()).value("first_signal", Json()).is_string()
+                               ? res["stop"]["first_signal"].get<std::string>()
+                               : std::string("SIGTERM");
+      out.push_back({r.job_pid, r.job_start_time, r.command, action});
+    }
+    for (Leftover& l : procs_of(res.value("leftovers", Json())))
+      if (l.pid != r.job_pid) out.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace pmon::serve
