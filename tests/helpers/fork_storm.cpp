@@ -13,8 +13,9 @@
 // starve while the storm runs. So the storm also stops forking while the
 // machine's task count (the 4th field of /proc/loadavg, zombies included)
 // is more than kHeldMax above what it was when the storm started: a slow
-// reaper slows the storm down instead of letting it take the machine's pids
-// from everything else running beside it.
+// reaper (the system's init, for a library caller that is no subreaper)
+// slows the storm down instead of letting it take the machine's pids from
+// everything else running beside it.
 //
 // COUNTERS is a file the storm maps shared, so the counts survive SIGKILL:
 // four int64 — live, forks, peak live, CLOCK_REALTIME ns of the last fork.
@@ -53,7 +54,7 @@ int64_t now_ns(clockid_t c) {
 
 Counters* g_c = nullptr;
 int64_t g_cap = 0, g_budget = 0, g_rate = 0, g_start_ns = 0, g_end_ns = 0;
-constexpr int64_t kHeldMax = 2000;
+constexpr int64_t kHeldMax = 6000;  // of pid_max's default 32768
 int64_t g_tasks_max = 0;  // the machine's task count the storm stays under
 
 // The machine's tasks (threads and zombies alike), or -1 when unknown.
