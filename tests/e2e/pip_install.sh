@@ -9,8 +9,15 @@ py=/usr/bin/python3
 [ -x "$py" ] || skip "no Debian python3"
 "$py" -c 'import setuptools, wheel' 2> /dev/null || skip "python3-setuptools / python3-wheel are not installed"
 "$py" -m venv --system-site-packages "$t/venv" || skip "python3 -m venv failed (python3-venv is not installed)"
+# pip compiles libpmon, the module and pmon again in a build directory of
+# its own: through ccache, keyed by what is compiled and not by where, the
+# objects scripts/test.sh compiled in build/ serve (without ccache it is a
+# whole build, some minutes).
 args=""
-command -v ccache > /dev/null && args="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+if command -v ccache > /dev/null; then
+  args="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+  export CCACHE_BASEDIR=$src CCACHE_NOHASHDIR=1
+fi
 PMON_CMAKE_ARGS=$args "$t/venv/bin/pip" install --no-build-isolation --no-index "$src/python" > "$t/pip.log" 2>&1 ||
   fail "pip install failed: $(tail -20 "$t/pip.log")"
 ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
