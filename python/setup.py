@@ -51,12 +51,9 @@ class CMakeBuild(build_ext):
 
 
 setup(
-    name="pmon",
     version=project_version(),
-    description="run commands so that nothing they start outlives them",
     packages=["pmon"],
     ext_modules=[Extension("pmon._pmon", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
-    python_requires=">=3.9",
     zip_safe=False,
 )

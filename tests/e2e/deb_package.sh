@@ -32,7 +32,7 @@ out=$("$p" run -q -- sh -c 'echo from-the-package; exit 3') && rc=0 || rc=$?
 [ "$rc" = 3 ] && [ "$out" = from-the-package ] || fail "pmon run from the package: exit $rc, output '$out'"
 echo "ok: installed pmon $version runs (doctor, run)"
 
-[ -s "$root/usr/share/doc/pmon/copyright" ] || fail "no copyright file"
+grep -q "^License: Apache-2.0$" "$root/usr/share/doc/pmon/copyright" || fail "the copyright file does not name Apache-2.0"
 for sub in "" $("$p" --help | sed -n 's/^  pmon \([a-z][a-z-]*\) .*/\1/p' | sort -u); do
   page=$root/usr/share/man/man1/pmon${sub:+-$sub}.1.gz
   [ -s "$page" ] || fail "no man page for pmon $sub"
