@@ -18,6 +18,8 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
       python3-setuptools python3-wheel
       ccache   # the objects of build/ serve the Python package's own build (e2e pip_install)
       systemd dbus-user-session   # a real user manager for the systemd scope test
+      g++-aarch64-linux-gnu qemu-user-static googletest   # scripts/release.sh: the aarch64 pmon and its checks
+      python3-build lintian podman containerd             # the artifacts: wheel, .deb check, container scenarios
       clang-19 libclang-rt-19-dev)  # scripts/fuzz.sh: libFuzzer (clang 14 cannot compile GCC 12's <expected>)
 [ $build_only = 0 ] || pkgs=("${build_pkgs[@]}")
 missing=()

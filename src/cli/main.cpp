@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "confine/pidns_init.h"
+#include "pmon_version.h"  // generated: PMON_VERSION, from git describe
 
 namespace {
 

@@ -1,7 +1,8 @@
 # pip install ./python works offline with Debian's setuptools: into a
 # virtualenv with the system site packages, no index, no build isolation.
 # It builds the same module python/install.sh builds (the same CMake build
-# directory, build-python-<X.Y>), and the installed package runs a call.
+# directory, build-python-<X.Y>), stripped, and the installed package runs
+# a call, as does its pmon command.
 . "$(dirname "$0")/common.inc"
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,10 +26,14 @@ pkg=$("$t/venv/bin/python" -c 'import os, pmon; print(os.path.dirname(pmon.__fil
 case $pkg in "$t/venv/"*) ;; *) fail "pmon imports from $pkg, not from the virtualenv" ;; esac
 so=$(ls "$pkg"/_pmon*.so)
 built=$(ls "$src/build-python-$ver"/python/pmon/_pmon*.so)
-cmp -s "$so" "$built" || fail "the installed $so is not the module built in build-python-$ver"
+# The package holds the build's module, stripped of its debug info.
+strip --strip-unneeded -o "$t/built.so" "$built"
+cmp -s "$so" "$t/built.so" || fail "the installed $so is not the module built in build-python-$ver (stripped)"
 [ -x "$pkg/libexec/pmon" ] || fail "no pmon/libexec/pmon in the package"
 out=$("$t/venv/bin/python" -c 'import pmon; r = pmon.run(["sh", "-c", "exit 3"]); print(r.returncode, r.confinement)') ||
   fail "pmon.run from the installed package failed"
 [ "${out%% *}" = 3 ] || fail "pmon.run returned '$out', want exit 3"
-echo "ok: pip installed pmon $("$t/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("pmon"))') ($out)"
+[ "$("$t/venv/bin/pmon" --version)" = "pmon $("$t/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("pmon-runtime"))')" ] ||
+  fail "the pmon command of the package says '$("$t/venv/bin/pmon" --version)'"
+echo "ok: pip installed pmon $("$t/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("pmon-runtime"))') ($out)"
 pass
