@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "cli/cli.h"
-#include "cli/confine_flags.h"
+#include "cli/call_flags.h"
 #include "confine/boundary.h"
 #include "confine/pid1.h"
 #include "core/init.h"
@@ -82,14 +82,15 @@ int init_main(const std::vector<std::string>& args) {
   app.footer(std::string(kInitFooter) + kDurationWords + kSizeWords + kSignalWords + kBackendWords);
   app.prefix_command();
 
-  std::string forward_s = "tree", grace_s = "2s", confine_s = "auto", pdeathsig_s = "none";
+  std::string forward_s = "tree", confine_s = "auto", pdeathsig_s = "none";
+  StopFlags stop;
   bool wait_all = false, quiet = false;
   int verbose = 0;
   app.add_option("--forward", forward_s,
                  "where signals sent to pmon go: child (CMD only), group (CMD's process group) or tree (every "
                  "process CMD started; default)")
       ->type_name("MODE");
-  app.add_option("--grace", grace_s, "how long leftovers get between TERM and KILL (default 2s)")->type_name("DURATION");
+  stop.add_to(app, /*with_signal=*/false);
   app.add_flag("--wait-all", wait_all, "when CMD exits, wait for everything it left instead of stopping it");
   app.add_option("--confine", confine_s, "when not PID 1: auto, cgroup, subreaper or pgroup (default auto)")
       ->type_name("BACKEND");
@@ -104,7 +105,7 @@ int init_main(const std::vector<std::string>& args) {
   if (!parsed) return 0;
   std::vector<std::string> command = std::move(*parsed);
   const std::string forward_from = from_env(app, "--forward", "PMON_INIT_FORWARD", forward_s);
-  const std::string grace_from = from_env(app, "--grace", "PMON_INIT_GRACE", grace_s);
+  const std::string grace_from = from_env(app, "--grace", "PMON_INIT_GRACE", stop.grace);
   const std::string confine_from = from_env(app, "--confine", "PMON_INIT_CONFINE", confine_s);
   const std::string pdeathsig_from = from_env(app, "--pdeathsig", "PMON_INIT_PDEATHSIG", pdeathsig_s);
   if (app.count("--wait-all") == 0)
@@ -127,9 +128,7 @@ int init_main(const std::vector<std::string>& args) {
   auto fwd = parse_forward_mode(forward_s);
   if (!fwd) die("init: " + forward_from + ": unknown mode '" + forward_s + "' (use child, group or tree)");
   opts.forward = *fwd;
-  auto grace = parse_duration(grace_s);
-  if (!grace) die("init: " + grace_from + ": " + describe_duration_error(grace_s, grace.error()));
-  opts.stop = StopPlan::standard(SIGTERM, *grace);
+  opts.stop = stop.parse("init", grace_from);
   opts.wait_all = wait_all;
   const Limits call_limits = limits.parse("init");
   if (pdeathsig_s != "none") {

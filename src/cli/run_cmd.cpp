@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "cli/cli.h"
-#include "cli/confine_flags.h"
+#include "cli/call_flags.h"
 #include "cli/pty_relay.h"
 #include "confine/boundary.h"
 #include "core/report.h"
@@ -75,7 +75,8 @@ int run_main(const std::vector<std::string>& args) {
   app.footer(std::string(kRunFooter) + kDurationWords + kSizeWords + kSignalWords + kBackendWords);
   app.prefix_command();
 
-  std::string timeout_s, grace_s = "2s", signal_s = "TERM", report_path;
+  std::string timeout_s, report_path;
+  StopFlags stop;
   ConfineFlags confine;
   LimitFlags limits;
   bool wait_tree = false;
@@ -84,8 +85,7 @@ int run_main(const std::vector<std::string>& args) {
   CLI::Option* timeout_opt =
       app.add_option("--timeout", timeout_s, "stop CMD and everything it started after DURATION (exit 124); 0: no timeout")
           ->type_name("DURATION");
-  app.add_option("--grace", grace_s, "how long the first signal gets before SIGKILL (default 2s)")->type_name("DURATION");
-  app.add_option("--signal", signal_s, "the first signal of a stop (default TERM)")->type_name("SIGNAL");
+  stop.add_to(app, /*with_signal=*/true);
   confine.add_to(app);
   limits.add_to(app);
   app.add_flag("--wait-tree", wait_tree, "when CMD exits, wait for what it left running instead of stopping it");
@@ -113,12 +113,7 @@ int run_main(const std::vector<std::string>& args) {
     if (!d) die("run: --timeout: " + describe_duration_error(timeout_s, d.error()));
     if (d->count() > 0) opts.timeout = *d;  // 0: no timeout, as timeout(1)
   }
-  auto grace = parse_duration(grace_s);
-  if (!grace) die("run: --grace: " + describe_duration_error(grace_s, grace.error()));
-  auto sig = parse_signal(signal_s);
-  if (!sig || *sig == SIGKILL || *sig == SIGSTOP)
-    die("run: --signal: '" + signal_s + "' is not a signal pmon can stop with (use e.g. TERM, INT, HUP, 15)");
-  opts.stop = StopPlan::standard(*sig, *grace);
+  opts.stop = stop.parse("run");
   if (pdeathsig_s != "none") {
     auto pd = parse_signal(pdeathsig_s);
     if (!pd) die("run: --pdeathsig: '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "cli/cli.h"
-#include "cli/confine_flags.h"
+#include "cli/call_flags.h"
 #include "core/units.h"
 #include "serve/service.h"
 #include "serve/socket.h"
@@ -47,7 +47,7 @@ Values:
 
 // What serve and mcp share: the confinement, how many jobs, the grace.
 struct JobFlags {
-  std::string grace_s = "2s";
+  StopFlags stop;
   size_t max_jobs = 1024;
   std::string memory_budget = "256M";
   ConfineFlags confine;
@@ -57,8 +57,7 @@ struct JobFlags {
     app.add_option("--max-jobs", max_jobs,
                    "most jobs at once, running or ended but not yet removed (pmon rm) (default 1024)")
         ->type_name("N");
-    app.add_option("--grace", grace_s, "how long a stopped job gets between SIGTERM and SIGKILL (default 2s)")
-        ->type_name("DURATION");
+    stop.add_to(app, /*with_signal=*/false);
     app.add_option("--memory-budget", memory_budget,
                    "memory for the jobs' output and what clients make the service hold, e.g. 512M "
                    "(default 256M, at least 16M)")
@@ -69,8 +68,6 @@ struct JobFlags {
   // chosen (kept by the caller while the service runs) and `opts` filled.
   Selection apply(const std::string& sub, bool quiet, serve::ServeOptions& opts) const {
     if (max_jobs == 0) die(sub + ": --max-jobs must be at least 1");
-    auto grace = parse_duration(grace_s);
-    if (!grace) die(sub + ": --grace: " + describe_duration_error(grace_s, grace.error()));
     auto budget = parse_size(memory_budget);
     if (!budget) die(sub + ": --memory-budget: " + budget.error());
     if (*budget < serve::ServeOptions::kMinMemoryBudget) die(sub + ": --memory-budget must be at least 16M");
@@ -82,7 +79,7 @@ struct JobFlags {
       die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
     opts.max_jobs = max_jobs;
     opts.memory_budget = static_cast<size_t>(*budget);
-    opts.stop = StopPlan::standard(SIGTERM, *grace);
+    opts.stop = stop.parse(sub);
     opts.passed_over = sel.passed_over;
     return sel;
   }

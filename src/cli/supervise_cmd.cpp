@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "cli/cli.h"
-#include "cli/confine_flags.h"
+#include "cli/call_flags.h"
 #include "confine/boundary.h"
 #include "core/supervise.h"
 #include "core/units.h"
@@ -87,7 +87,9 @@ int supervise_main(const std::vector<std::string>& args) {
   app.footer(std::string(kSuperviseFooter) + kDurationWords + kSizeWords + kBackendWords);
   app.prefix_command();
 
-  std::string engine_s = "pidfd", grace_s = "2s", confine_s = "auto", cgroup_root;
+  std::string engine_s = "pidfd";
+  StopFlags stop;
+  ConfineFlags confine;
   std::string max_restarts_s = "3", timeout_ms_s = "0", delay_ms_s = "0";
   int verbose = 0;
   app.add_option("--engine", engine_s, "how pmon waits for the child: pidfd or sigchld (default pidfd; the lines "
@@ -97,15 +99,8 @@ int supervise_main(const std::vector<std::string>& args) {
   app.add_option("--timeout-ms", timeout_ms_s, "end the whole supervision after N milliseconds (default 0: never)")
       ->type_name("N");
   app.add_option("--restart-delay-ms", delay_ms_s, "wait N milliseconds before each restart (default 0)")->type_name("N");
-  app.add_option("--grace", grace_s, "how long a child's processes get between TERM and KILL (default 2s)")
-      ->type_name("DURATION");
-  app.add_option("--confine", confine_s, "how each child's processes are held together: auto, cgroup, pidns, "
-                 "subreaper or pgroup (default auto; see BACKEND below)")
-      ->type_name("BACKEND");
-  app.add_option("--cgroup-root", cgroup_root,
-                 "a cgroup v2 directory delegated to you: each child gets a cgroup of its own below it "
-                 "(default: below pmon's own cgroup)")
-      ->type_name("DIR");
+  stop.add_to(app, /*with_signal=*/false);
+  confine.add_to(app, /*with_isolate=*/false);
   LimitFlags limits;
   limits.add_to(app);
   app.add_flag("-v,--verbose", verbose, "say more of what pmon does, on stderr");
@@ -127,18 +122,8 @@ int supervise_main(const std::vector<std::string>& args) {
   if (timeout_ms > 0) opts.timeout = std::chrono::milliseconds(timeout_ms);  // 0: none
   opts.restart_delay =
       std::chrono::milliseconds(whole_number("--restart-delay-ms", delay_ms_s, max_ms, " of milliseconds", "500"));
-  auto grace = parse_duration(grace_s);
-  if (!grace) die("supervise: --grace: " + describe_duration_error(grace_s, grace.error()));
-  opts.stop = StopPlan::standard(SIGTERM, *grace);
+  opts.stop = stop.parse("supervise");
   opts.limits = limits.parse("supervise");
-
-  ConfineRequest req;
-  req.cgroup_root = cgroup_root;
-  if (confine_s != "auto") {
-    auto k = parse_confine_kind(confine_s);
-    if (!k) die("supervise: --confine: unknown backend '" + confine_s + "' (use auto, cgroup, pidns, subreaper or pgroup)");
-    req.kind = *k;
-  }
 
   // SIGCHLD and the stop signals arrive as data on a signalfd; spawn resets
   // the child's mask, so a supervised command stays stoppable.
@@ -156,7 +141,7 @@ int supervise_main(const std::vector<std::string>& args) {
   // Orphans of every child's tree come back to us and are reaped.
   (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
 
-  auto sel = select_backend(req);
+  auto sel = confine.try_select("supervise");
   if (!sel) die("confinement unavailable: " + sel.error());
   // Only the contract's lines without -v: no fallback warning either.
   report_passed_over(*sel, verbose > 0, /*quiet=*/true);

@@ -1,5 +1,10 @@
 #include "serve/mcp.h"
 
+// The version 'pmon --version' prints (the fuzz build defines its own).
+#ifndef PMON_VERSION
+#include "pmon_version.h"
+#endif
+
 #include <array>
 #include <limits>
 

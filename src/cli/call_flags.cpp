@@ -1,4 +1,4 @@
-#include "cli/confine_flags.h"
+#include "cli/call_flags.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 namespace pmon::cli {
 
-void ConfineFlags::add_to(CLI::App& app) {
+void ConfineFlags::add_to(CLI::App& app, bool with_isolate) {
   app.add_option("--confine", confine, "how the processes are held together: auto, cgroup, pidns, subreaper or pgroup "
                  "(default auto; see BACKEND below)")
       ->type_name("BACKEND");
@@ -16,7 +16,8 @@ void ConfineFlags::add_to(CLI::App& app) {
                  "a cgroup v2 directory delegated to you: each call gets a cgroup of its own below it "
                  "(default: below pmon's own cgroup)")
       ->type_name("DIR");
-  app.add_flag("--isolate", isolate,
+  if (with_isolate)
+    app.add_flag("--isolate", isolate,
                "a cgroup of its own inside new PID, cgroup, mount and user namespaces: even a hostile command "
                "cannot get out");
 }
@@ -85,6 +86,21 @@ Limits LimitFlags::parse(const std::string& sub) const {
     l.cpu_max = *v;
   }
   return l;
+}
+
+void StopFlags::add_to(CLI::App& app, bool with_signal) {
+  app.add_option("--grace", grace, "how long the first signal gets before SIGKILL (default 2s)")->type_name("DURATION");
+  if (with_signal)
+    app.add_option("--signal", signal, "the first signal of a stop (default TERM)")->type_name("SIGNAL");
+}
+
+StopPlan StopFlags::parse(const std::string& sub, const std::string& grace_from) const {
+  auto g = parse_duration(grace);
+  if (!g) die(sub + ": " + grace_from + ": " + describe_duration_error(grace, g.error()));
+  auto sig = parse_signal(signal);
+  if (!sig || *sig == SIGKILL || *sig == SIGSTOP)
+    die(sub + ": --signal: '" + signal + "' is not a signal pmon can stop with (use e.g. TERM, INT, HUP, 15)");
+  return StopPlan::standard(*sig, *g);
 }
 
 }  // namespace pmon::cli

@@ -1,10 +1,13 @@
-// The confinement options every subcommand that starts calls shares
-// (--confine, --cgroup-root, --isolate): declared once, added to each.
+// The options every subcommand that starts calls shares, each declared once
+// and added to each: how the processes are held together (--confine,
+// --cgroup-root, --isolate), what a call may use (--memory-max, --pids-max,
+// --cpu-max), and how it is stopped (--grace, --signal).
 #pragma once
 
 #include <string>
 
 #include "confine/boundary.h"
+#include "core/stop.h"
 
 namespace CLI {
 class App;
@@ -18,7 +21,8 @@ struct ConfineFlags {
   std::string cgroup_root;
   bool isolate = false;
 
-  void add_to(CLI::App& app);
+  // with_isolate: false for a subcommand that offers no --isolate.
+  void add_to(CLI::App& app, bool with_isolate = true);
   // The backend they ask for; bad flags or an unavailable backend end with
   // die(), naming the subcommand. Says on stderr why stronger backends were
   // passed over as report_passed_over() does.
@@ -45,6 +49,18 @@ struct LimitFlags {
   CLI::Option* memory_opt_ = nullptr;
   CLI::Option* pids_opt_ = nullptr;
   CLI::Option* cpu_opt_ = nullptr;
+};
+
+// How a call is stopped: --grace (between the first signal and SIGKILL),
+// and --signal (the first signal) where a subcommand lets one be chosen.
+struct StopFlags {
+  std::string grace = "2s";
+  std::string signal = "TERM";
+
+  void add_to(CLI::App& app, bool with_signal);
+  // The plan they ask for; a bad value ends with die(), naming the
+  // subcommand and `grace_from` (the flag, or the variable it came from).
+  StopPlan parse(const std::string& sub, const std::string& grace_from = "--grace") const;
 };
 
 }  // namespace pmon::cli
