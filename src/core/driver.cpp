@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "sys/proc.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
@@ -181,6 +182,22 @@ const RunResult& Driver::finish(Call::End why) {
 
 void Driver::run_to_end() {
   while (!call_->finished()) (void)wait_once(call_, kForever);
+}
+
+void reap_stragglers(Driver& driver, sys::Reaper& reaper, int64_t bound_ns, bool wait_live, pid_t helper) {
+  const pid_t self = ::getpid();
+  const int64_t bound = sys::monotonic_ns() + bound_ns;
+  for (;;) {
+    reaper.reap();
+    bool zombie = false, live = false;
+    for (const sys::ProcStat& p : sys::scan_processes()) {
+      if (p.ppid != self || p.pid == helper) continue;
+      (p.dead() ? zombie : live) = true;
+    }
+    if (!zombie && (!live || !wait_live)) return;
+    if (sys::monotonic_ns() >= bound) return;
+    (void)driver.wait_once(nullptr, sys::monotonic_ns() + 5'000'000);
+  }
 }
 
 }  // namespace pmon

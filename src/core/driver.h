@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "core/call.h"
+#include "sys/reap.h"
 
 namespace pmon {
 
@@ -74,5 +75,12 @@ class Driver {
   bool cancel_done_ = false;
   bool cancelled_now_ = false;
 };
+
+// Processes of this one's that may still be on their way to become its
+// zombies (they just left a boundary) get up to `bound_ns` to arrive and are
+// reaped: until no child is a zombie and, with wait_live, none is alive
+// either (a live one below a strong boundary is exiting). `helper` (pmon's
+// own, 0: none) is left alone. The driver reads signals meanwhile.
+void reap_stragglers(Driver& driver, sys::Reaper& reaper, int64_t bound_ns, bool wait_live, pid_t helper);
 
 }  // namespace pmon

@@ -56,7 +56,6 @@ class Initer {
   }
   void on_signal(int sig);
   void forward(int sig);
-  void finish_reaping(Driver& d, bool proc_ok);
 
   std::unique_ptr<Boundary> b_;
   sys::Reaper& reaper_;
@@ -94,22 +93,6 @@ void Initer::forward(int sig) {
     }
   }
   trace("forwarded " + signal_name(sig));
-}
-
-// Processes of the call may be between leaving the boundary and becoming our
-// zombies: give them a moment (bounded) and reap them.
-void Initer::finish_reaping(Driver& d, bool proc_ok) {
-  const int64_t deadline = sys::monotonic_ns() + 100'000'000;
-  const pid_t self = ::getpid();
-  for (;;) {
-    reaper_.reap();
-    if (!proc_ok) return;
-    bool zombie = false;
-    for (const sys::ProcStat& p : sys::scan_processes())
-      if (p.ppid == self && p.dead()) zombie = true;
-    if (!zombie || sys::monotonic_ns() >= deadline) return;
-    (void)d.wait_once(nullptr, sys::monotonic_ns() + 5'000'000);
-  }
 }
 
 std::expected<InitResult, SpawnError> Initer::run() {
@@ -164,7 +147,10 @@ std::expected<InitResult, SpawnError> Initer::run() {
   const RunResult& r = d.finish(Call::End::main_exited);
   res.cleanup_verified = r.cleanup_verified;
   if (!res.cleanup_verified) warn("could not confirm that everything the command started is gone");
-  finish_reaping(d, proc_ok);
+  // Processes of the call may be between leaving the boundary and becoming
+  // our zombies (counted by name: only under this namespace's /proc).
+  if (proc_ok) reap_stragglers(d, reaper_, 100'000'000, false, 0);
+  else reaper_.reap();
   res.reaped = reaper_.reaped();
   return res;
 }

@@ -139,18 +139,7 @@ bool Supervisor::restart_delay() {
 // stopped: it is reported.
 void Supervisor::final_reap() {
   const pid_t self = ::getpid();
-  const int64_t bound = sys::monotonic_ns() + kFinalReapNs;
-  for (;;) {
-    reaper_.reap();
-    bool zombie = false, live = false;
-    for (const sys::ProcStat& p : sys::scan_processes()) {
-      if (p.ppid != self || p.pid == backend_.helper_pid()) continue;
-      (p.dead() ? zombie : live) = true;
-    }
-    if ((!zombie && !live) || sys::monotonic_ns() >= bound) break;
-    if (!zombie && live && backend_.kind() == ConfineKind::pgroup) break;
-    (void)driver_.wait_once(nullptr, sys::monotonic_ns() + 5'000'000);
-  }
+  reap_stragglers(driver_, reaper_, kFinalReapNs, backend_.kind() != ConfineKind::pgroup, backend_.helper_pid());
   std::vector<sys::ProcStat> table = sys::scan_processes();
   for (const sys::ProcStat& p : sys::descendants_of(table, self))
     if (!p.dead() && p.pid != backend_.helper_pid()) res_.escaped.push_back(p);

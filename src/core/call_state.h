@@ -1,0 +1,105 @@
+// The state of one call (core/call.h), shared by the files that hold its
+// phases: call.cpp (start, run, stop, collect, result) and call_escapes.cpp
+// (the zombies on their way, what escaped the boundary). Not for anyone
+// else.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "core/call.h"
+#include "sys/syscalls.h"
+
+namespace pmon {
+
+namespace call_detail {
+
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+// How long the main process may take to be collectable once its tree was
+// stopped; how long processes that just left the boundary may take to
+// become our zombies; how often to look meanwhile.
+constexpr int64_t kCollectNs = 5'000'000'000;
+constexpr int64_t kSettleNs = 100'000'000;
+constexpr int64_t kSettlePollNs = 5'000'000;
+
+enum class Phase {
+  created,
+  running,          // until the main process exits, the timeout or a cancel
+  waiting_tree,     // wait_tree: the main process is gone, the rest waited for
+  stopping,         // the stop plan on the boundary
+  collecting_main,  // the stop is over; the main process is collected
+  settling,         // zombies of the call still on their way to us
+  escapes_waiting,  // wait_tree: what escaped the boundary, waited for
+  escapes_stopping, // the stop plan on what escaped the boundary
+  done,
+};
+
+}  // namespace call_detail
+
+struct Call::State {
+  using Phase = call_detail::Phase;
+
+  State(Backend* b, RunOptions o)
+      : backend(b), opts(std::move(o)), own_reaper(opts.own_all_children),
+        reaper(opts.reaper != nullptr ? opts.reaper : &own_reaper) {}
+
+  Backend* backend;  // null: the boundary was given
+  RunOptions opts;
+  sys::Reaper own_reaper;
+  sys::Reaper* reaper;
+  int64_t t0 = 0;
+  int64_t timeout_at = call_detail::kForever;
+  std::unique_ptr<Boundary> b;
+  Child child;
+  RunResult res;
+  RunResult result;
+  bool main_exited = false;
+  uint64_t cpu_before = 0;  // the reaper's count when the call began
+  int cancel_sig = 0;
+  bool cancelled = false;
+  bool escalated = false;
+  StopReason reason = StopReason::none;
+  LeftoverTracker leftovers;
+  Phase phase = Phase::created;
+  std::unique_ptr<StopMachine> machine;
+  int64_t phase_deadline = call_detail::kForever;
+  bool boundary_empty = false;  // the boundary's own verdict, for its release
+  // Settling: waiting first for the tracked processes to finish exiting;
+  // the round after the escapes' stop is the last.
+  bool settle_exiting = false;
+  bool settled_once = false;
+  int64_t settle_until = 0;
+  // What escaped the boundary: everything below this process, by the
+  // subreaper backend's walk.
+  std::unique_ptr<Backend> below_backend;
+  std::unique_ptr<Boundary> below;
+  LeftoverTracker found;
+  std::vector<Leftover> escaped;
+  StopRecord escape_record;
+
+  double since_start_ms() const { return (sys::monotonic_ns() - t0) / 1e6; }
+  void trace(const std::string& line) const {
+    if (opts.trace) opts.trace(line);
+  }
+
+  void note_main_exit();
+  void begin_end(End why);
+  void start_stop(StopReason why);
+  void stop_context(StopContext& ctx);
+  void check_tree();
+  void after_stop();
+  void collect_main();
+  void start_settling();
+  void settle();
+  void start_escapes();
+  void check_escapes();
+  void start_escape_stop(StopReason why);
+  void end_escape_stop();
+  void end_escapes(bool verified);
+  void wrap_up();
+  void take_step();
+};
+
+}  // namespace pmon
