@@ -1,6 +1,6 @@
 #include "core/call.h"
 
-#include "core/call_state.h"
+#include "core/call_machine.h"
 
 #include <poll.h>
 
@@ -26,7 +26,7 @@ std::string_view to_string(StopReason r) noexcept {
   return "?";
 }
 
-void Call::State::note_main_exit() {
+void CallMachine::note_main_exit() {
   if (main_exited) return;
   reaper->reap();
   main_exited = reaper->main_exited();
@@ -34,7 +34,7 @@ void Call::State::note_main_exit() {
 
 // What the end of the call needs: nothing (nothing left, verified), the
 // tree to be waited for, or a stop.
-void Call::State::begin_end(End why) {
+void CallMachine::begin_end(End why) {
   if (why == End::timeout) {
     res.timed_out = true;
     return start_stop(StopReason::timeout);
@@ -58,7 +58,7 @@ void Call::State::begin_end(End why) {
   check_tree();
 }
 
-void Call::State::stop_context(StopContext& ctx) {
+void CallMachine::stop_context(StopContext& ctx) {
   if (leftovers.empty() && opts.track_leftovers) {
     leftovers.snapshot(*b, child.pid);
     // Taken for this stop: its listing is the first signal pass's too.
@@ -73,7 +73,7 @@ void Call::State::stop_context(StopContext& ctx) {
   ctx.skip_grace = escalated;
 }
 
-void Call::State::start_stop(StopReason why) {
+void CallMachine::start_stop(StopReason why) {
   reason = why;
   res.stop.reason = std::string(to_string(why));
   StopContext ctx;
@@ -88,7 +88,7 @@ void Call::State::start_stop(StopReason why) {
 
 // wait_tree: the tree is waited for until it is empty, the timeout or a
 // cancel (then stopped).
-void Call::State::check_tree() {
+void CallMachine::check_tree() {
   if (b->empty().value_or(false)) {
     leftovers.label_rest("waited");
     res.cleanup_verified = true;
@@ -103,7 +103,7 @@ void Call::State::check_tree() {
 
 // The stop is over (or there was none): the main process is collected,
 // waiting a while for it where it was stopped with the tree.
-void Call::State::after_stop() {
+void CallMachine::after_stop() {
   if (machine) {
     res.cleanup_verified = machine->verified();
     trace(res.cleanup_verified ? "boundary confirmed empty" : "boundary NOT confirmed empty");
@@ -120,7 +120,7 @@ void Call::State::after_stop() {
   collect_main();
 }
 
-void Call::State::collect_main() {
+void CallMachine::collect_main() {
   reaper->reap();
   main_exited = reaper->main_exited();
   // The boundary's own verdict decides what becomes of it (a leaf that held
@@ -131,7 +131,7 @@ void Call::State::collect_main() {
 
 // Every writer is dead now (or outside a weak boundary): the pipes are read
 // to their end, and the call says what happened.
-void Call::State::wrap_up() {
+void CallMachine::wrap_up() {
   if (opts.capture != nullptr) opts.capture->drain();
   if (main_exited) {
     sys::ExitStatus st = sys::exit_status_from(reaper->main_info());
@@ -167,7 +167,7 @@ void Call::State::wrap_up() {
   phase = Phase::done;
 }
 
-void Call::State::take_step() {
+void CallMachine::take_step() {
   const int64_t now = sys::monotonic_ns();
   switch (phase) {
     case Phase::created:
@@ -195,10 +195,10 @@ void Call::State::take_step() {
   }
 }
 
-Call::Call(Backend& backend, RunOptions opts) : s_(std::make_unique<State>(&backend, std::move(opts))) {}
+Call::Call(Backend& backend, RunOptions opts) : s_(std::make_unique<CallMachine>(&backend, std::move(opts))) {}
 
 Call::Call(std::unique_ptr<Boundary> boundary, RunOptions opts)
-    : s_(std::make_unique<State>(nullptr, std::move(opts))) {
+    : s_(std::make_unique<CallMachine>(nullptr, std::move(opts))) {
   s_->b = std::move(boundary);
 }
 
@@ -208,7 +208,7 @@ Call::~Call() {
 }
 
 std::expected<void, SpawnError> Call::start() {
-  State& s = *s_;
+  CallMachine& s = *s_;
   s.t0 = sys::monotonic_ns();
   s.res.started_at = std::chrono::system_clock::now();
   s.res.command = s.opts.spawn.argv;
@@ -256,7 +256,7 @@ std::expected<void, SpawnError> Call::start() {
 }
 
 Watch Call::watch() {
-  State& s = *s_;
+  CallMachine& s = *s_;
   switch (s.phase) {
     case Phase::running:
     case Phase::collecting_main: {
@@ -275,7 +275,7 @@ Watch Call::watch() {
 }
 
 int64_t Call::deadline() const noexcept {
-  const State& s = *s_;
+  const CallMachine& s = *s_;
   switch (s.phase) {
     case Phase::running:
     case Phase::waiting_tree:
@@ -291,14 +291,14 @@ int64_t Call::deadline() const noexcept {
 void Call::step() { s_->take_step(); }
 
 void Call::reap() {
-  State& s = *s_;
+  CallMachine& s = *s_;
   if (s.phase == Phase::created || s.phase == Phase::done) return;
   s.reaper->reap();
   if (s.phase == Phase::running || s.phase == Phase::collecting_main || s.phase == Phase::settling) s.take_step();
 }
 
 void Call::end(End why, int signal) {
-  State& s = *s_;
+  CallMachine& s = *s_;
   if (why == End::cancel && s.cancel_sig == 0) s.cancel_sig = signal;
   switch (s.phase) {
     case Phase::running:
@@ -321,7 +321,7 @@ void Call::end(End why, int signal) {
 }
 
 void Call::escalate() {
-  State& s = *s_;
+  CallMachine& s = *s_;
   const bool was = s.escalated;
   s.escalated = true;
   switch (s.phase) {

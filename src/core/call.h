@@ -13,68 +13,22 @@
 
 #include <cstdint>
 #include <expected>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "confine/boundary.h"
-#include "core/capture.h"
+#include "core/call_options.h"
 #include "core/result.h"
-#include "core/stop.h"
 #include "core/stopper.h"
-#include "core/units.h"
-#include "sys/reap.h"
 
 namespace pmon {
 
-struct RunOptions {
-  SpawnSpec spawn;
-  // Set on the call's cgroup leaf before it starts; fails closed (125).
-  Limits limits;
-  std::optional<Nanos> timeout;
-  StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
-  bool wait_tree = false;
-  // For the blocking helpers (core/driver.h): a signalfd the caller owns,
-  // where SIGCHLD means "reap" and any other signal cancels the call (a
-  // second one skips the grace period); an fd whose readability means
-  // "cancel" (an eventfd or pipe; the binding's way).
-  int signal_fd = -1;
-  int cancel_fd = -1;
-  // This process owns every child it has (the CLI): reap orphans that were
-  // reparented to it, and stop the live descendants that escaped the
-  // boundary as the call ends.
-  bool own_all_children = false;
-  // Output capture (the binding): its child ends replace spawn.stdio, and
-  // the driver reads its pipes while it waits. Not owned.
-  Capture* capture = nullptr;
-  // The call's boundary goes inside this cgroup (absolute, under the
-  // cgroup2 mount: the leaf of the call that asked for this one) where the
-  // backend can (Backend::open_boundary_inside); else where it always goes.
-  std::string inside_cgroup;
-  // The reaper to collect with (shared by an init, whose boundary reaps
-  // too, and by a restart loop); null: the call's own.
-  sys::Reaper* reaper = nullptr;
-  // The main process is collected through its pidfd; false: like any other
-  // child, by what waitid(P_ALL) offers (an init, the sigchld engine).
-  bool main_by_pidfd = true;
-  // Whether the processes left when the stop begins are looked at one by
-  // one (for the report's leftovers); false under a /proc that does not
-  // show the boundary's PID namespace (an init's), where each pid read
-  // would name somebody else.
-  bool track_leftovers = true;
-  // Progress lines for -v; library code never prints.
-  std::function<void(const std::string&)> trace;
-};
-
-// Why a stop began; turned into words only in the report.
-enum class StopReason { none, leftovers, timeout, cancel, escaped };
-std::string_view to_string(StopReason r) noexcept;
+struct CallMachine;  // core/call_machine.h
 
 class Call {
  public:
-  enum class End { main_exited, timeout, cancel };
+  using End = CallEnd;
 
   Call(Backend& backend, RunOptions opts);
   // A call in a boundary made by its caller (PID 1's namespace; a leaf
@@ -148,10 +102,8 @@ class Call {
   Watch finish_watch() { return watch(); }
   int64_t finish_deadline() const { return deadline(); }
 
-  struct State;
-
  private:
-  std::unique_ptr<State> s_;
+  std::unique_ptr<CallMachine> s_;
 };
 
 }  // namespace pmon

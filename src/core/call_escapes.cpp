@@ -2,7 +2,7 @@
 // way to become our zombies, and what escaped the boundary (core/call.h).
 #include <algorithm>
 
-#include "core/call_state.h"
+#include "core/call_machine.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -13,7 +13,7 @@ using namespace call_detail;
 // After the boundary is confirmed empty, processes of the call may still be
 // between leaving their cgroup and becoming zombies of ours: give those a
 // moment and reap them. A live child that stays is an escapee, never waited.
-void Call::State::start_settling() {
+void CallMachine::start_settling() {
   if (!opts.own_all_children) return wrap_up();
   phase = Phase::settling;
   settle_until = sys::monotonic_ns() + kSettleNs;
@@ -23,7 +23,7 @@ void Call::State::start_settling() {
   settle();
 }
 
-void Call::State::settle() {
+void CallMachine::settle() {
   const int64_t now = sys::monotonic_ns();
   if (settle_exiting) {
     if (!leftovers.all_exited() && now < settle_until) {
@@ -58,7 +58,7 @@ void Call::State::settle() {
 // are still the call's and still ours to end: waited for under wait_tree,
 // else stopped by the same plan (verified pidfds, grace, SIGKILL) until
 // none is left. The call is verified clean only if that succeeds.
-void Call::State::start_escapes() {
+void CallMachine::start_escapes() {
   siginfo_t any{};
   if (sys::waitid_raw(P_ALL, 0, &any, WEXITED | WNOHANG | WNOWAIT, nullptr) != 0) return wrap_up();
   // Everything below us but pmon's own helpers, each addressed by a pidfd
@@ -88,7 +88,7 @@ void Call::State::start_escapes() {
   start_escape_stop(reason == StopReason::none ? StopReason::escaped : reason);
 }
 
-void Call::State::check_escapes() {
+void CallMachine::check_escapes() {
   if (below->empty().value_or(false)) {
     found.label_rest("waited");
     res.stop.empty_confirmed_ms = since_start_ms();
@@ -101,7 +101,7 @@ void Call::State::check_escapes() {
   }
 }
 
-void Call::State::start_escape_stop(StopReason why) {
+void CallMachine::start_escape_stop(StopReason why) {
   if (why != StopReason::escaped) reason = why;
   StopContext ctx;
   ctx.boundary = below.get();
@@ -117,7 +117,7 @@ void Call::State::start_escape_stop(StopReason why) {
   if (machine->done()) end_escape_stop();
 }
 
-void Call::State::end_escape_stop() {
+void CallMachine::end_escape_stop() {
   const bool verified = machine->verified();
   machine.reset();
   // One record for the call: the first signal and kill pmon sent, and when
@@ -134,7 +134,7 @@ void Call::State::end_escape_stop() {
   end_escapes(verified);
 }
 
-void Call::State::end_escapes(bool verified) {
+void CallMachine::end_escapes(bool verified) {
   if (!verified) res.cleanup_verified = false;
   escaped = found.take();
   below.reset();

@@ -1,7 +1,7 @@
-// The state of one call (core/call.h), shared by the files that hold its
-// phases: call.cpp (start, run, stop, collect, result) and call_escapes.cpp
-// (the zombies on their way, what escaped the boundary). Not for anyone
-// else.
+// The machine of one call, behind its handle (core/call.h): its state and
+// phases, held by call.cpp (start, run, stop, collect, result) and
+// call_escapes.cpp (the zombies on their way, what escaped the boundary).
+// Not for anyone else.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "core/call.h"
+#include "core/call_options.h"
+#include "core/result.h"
+#include "core/stopper.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
@@ -38,10 +40,11 @@ enum class Phase {
 
 }  // namespace call_detail
 
-struct Call::State {
+struct CallMachine {
   using Phase = call_detail::Phase;
+  using End = CallEnd;
 
-  State(Backend* b, RunOptions o)
+  CallMachine(Backend* b, RunOptions o)
       : backend(b), opts(std::move(o)), own_reaper(opts.own_all_children),
         reaper(opts.reaper != nullptr ? opts.reaper : &own_reaper) {}
 
