@@ -235,6 +235,22 @@ bool have_children_files() {
 
 }  // namespace
 
+std::vector<pid_t> zombie_children() {
+  const pid_t self = ::getpid();
+  std::vector<pid_t> out;
+  if (!have_children_files()) {
+    for (const ProcStat& p : scan_processes())
+      if (p.ppid == self && p.dead()) out.push_back(p.pid);
+    return out;
+  }
+  bool stale = false;
+  auto kids = children_of(self, &stale);
+  if (!kids) return out;
+  for (pid_t kid : *kids)
+    if (auto st = read_stat(kid); st && st->ppid == self && st->dead()) out.push_back(kid);
+  return out;
+}
+
 std::vector<ProcStat> descendants_by_children(pid_t root) {
   if (!have_children_files()) return descendants_of(scan_processes(), root);
   constexpr int kWalks = 3;

@@ -56,6 +56,11 @@ std::vector<ProcStat> scan_processes();
 std::vector<ProcStat> descendants_of(const std::vector<ProcStat>& table,
                                      pid_t root);
 
+// The children of this process that are zombies, from its children files
+// (the cost is per child, not per process of the host); where the kernel
+// has none, from a scan of /proc.
+std::vector<pid_t> zombie_children();
+
 // The descendants of `root` (not root itself), breadth first, found through
 // each one's children files (/proc/PID/task/TID/children): the cost is per
 // descendant, however many processes the host has. A process that a walk

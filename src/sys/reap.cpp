@@ -72,7 +72,6 @@ void Reaper::reap() noexcept {
   if (main_pidfd_ < 0 && all_) return reap_by_number();
   reap_main();
   if (!all_) return;
-  const pid_t self = ::getpid();
   for (;;) {
     siginfo_t si{};
     // Peeked first: the main process is not collected here when its pidfd
@@ -93,11 +92,11 @@ void Reaper::reap() noexcept {
       // others behind it: they are found by name.
       if (pinned_ && !main_exited_) reap_main();
       bool any = false;
-      for (const ProcStat& p : scan_processes()) {
-        if (p.ppid != self || p.pid == main_pid_ || !p.dead()) continue;
+      for (pid_t pid : zombie_children()) {
+        if (pid == main_pid_) continue;
         struct rusage ru {};
         siginfo_t other{};
-        if (waitid_raw(P_PID, static_cast<id_t>(p.pid), &other, WEXITED | WNOHANG, &ru) == 0 && other.si_pid != 0) {
+        if (waitid_raw(P_PID, static_cast<id_t>(pid), &other, WEXITED | WNOHANG, &ru) == 0 && other.si_pid != 0) {
           note(other, ru);
           any = true;
         }
