@@ -1,10 +1,11 @@
 // The ```js blocks of the README and docs/ run as written: each as a module
-// of a project that installed this package (node_modules/pmon is this
-// directory), under pmon run (whatever it leaves is stopped). A ```text
+// of a project that installed this package (node_modules/pmon-runtime is
+// this directory), under pmon run (whatever it leaves is stopped). A ```text
 // block right after one is the output it prints, compared as
 // python/tests/test_readme.py compares (digits match any digits, a line
 // "..." any lines, "..." within a line any text, runs of spaces as one).
-// A block that cannot run says so, with why, in the line above it:
+// PMON_NODE_PACKAGE names an installed package to run them against instead
+// (the artifact test). A block that cannot run says so, with why, in the line above it:
 // <!-- not run by the snippet test: WHY -->.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import './helpers.mjs'; // sets PMON to build/pmon when it is not set
+import { findPmon } from '../index.mjs';
 
 const pkg = join(dirname(fileURLToPath(import.meta.url)), '..');
 const root = join(pkg, '..');
@@ -75,10 +77,10 @@ for (const b of js) {
     const dir = mkdtempSync(join(tmpdir(), 'pmon-snippet-'));
     try {
       mkdirSync(join(dir, 'node_modules'));
-      symlinkSync(pkg, join(dir, 'node_modules', 'pmon'));
+      symlinkSync(process.env.PMON_NODE_PACKAGE || pkg, join(dir, 'node_modules', 'pmon-runtime'));
       writeFileSync(join(dir, 'package.json'), '{"type": "module", "private": true}\n');
       writeFileSync(join(dir, 'snippet.mjs'), b.code);
-      const r = spawnSync(process.env.PMON, ['run', '-q', '--timeout', '240s', '--', process.execPath, 'snippet.mjs'], {
+      const r = spawnSync(process.env.PMON || findPmon(), ['run', '-q', '--timeout', '240s', '--', process.execPath, 'snippet.mjs'], {
         cwd: dir,
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -47,15 +47,17 @@ v=$(cd "$app" && PATH=/usr/bin:/bin npx --offline --no-install pmon --version)
 echo "ok: the installed package finds $found ($v)"
 
 # The Node suite against the installed package: node/test, node/fixtures and
-# the ACP example, in the same layout, importing the package by its name.
+# the ACP example, in the same layout, importing the package by its name;
+# the README's and docs' snippets run against the installed package too.
 mkdir -p "$app/src/node" "$app/src/examples"
 cp -r "$src/node/test" "$src/node/fixtures" "$app/src/node/"
+cp -r "$src/README.md" "$src/docs" "$app/src/"
 cp "$src/examples/acp_client.mjs" "$app/src/examples/"
 sed -i -e "s#'\.\./index\.mjs'#'pmon-runtime'#" -e "s#'\.\./node/acp\.mjs'#'pmon-runtime/acp'#" \
   "$app"/src/node/test/*.mjs "$app"/src/node/fixtures/*.mjs "$app"/src/examples/acp_client.mjs
 ! grep -n "index\.mjs\|node/acp\.mjs" "$app"/src/node/test/*.mjs "$app"/src/node/fixtures/*.mjs "$app"/src/examples/*.mjs ||
   fail "a test still imports the source tree"
-(cd "$app/src/node" && node --test --test-reporter=spec test/*.test.mjs) > "$t/node.log" 2>&1 ||
+(cd "$app/src/node" && PMON_NODE_PACKAGE=$app/node_modules/pmon-runtime node --test --test-reporter=spec test/*.test.mjs) > "$t/node.log" 2>&1 ||
   fail "the Node suite failed against the installed package: $(grep -E '^\s*(✖|not ok)|Error' "$t/node.log" | head -20)"
 echo "ok: the Node suite passed against the installed package: $(grep -E '^ℹ (tests|pass|fail)' "$t/node.log" | tr '\n' ' ')"
 
