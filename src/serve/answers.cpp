@@ -33,7 +33,7 @@ void Answers::settle(Job& j) {
         return true;
       case Waiter::Kind::output:
         if (!j.done && !due && !j.has_new_output(w.since, w.stderr_since)) return false;
-        if (!j.done && !due && w.coalesce && j.new_bytes(w.since, w.stderr_since) < kCoalesceBytes) {
+        if (!j.done && !due && j.new_bytes(w.since, w.stderr_since) < kCoalesceBytes) {
           // A job writing flat out is read in large replies, not one per
           // wake of its pipe: the first new bytes wait a moment for more.
           if (w.hold_until == 0) w.hold_until = now + kCoalesceNs;

@@ -39,8 +39,7 @@ struct Waiter {
   std::optional<uint64_t> since;  // Kind::output
   std::optional<uint64_t> stderr_since;
   size_t max_bytes = 0;           // Kind::output
-  bool coalesce = false;          // Kind::output: a few new bytes wait for more
-  int64_t hold_until = 0;         // until then
+  int64_t hold_until = 0;         // Kind::output: a few new bytes wait for more until then
   std::optional<uint16_t> port;   // Kind::port: this one, or any
   int64_t next_scan = 0;          // Kind::port
   uint64_t timeout_ms = 0;        // Kind::port, for the error

@@ -205,9 +205,58 @@ std::optional<JobError> JobTable::admit(const Asker& a, Waiter& w) {
                         "M); wait for some to be answered, or start the service with a larger --memory-budget");
 }
 
-void JobTable::add_waiter(Job& j, Waiter w, bool settle) {
+Waiter JobTable::waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_t> within_ms) {
+  Waiter w;
+  w.kind = kind;
+  w.conn = a.conn;
+  w.id = a.id;
+  if (within_ms) w.deadline = ms_from_now(*within_ms);
+  return w;
+}
+
+std::optional<JobError> JobTable::wait_output(const Asker& a, Job& j, const OutputParams& p) {
+  Waiter w = waiter(Waiter::Kind::output, a, p.wait_ms);
+  w.since = p.since;
+  w.stderr_since = p.stderr_since;
+  w.max_bytes = p.max_bytes;
+  if (auto e = admit(a, w)) return e;
   j.waiters.push_back(std::move(w));
-  if (settle) answers_.settle(j);
+  return std::nullopt;
+}
+
+std::expected<std::optional<ExitStatus>, JobError> JobTable::wait_exit(const Asker& a, Job& j,
+                                                                       std::optional<uint64_t> timeout_ms) {
+  if (j.done) return j.exit_status();
+  Waiter w = waiter(Waiter::Kind::exit, a, timeout_ms);
+  if (auto e = admit(a, w)) return std::unexpected(*e);
+  j.waiters.push_back(std::move(w));
+  return std::nullopt;
+}
+
+std::optional<JobError> JobTable::wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
+                                            std::optional<uint64_t> timeout_ms) {
+  Waiter w = waiter(Waiter::Kind::port, a, timeout_ms.value_or(30'000));
+  w.port = port;
+  w.timeout_ms = timeout_ms.value_or(30'000);
+  if (auto e = admit(a, w)) return e;
+  j.waiters.push_back(std::move(w));
+  answers_.settle(j);
+  return std::nullopt;
+}
+
+std::expected<Job*, JobError> JobTable::run(const Asker& a, const CreateParams& p,
+                                            std::optional<uint64_t> background_after_ms) {
+  Waiter w = waiter(Waiter::Kind::run, a, std::nullopt);
+  // Over the limits nothing is started.
+  if (auto e = admit(a, w)) return std::unexpected(*e);
+  auto j = create(a, p);
+  if (!j) return j;
+  // Its stdin is closed: a command that reads it gets EOF, not a hang.
+  (*j)->in_eof = true;
+  (*j)->write_stdin();
+  if (background_after_ms) w.deadline = ms_from_now(*background_after_ms);
+  (*j)->waiters.push_back(std::move(w));
+  return j;
 }
 
 std::optional<JobError> JobTable::write(Job& j, const std::string& data, bool eof) {
@@ -222,18 +271,13 @@ std::optional<JobError> JobTable::write(Job& j, const std::string& data, bool eo
   return std::nullopt;
 }
 
-void JobTable::close_stdin(Job& j) {
-  j.in_eof = true;
-  j.write_stdin();
-}
-
-std::expected<std::optional<Stopped>, JobError> JobTable::kill(const Asker& a, Job& j, Waiter w, bool release) {
+std::expected<std::optional<Stopped>, JobError> JobTable::kill(const Asker& a, Job& j, bool release) {
   if (j.done) {
     const bool verified = j.call->result().cleanup_verified;
     if (release) j.forget = true, erase(j.id);
     return Stopped{verified};
   }
-  w.kind = Waiter::Kind::stopped;
+  Waiter w = waiter(Waiter::Kind::stopped, a, std::nullopt);
   // Refused over the limits before anything is done: the job runs on.
   if (auto e = admit(a, w)) return std::unexpected(*e);
   if (release) j.forget = true;

@@ -26,11 +26,14 @@
 namespace pmon::serve {
 
 // Who asks: a connection, its socket (-1 for --stdio), whose peer a create
-// looks at, and the tally of its requests waiting for their answer.
+// looks at, the tally of its requests waiting for their answer, and the
+// request's id, which an answer given later goes to (discarded: a
+// notification's, never answered).
 struct Asker {
   uint64_t conn = 0;
   int sock = -1;
   std::shared_ptr<RequestBudget::Tally> waiting;
+  Json id;
 };
 
 class JobTable : private StopHost {
@@ -49,16 +52,27 @@ class JobTable : private StopHost {
   std::expected<StreamStart, JobError> open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since, bool follow);
   OutputRead read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, uint64_t max);
   Answers& answers() { return answers_; }
-  // A request about to wait for its answer: let in with its share of the
-  // budget, or refused naming the limit it would pass.
-  std::optional<JobError> admit(const Asker& a, Waiter& w);
-  // It waits on `j` (admitted), answered when due; `settle`: at once if due now.
-  void add_waiter(Job& j, Waiter w, bool settle);
-  std::optional<JobError> write(Job& j, const std::string& data, bool eof);
-  void close_stdin(Job& j);
+  // The requests that wait: each is let in with its share of the memory
+  // budget, or refused naming the limit it would pass, and answered
+  // through the front end once due (Front::answer).
+  // New output of `j` past `since` (and `stderr_since`), or the job's
+  // end, for up to p.wait_ms.
+  std::optional<JobError> wait_output(const Asker& a, Job& j, const OutputParams& p);
+  // Its exit status: now when it is over, else once it is (or at timeout_ms).
+  std::expected<std::optional<ExitStatus>, JobError> wait_exit(const Asker& a, Job& j,
+                                                               std::optional<uint64_t> timeout_ms);
+  // A process of it listening on TCP `port` (or any), within timeout_ms
+  // (default 30 s); at once when one already does, or the job is over.
+  std::optional<JobError> wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
+                                    std::optional<uint64_t> timeout_ms);
   // The whole tree stopped and verified gone: now when it is over, else
-  // the answer of `w` (admitted here); `release` forgets the job too.
-  std::expected<std::optional<Stopped>, JobError> kill(const Asker& a, Job& j, Waiter w, bool release);
+  // once it is; `release` forgets the job too.
+  std::expected<std::optional<Stopped>, JobError> kill(const Asker& a, Job& j, bool release);
+  // A job with stdin closed whose answer is due once it is over (then it
+  // is forgotten), or after background_after_ms (it goes on as a job).
+  std::expected<Job*, JobError> run(const Asker& a, const CreateParams& p,
+                                    std::optional<uint64_t> background_after_ms);
+  std::optional<JobError> write(Job& j, const std::string& data, bool eof);
   std::optional<JobError> resize(Job& j, PtySize size);
   std::vector<JobInfo> list(const std::optional<std::string>& session);
   // Its section-4 report, once over: dumped (kept), or as a value.
@@ -88,6 +102,8 @@ class JobTable : private StopHost {
 
  private:
   Job* find(const std::string& id);
+  std::optional<JobError> admit(const Asker& a, Waiter& w);
+  static Waiter waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_t> within_ms);
   Job* job_by_num(uint64_t num) override;
   void note_owner_end(Job& j) override;
   void stop_owned(uint64_t num) override;

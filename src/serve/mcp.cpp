@@ -102,12 +102,9 @@ ToolArgs read_as(Args& a) {
 }
 
 const std::map<std::string_view, ToolRow, std::less<>>& tool_rows() {
-  static const auto rows = std::apply(
-      [](const auto&... t) {
-        return std::map<std::string_view, ToolRow, std::less<>>{
-            {t.name, ToolRow{Json::parse(t.spec), &read_as<typename std::remove_cvref_t<decltype(t)>::Args>}}...};
-      },
-      kTools);
+  static const auto rows = by_name<ToolRow>(kTools, [](const auto& t) {
+    return ToolRow{Json::parse(t.spec), &read_as<row_type<decltype(t)>>};
+  });
   return rows;
 }
 

@@ -2,25 +2,7 @@
 
 #include <algorithm>
 
-#include "sys/syscalls.h"
-
 namespace pmon::serve {
-
-namespace {
-
-Asker asker(const Conn& c) { return {c.id, c.sock.get(), c.waiting}; }
-
-int64_t ms_from_now(uint64_t ms) { return sys::monotonic_ns() + static_cast<int64_t>(ms) * 1'000'000; }
-
-Waiter waiter(Waiter::Kind kind, const Conn& c, const Json& id) {
-  Waiter w;
-  w.kind = kind;
-  w.conn = c.id;
-  w.id = id;
-  return w;
-}
-
-}  // namespace
 
 void McpAdapter::on_line(Conn& c, std::string_view line) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
@@ -59,20 +41,12 @@ McpAdapter::Reply McpAdapter::call(Conn& c, const Json& id, const mcp::ToolCall&
 // run: a job whose answer is its summary when it ends, or, past
 // background_after, what it wrote so far (it then goes on as a job).
 McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const mcp::RunArgs& a) {
-  Waiter w = waiter(Waiter::Kind::run, c, id);
-  // Over the limits nothing is started.
-  if (auto e = jobs_.admit(asker(c), w)) return mcp::tool_error(*e);
-  auto j = jobs_.create(asker(c), a.create);
-  if (!j) return mcp::tool_error(j.error());
-  // Its stdin is closed: a command that reads it gets EOF, not a hang.
-  jobs_.close_stdin(**j);
-  if (a.background_after_ms) w.deadline = ms_from_now(*a.background_after_ms);
-  jobs_.add_waiter(**j, std::move(w), false);
+  if (auto j = jobs_.run(asker(c, id), a.create, a.background_after_ms); !j) return mcp::tool_error(j.error());
   return Later{};
 }
 
-McpAdapter::Reply McpAdapter::handle(Conn& c, const Json&, const CreateParams& p) {
-  auto j = jobs_.create(asker(c), p);
+McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const CreateParams& p) {
+  auto j = jobs_.create(asker(c, id), p);
   if (!j) return mcp::tool_error(j.error());
   return mcp::start_result((*j)->id);
 }
@@ -87,12 +61,10 @@ McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const OutputParams& p) 
 McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const WaitForExitParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
-  if ((*j)->done) return mcp::wait_result((*j)->exit_status());
-  Waiter w = waiter(Waiter::Kind::exit, c, id);
-  if (p.timeout_ms) w.deadline = ms_from_now(*p.timeout_ms);
-  if (auto e = jobs_.admit(asker(c), w)) return mcp::tool_error(*e);
-  jobs_.add_waiter(**j, std::move(w), false);
-  return Later{};
+  auto status = jobs_.wait_exit(asker(c, id), **j, p.timeout_ms);
+  if (!status) return mcp::tool_error(status.error());
+  if (!*status) return Later{};
+  return mcp::wait_result(*status);
 }
 
 McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const WriteParams& p) {
@@ -106,7 +78,7 @@ McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const WriteParams& p) {
 McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const TerminalParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
-  auto stopped = jobs_.kill(asker(c), **j, waiter(Waiter::Kind::stopped, c, id), false);
+  auto stopped = jobs_.kill(asker(c, id), **j, false);
   if (!stopped) return mcp::tool_error(stopped.error());
   if (!*stopped) return Later{};
   return mcp::kill_result(**stopped);
@@ -119,12 +91,7 @@ McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const ListParams& p) {
 McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const WaitForPortParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
-  Waiter w = waiter(Waiter::Kind::port, c, id);
-  w.port = p.port;
-  w.timeout_ms = p.timeout_ms.value_or(30'000);
-  w.deadline = ms_from_now(w.timeout_ms);
-  if (auto e = jobs_.admit(asker(c), w)) return mcp::tool_error(*e);
-  jobs_.add_waiter(**j, std::move(w), true);  // answered at once when it already listens (or is over)
+  if (auto e = jobs_.wait_port(asker(c, id), **j, p.port, p.timeout_ms)) return mcp::tool_error(*e);
   return Later{};
 }
 

@@ -9,20 +9,16 @@
 #include <string_view>
 #include <variant>
 
-#include "serve/answers.h"
-#include "serve/connections.h"
-#include "serve/job_table.h"
+#include "serve/front_end.h"
 #include "serve/mcp.h"
 
 namespace pmon::serve {
 
-class McpAdapter final : public Front {
+class McpAdapter final : public FrontEnd {
  public:
-  McpAdapter(JobTable& jobs, Connections& conns) : jobs_(jobs), conns_(conns) {}
+  using FrontEnd::FrontEnd;
 
-  void on_line(Conn& c, std::string_view line);
-
-  bool backed_up(uint64_t conn) const override { return conns_.backed_up(conn); }
+  void on_line(Conn& c, std::string_view line) override;
   void answer(const Waiter& w, Job& job, Due due) override;
   // MCP has no such notification; its clients ask (wait, output, list).
   void job_ended(Job&) override {}
@@ -45,9 +41,6 @@ class McpAdapter final : public Front {
 
   // A run's answer: the newest of its output, and its end once over.
   mcp::RunSummary run_summary(Job& j);
-
-  JobTable& jobs_;
-  Connections& conns_;
 };
 
 }  // namespace pmon::serve

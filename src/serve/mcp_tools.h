@@ -11,10 +11,9 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
-#include <type_traits>
-#include <variant>
 
 #include "serve/job_api.h"
+#include "serve/table.h"
 
 namespace pmon::serve::mcp {
 
@@ -27,7 +26,6 @@ struct RunArgs {
 
 template <class A>
 struct Tool {
-  using Args = A;
   std::string_view name;
   const char* spec;  // a JSON object: title, description, inputSchema, outputSchema
 };
@@ -172,13 +170,7 @@ inline constexpr std::tuple kTools{
     })JSON"},
 };
 
-template <class Rows>
-struct ArgsOf;
-template <class... A>
-struct ArgsOf<std::tuple<Tool<A>...>> {
-  using type = std::variant<A...>;
-};
 // Every tool's arguments, one type a tool.
-using ToolArgs = ArgsOf<std::remove_cvref_t<decltype(kTools)>>::type;
+using ToolArgs = variant_of<decltype(kTools)>;
 
 }  // namespace pmon::serve::mcp

@@ -1,25 +1,11 @@
 #include "serve/methods.h"
 
-#include "sys/syscalls.h"
-
 namespace pmon::serve {
 
 namespace {
 
-Asker asker(const Conn& c) { return {c.id, c.sock.get(), c.waiting}; }
-
 RpcError rpc_error(const JobError& e) {
   return {e.invalid_params ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal")};
-}
-
-int64_t ms_from_now(uint64_t ms) { return sys::monotonic_ns() + static_cast<int64_t>(ms) * 1'000'000; }
-
-Waiter waiter(Waiter::Kind kind, const Conn& c, const Json& id) {
-  Waiter w;
-  w.kind = kind;
-  w.conn = c.id;
-  w.id = id;
-  return w;
 }
 
 }  // namespace
@@ -46,8 +32,8 @@ void Methods::on_line(Conn& c, std::string_view line) {
   else if (auto* with = std::get_if<WithFd>(&a)) conns_.send(cid, result_line(r.id, with->result), std::move(with->fd));
 }
 
-Methods::Reply Methods::handle(Conn& c, const Json&, const CreateParams& p) {
-  auto j = jobs_.create(asker(c), p);
+Methods::Reply Methods::handle(Conn& c, const Json& id, const CreateParams& p) {
+  auto j = jobs_.create(asker(c, id), p);
   if (!j) return j.error();
   return Json{{"terminalId", (*j)->id}};
 }
@@ -73,26 +59,17 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const OutputParams& p) {
     if (id.is_discarded()) return Later{};  // a notification's: nothing is read
     return Line{output_line(id, jobs_.read_output(job, p.since, p.stderr_since, p.max_bytes))};
   }
-  Waiter w = waiter(Waiter::Kind::output, c, id);
-  w.since = p.since;
-  w.stderr_since = p.stderr_since;
-  w.max_bytes = p.max_bytes;
-  w.coalesce = true;
-  w.deadline = ms_from_now(*p.wait_ms);
-  if (auto e = jobs_.admit(asker(c), w)) return *e;
-  jobs_.add_waiter(job, std::move(w), false);
+  if (auto e = jobs_.wait_output(asker(c, id), job, p)) return *e;
   return Later{};
 }
 
 Methods::Reply Methods::handle(Conn& c, const Json& id, const WaitForExitParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return j.error();
-  if ((*j)->done) return exit_status_json((*j)->exit_status());
-  Waiter w = waiter(Waiter::Kind::exit, c, id);
-  if (p.timeout_ms) w.deadline = ms_from_now(*p.timeout_ms);
-  if (auto e = jobs_.admit(asker(c), w)) return *e;
-  jobs_.add_waiter(**j, std::move(w), false);
-  return Later{};
+  auto status = jobs_.wait_exit(asker(c, id), **j, p.timeout_ms);
+  if (!status) return status.error();
+  if (!*status) return Later{};
+  return exit_status_json(*status);
 }
 
 Methods::Reply Methods::handle(Conn&, const Json&, const WriteParams& p) {
@@ -109,13 +86,13 @@ Methods::Reply Methods::handle(Conn&, const Json&, const ResizeParams& p) {
   return Json::object();
 }
 
-Methods::Reply Methods::handle(Conn& c, const Json& id, const KillParams& p) { return kill(c, id, p, false); }
-Methods::Reply Methods::handle(Conn& c, const Json& id, const ReleaseParams& p) { return kill(c, id, p, true); }
+Methods::Reply Methods::handle(Conn& c, const Json& id, const KillParams& p) { return stop(c, id, p, false); }
+Methods::Reply Methods::handle(Conn& c, const Json& id, const ReleaseParams& p) { return stop(c, id, p, true); }
 
-Methods::Reply Methods::kill(Conn& c, const Json& id, const TerminalParams& p, bool release) {
+Methods::Reply Methods::stop(Conn& c, const Json& id, const TerminalParams& p, bool release) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return j.error();
-  auto stopped = jobs_.kill(asker(c), **j, waiter(Waiter::Kind::stopped, c, id), release);
+  auto stopped = jobs_.kill(asker(c, id), **j, release);
   if (!stopped) return stopped.error();
   if (!*stopped) return Later{};
   return Json{{"cleanupVerified", (*stopped)->cleanup_verified}};
@@ -138,12 +115,7 @@ Methods::Reply Methods::handle(Conn&, const Json& id, const ReportParams& p) {
 Methods::Reply Methods::handle(Conn& c, const Json& id, const WaitForPortParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return j.error();
-  Waiter w = waiter(Waiter::Kind::port, c, id);
-  w.port = p.port;
-  w.timeout_ms = p.timeout_ms.value_or(30'000);
-  w.deadline = ms_from_now(w.timeout_ms);
-  if (auto e = jobs_.admit(asker(c), w)) return *e;
-  jobs_.add_waiter(**j, std::move(w), true);  // answered at once when it already listens (or is over)
+  if (auto e = jobs_.wait_port(asker(c, id), **j, p.port, p.timeout_ms)) return *e;
   return Later{};
 }
 

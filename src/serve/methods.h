@@ -8,20 +8,16 @@
 #include <string_view>
 #include <variant>
 
-#include "serve/answers.h"
-#include "serve/connections.h"
-#include "serve/job_table.h"
+#include "serve/front_end.h"
 #include "serve/protocol.h"
 
 namespace pmon::serve {
 
-class Methods final : public Front {
+class Methods final : public FrontEnd {
  public:
-  Methods(JobTable& jobs, Connections& conns) : jobs_(jobs), conns_(conns) {}
+  using FrontEnd::FrontEnd;
 
-  void on_line(Conn& c, std::string_view line);
-
-  bool backed_up(uint64_t conn) const override { return conns_.backed_up(conn); }
+  void on_line(Conn& c, std::string_view line) override;
   void answer(const Waiter& w, Job& job, Due due) override;
   void job_ended(Job& job) override;
 
@@ -52,13 +48,10 @@ class Methods final : public Front {
   Reply handle(Conn& c, const Json& id, const WaitForPortParams& p);
   Reply handle(Conn& c, const Json& id, const SessionCloseParams& p);
 
-  Reply kill(Conn& c, const Json& id, const TerminalParams& p, bool release);
+  Reply stop(Conn& c, const Json& id, const TerminalParams& p, bool release);
   // terminal/output's reply line, written from the read's text (whose
   // storage serves the next read).
   std::string output_line(const Json& id, OutputRead read);
-
-  JobTable& jobs_;
-  Connections& conns_;
 };
 
 }  // namespace pmon::serve

@@ -88,12 +88,8 @@ Params read_as(FieldReader& f) {
 }
 
 const std::map<std::string_view, Reader, std::less<>>& readers() {
-  static const auto m = std::apply(
-      [](const auto&... row) {
-        return std::map<std::string_view, Reader, std::less<>>{
-            {row.name, &read_as<typename std::remove_cvref_t<decltype(row)>::Params>}...};
-      },
-      kMethods);
+  static const auto m =
+      by_name<Reader>(kMethods, [](const auto& row) -> Reader { return &read_as<row_type<decltype(row)>>; });
   return m;
 }
 

@@ -11,7 +11,6 @@
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "serve/job_api.h"
 #include "serve/jsonrpc.h"
 #include "serve/output_buffer.h"
+#include "serve/table.h"
 
 namespace pmon::serve {
 
@@ -32,7 +32,6 @@ struct ReportParams : TerminalParams {};
 // overload for it), and what it takes and answers as the README says.
 template <class P>
 struct Method {
-  using Params = P;
   std::string_view name;
   std::string_view params;  // the fields, "?" after those that may be left out
   std::string_view result;
@@ -58,14 +57,8 @@ inline constexpr std::tuple kMethods{
     Method<SessionCloseParams>{"session/close", "sessionId", "stopping"},
 };
 
-template <class Rows>
-struct ParamsOf;
-template <class... P>
-struct ParamsOf<std::tuple<Method<P>...>> {
-  using type = std::variant<P...>;
-};
 // Every method's params, one type a method.
-using Params = ParamsOf<std::remove_cvref_t<decltype(kMethods)>>::type;
+using Params = variant_of<decltype(kMethods)>;
 
 struct Request {
   Json id;  // null for a notification

@@ -44,8 +44,9 @@ class Service final : private ConnEvents {
         conns_(opts_, poller_, *this),
         jobs_(backend, opts_, poller_, conns_.waiting(), spawn_base_),
         methods_(jobs_, conns_),
-        mcp_(jobs_, conns_) {
-    jobs_.set_front(opts_.mcp ? static_cast<Front*>(&mcp_) : &methods_);
+        mcp_(jobs_, conns_),
+        front_(opts_.mcp ? static_cast<FrontEnd*>(&mcp_) : &methods_) {
+    jobs_.set_front(front_);
   }
   int run();
 
@@ -56,10 +57,7 @@ class Service final : private ConnEvents {
   void begin_shutdown();
   void arm_timer();
 
-  void on_line(Conn& c, std::string_view line) override {
-    if (opts_.mcp) mcp_.on_line(c, line);
-    else methods_.on_line(c, line);
-  }
+  void on_line(Conn& c, std::string_view line) override { front_->on_line(c, line); }
   void on_closed(uint64_t conn) override { jobs_.connection_closed(conn); }
   void on_stdin_end() override { begin_shutdown(); }
 
@@ -74,6 +72,7 @@ class Service final : private ConnEvents {
   JobTable jobs_;
   Methods methods_;
   McpAdapter mcp_;
+  FrontEnd* front_;  // one of the two, as opts_.mcp says
   Fd sig_, timer_, parent_;
   int64_t armed_ = kForever;  // what the timer was last set to
 };
