@@ -38,6 +38,9 @@ bool readable_now(int fd) {
   return ::poll(&p, 1, 0) == 1;
 }
 
+// How long a wait for a port waits unless told.
+constexpr uint64_t kPortWaitMs = 30'000;
+
 int64_t ms_from_now(uint64_t ms) { return sys::monotonic_ns() + static_cast<int64_t>(ms) * 1'000'000; }
 
 }  // namespace
@@ -129,7 +132,8 @@ std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParam
   j.started = std::chrono::system_clock::now();
   j.call = std::make_unique<Call>(backend_, std::move(ro));
   if (auto s = j.call->start(); !s) {
-    if (s.error().err == EMFILE || s.error().err == ENFILE) return unexpected(fd_error(s.error().message, s.error().err));
+    if (s.error().err == EMFILE || s.error().err == ENFILE)
+      return unexpected(fd_error(s.error().message, s.error().err));
     return unexpected(JobError::line(s.error().message));
   }
   j.tie.owner_job = owner_job;
@@ -235,9 +239,9 @@ std::expected<std::optional<ExitStatus>, JobError> JobTable::wait_exit(const Ask
 
 std::optional<JobError> JobTable::wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
                                             std::optional<uint64_t> timeout_ms) {
-  Waiter w = waiter(Waiter::Kind::port, a, timeout_ms.value_or(30'000));
+  Waiter w = waiter(Waiter::Kind::port, a, timeout_ms.value_or(kPortWaitMs));
   w.port = port;
-  w.timeout_ms = timeout_ms.value_or(30'000);
+  w.timeout_ms = timeout_ms.value_or(kPortWaitMs);
   if (auto e = admit(a, w)) return e;
   j.waiters.push_back(std::move(w));
   answers_.settle(j);
@@ -283,7 +287,8 @@ std::expected<std::optional<Stopped>, JobError> JobTable::kill(const Asker& a, J
   if (release) j.forget = true;
   j.waiters.push_back(std::move(w));
   const uint64_t num = j.num;
-  stops_.begin(j, Call::End::cancel, release ? "release" : j.tie.asked_by_call_pmon(a.sock) ? "owner call ended" : "kill");
+  const char* by = release ? "release" : j.tie.asked_by_call_pmon(a.sock) ? "owner call ended" : "kill";
+  stops_.begin(j, Call::End::cancel, by);
   if (Job* still = job_by_num(num); still && still->done) answers_.settle(*still);
   return std::nullopt;
 }
