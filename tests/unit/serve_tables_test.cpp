@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,9 +54,12 @@ std::string without_backticks(std::string s) {
 // `a`, `b?` ...: the names in backticks, in order.
 std::vector<std::string> backticked(const std::string& cell) {
   std::vector<std::string> out;
-  std::regex word("`([^`]*)`");
-  for (auto it = std::sregex_iterator(cell.begin(), cell.end(), word); it != std::sregex_iterator(); ++it)
-    out.push_back((*it)[1]);
+  for (size_t open = cell.find('`'); open != std::string::npos; open = cell.find('`', open)) {
+    const size_t close = cell.find('`', open + 1);
+    if (close == std::string::npos) break;
+    out.push_back(cell.substr(open + 1, close - open - 1));
+    open = close + 1;
+  }
   return out;
 }
 
@@ -117,7 +119,8 @@ TEST(ServeTables, EachMethodRequiresWhatItsRowSays) {
 }
 
 TEST(ServeTables, EachToolRequiresWhatItsSchemaSays) {
-  for (const Json& t : mcp::tools_list()["tools"]) {
+  const Json tools = mcp::tools_list()["tools"];
+  for (const Json& t : tools) {
     auto r = mcp::parse_tool_call({{"name", t["name"]}, {"arguments", Json::object()}});
     const Json& schema = t["inputSchema"];
     if (!schema.contains("required")) {
