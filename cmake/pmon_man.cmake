@@ -1,15 +1,19 @@
-# Writes the man pages of pmon and of each of its subcommands into OUT_DIR,
-# from the --help texts of the pmon executable PMON (one source: what
-# --help says is what the man page says). The subcommands are the
-# "  pmon NAME" lines of 'pmon --help'. Run as cmake -P at build time;
-# GZIP, when set, compresses each page. OUT_DIR/stamp lists the subcommands.
+# Writes the man pages into OUT_DIR: pmon(1), written by hand (man/pmon.1,
+# its @VERSION@ and @DATE@ filled in), and one page per subcommand from the
+# --help texts of the pmon executable PMON (what --help says is what the
+# page says). The subcommands are those 'pmon --help' names: "  pmon NAME"
+# and "/ NAME ARG" on its usage lines. Run as cmake -P at build time; GZIP,
+# when set, compresses each page. The date is SOURCE_DATE_EPOCH's when set
+# (help2man reads it too), so a release build makes the same bytes. OUT_DIR/
+# stamp lists the subcommands.
 cmake_minimum_required(VERSION 3.25)
-foreach(var PMON HELP2MAN VERSION OUT_DIR)
+foreach(var PMON HELP2MAN VERSION_FILE PAGE_DIR OUT_DIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "pmon_man.cmake: ${var} is not set")
   endif()
 endforeach()
 
+file(STRINGS "${VERSION_FILE}" VERSION LIMIT_COUNT 1)
 file(REMOVE_RECURSE ${OUT_DIR})
 file(MAKE_DIRECTORY ${OUT_DIR})
 execute_process(COMMAND ${PMON} --help OUTPUT_VARIABLE usage RESULT_VARIABLE rc)
@@ -28,6 +32,7 @@ function(pmon_man_page name help_option what)
             "--version-string=${name} (pmon) ${VERSION}"
             "--help-option=${help_option}"
             "--name=${first}${rest}"
+            --include=${PAGE_DIR}/subcommand.h2m
             --output=${OUT_DIR}/${name}.1 ${PMON}
     RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -42,12 +47,24 @@ function(pmon_man_page name help_option what)
   endif()
 endfunction()
 
-string(REGEX MATCH "^pmon - ([^\n]*)" _ "${usage}")
-pmon_man_page(pmon --help "${CMAKE_MATCH_1}")
-string(REGEX MATCHALL "\n  pmon [a-z][a-z-]*" lines "${usage}")
+# pmon(1), the written page.
+string(TIMESTAMP date "%Y-%m-%d" UTC)
+file(READ ${PAGE_DIR}/pmon.1 page)
+string(REPLACE "@VERSION@" "${VERSION}" page "${page}")
+string(REPLACE "@DATE@" "${date}" page "${page}")
+file(WRITE ${OUT_DIR}/pmon.1 "${page}")
+if(GZIP)
+  execute_process(COMMAND ${GZIP} -9nf ${OUT_DIR}/pmon.1 RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "gzip failed for pmon.1 (${rc})")
+  endif()
+endif()
+
+string(REGEX MATCHALL "(\n  pmon [a-z][a-z-]*| / [a-z][a-z-]* [A-Z])" lines "${usage}")
 set(seen "")
 foreach(line ${lines})
-  string(REGEX REPLACE "\n  pmon " "" sub "${line}")
+  string(REGEX REPLACE "^(\n  pmon | / )" "" sub "${line}")
+  string(REGEX REPLACE " [A-Z]$" "" sub "${sub}")
   if(sub IN_LIST seen)
     continue()
   endif()

@@ -6,19 +6,39 @@
 // SIGKILL), the service stops every job's whole tree and verifies it gone.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-// PMON, then next to the package (bin/, a build tree beside it), then PATH.
+// The package that carries pmon for this platform, an optionalDependency of
+// this one that npm installs only where its os and cpu match.
+const platformPackages = {
+  'linux-x64': '@pmon-runtime/linux-x64',
+  'linux-arm64': '@pmon-runtime/linux-arm64',
+};
+
+// PMON when set; else the binary of this platform's package; else one beside
+// the package (bin/, or the build tree of a source checkout); else PATH.
 export function findPmon() {
   if (process.env.PMON) return process.env.PMON;
+  const platform = `${process.platform}-${process.arch}`;
+  const pkg = platformPackages[platform];
+  if (pkg) {
+    try {
+      const dir = dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`));
+      if (existsSync(join(dir, 'bin', 'pmon'))) return join(dir, 'bin', 'pmon');
+    } catch {
+      // Not installed (a source checkout, or npm left it out): look on.
+    }
+  }
   for (const p of [join(here, 'bin', 'pmon'), join(here, '..', 'build', 'pmon')])
     if (existsSync(p)) return p;
   for (const d of (process.env.PATH || '').split(delimiter))
     if (d && existsSync(join(d, 'pmon'))) return join(d, 'pmon');
-  throw new Error('pmon: the pmon program was not found (set PMON, or put pmon on PATH)');
+  const why = pkg ? `${pkg} is not installed` : `pmon has no package for ${platform}`;
+  throw new Error(`pmon: the pmon program was not found (${why}; set PMON, or put pmon on PATH)`);
 }
 
 // One connection to the service: requests by id, replies by id, the

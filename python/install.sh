@@ -44,4 +44,7 @@ mkdir -p "$dest/pmon"
 mkdir -p "$dest/pmon/libexec"
 cp "$dir"/python/pmon/*.py "$dir/python/pmon/_pmon$suffix" "$dest/pmon/"
 cp "$dir"/python/pmon/libexec/pmon "$dest/pmon/libexec/pmon"
+# The build's copies carry their debug info (tens of MB); the installed ones need none.
+strip --strip-unneeded "$dest/pmon/_pmon$suffix" 2>/dev/null || true
+strip --strip-all "$dest/pmon/libexec/pmon" 2>/dev/null || true
 "$py" -c 'import pmon, sys; r = pmon.run(["true"]); print("pmon installed for", sys.executable, "in", pmon.__path__[0], "- confinement", r.confinement)'

@@ -4,9 +4,14 @@
 # what agent harnesses do today — leaves it running; `pmon run` does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target pmon >/dev/null
+scripts/deps.sh --build
+# Only the pmon executable: no tests, benchmarks or Python package (the test
+# command turns them on again in the same build directory).
+echo "== building pmon in build/ (the first time takes a few minutes; the build's own progress follows)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF -DPMON_BENCH=OFF \
+  -DPMON_PYTHON_BINDING=OFF > /dev/null
+cmake --build build -j"$(nproc)" --target pmon
+echo
 PMON=$PWD/build/pmon
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -53,5 +58,5 @@ print(f"   outcome={r['outcome']} cleanup_verified={r['cleanup_verified']}")
 for p in r["leftovers"]:
     print(f"   stopped pid {p['pid']} ({p['cmdline']}) with {p['action']}")
 s = r["stop"]
-print(f"   TERM sent at {s['signal_sent_ms']} ms, boundary confirmed empty at {s['empty_confirmed_ms']} ms")
+print(f"   TERM sent at {s['signal_sent_ms']} ms, everything confirmed gone at {s['empty_confirmed_ms']} ms")
 PY

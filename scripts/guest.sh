@@ -9,7 +9,8 @@
 # the limits' tests/e2e/limits_*.sh and every tests/guest/*.sh.
 # DIR: the pmon build to test (default build/): its static pmon, the helper
 # pmon-systemd, tests/helpers and the Python package (python/), if built.
-# For tests/guest/node.sh (the Node package's suite) the host's node goes
+# For tests/guest/node.sh and node_jobs.sh (the Node package's suite, and
+# its part that `all` runs) the host's node goes
 # into the guest, with the package's npm dependencies installed here from
 # node/package-lock.json (npm ci; the guest has no network).
 #
@@ -80,8 +81,9 @@ for s in "${scen_args[@]}"; do
       # Three watch the service with strace (its reads of /proc, the order
       # of its replies and signals), which says nothing of the host's
       # cgroups and takes minutes on an emulated CPU: they run on the host
-      # only. The Node package's suite takes longer
-      # than CI can give it under TCG: it runs when named
+      # only. The Node package's whole suite takes longer than CI can give
+      # it under TCG: `all` runs its part that depends on the host's
+      # cgroups (tests/guest/node_jobs.sh); the whole one runs when named
       # (scripts/guest.sh tests/guest/node.sh).
       case ${f##*/} in serve_port_waiters.sh | serve_pidns_stop_scan.sh | serve_close_slices.sh | node.sh) continue ;; esac
       scenarios+=("tests/${f#"$repo"/tests/}")
@@ -99,10 +101,10 @@ done
 # The Node package's suite runs on the host's node (Debian's in the guest is
 # older than the one the package is tested with).
 need_node=0
-for s in "${scenarios[@]}"; do [ "$s" = tests/guest/node.sh ] && need_node=1; done
+for s in "${scenarios[@]}"; do case $s in tests/guest/node.sh | tests/guest/node_jobs.sh) need_node=1 ;; esac; done
 if [ $need_node = 1 ]; then
   command -v node >/dev/null && command -v npm >/dev/null ||
-    die "tests/guest/node.sh needs node and npm on this host (scripts/deps.sh installs them)"
+    die "the Node package's scenarios need node and npm on this host (scripts/deps.sh installs them)"
 fi
 
 # Host tools, installed when missing.

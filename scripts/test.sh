@@ -5,7 +5,9 @@
 # Strict (CI=true, or PMON_EXPECT_BACKENDS set): the backends in
 # PMON_EXPECT_BACKENDS (default in CI: all four) must work, and a skipped
 # test fails the run unless tests/allowed_skips.txt lists it with a reason.
-# What was skipped is printed either way.
+# What was skipped is printed either way. The last line is the verdict:
+# "pmon tests: PASSED: N passed, N failed, N skipped", or FAILED and what
+# failed (tests/verdict.py); the exit status is 0 or 1 with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -17,9 +19,11 @@ elif [ -n "${PMON_EXPECT_BACKENDS:-}" ]; then
   strict=1
   export PMON_EXPECT_BACKENDS
 fi
-dir=build; flags=(); skip=()
+# Tests, benchmarks and the Python package on, also in a build directory
+# the demo configured without them.
+dir=build; flags=(-DBUILD_TESTING=ON -DPMON_BENCH=ON -DPMON_PYTHON_BINDING=ON); skip=()
 if [ "${PMON_SANITIZE:-0}" = 1 ]; then
-  dir=build-asan; flags=(-DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF -DPMON_BENCH=OFF)
+  dir=build-asan; flags=(-DBUILD_TESTING=ON -DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF -DPMON_BENCH=OFF)
   # Two scenarios measure timing that a sanitized pmon cannot keep (a
   # bounded fork storm that must still be forking when the stop starts;
   # supervise under strace with a 400 ms deadline): they run in the plain
@@ -31,29 +35,55 @@ if [ "${PMON_SANITIZE:-0}" = 1 ]; then
   skip=(-E 'e9_fork_storm|supervise_strace|serve_memory')
   export PMON_TEST_RSS_SCALE=8
 fi
-cmake -S . -B "$dir" "${flags[@]}" >/dev/null
-cmake --build "$dir" -j"$(nproc)"
+# Compiled objects are kept by ccache, keyed by what is compiled and not by
+# where: a second run, and the Python package that pip builds in a build
+# directory of its own (e2e.pip_install), compile only what changed.
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+  flags+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 results=$PWD/$dir/test-results
 rm -rf "$results"; mkdir -p "$results"
-rc=0
-ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" --output-junit "$results/ctest.xml" "${skip[@]}" || rc=$?
-# The Python package (built above with the rest): its pytest suite, with
-# Debian's python3, after the CTests so its 200-call cases run alone.
-if [ -d "$dir/python/pmon" ]; then
-  PYTHONPATH="$PWD/$dir/python" PMON_HELPERS="$PWD/$dir/tests/helpers" \
-    /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider --junitxml="$results/pytest.xml" python/tests || rc=$?
-elif [ $strict = 1 ] && [ "${PMON_SANITIZE:-0}" != 1 ]; then
-  echo "pmon: the Python package was not built, so its tests cannot run" >&2
-  rc=1
+# What did not run at all, for the verdict: "suite=why".
+not_run=()
+built=1
+cmake -S . -B "$dir" "${flags[@]}" >/dev/null && cmake --build "$dir" -j"$(nproc)" || {
+  built=0
+  not_run+=("build=cmake could not configure or build $dir (its errors are above); no suite ran")
+}
+# The Node package's SDKs (its tests and the ACP snippet of docs/ use them),
+# from the lockfile, before any suite runs.
+node_deps=0
+if [ $built = 1 ] && [ "${PMON_SANITIZE:-0}" != 1 ]; then
+  if (cd node && npm ci --no-audit --no-fund --loglevel=error); then node_deps=1
+  else not_run+=("node=npm ci failed (see above)"); fi
 fi
-# The Node package (a client of the pmon just built): its node --test suite,
-# with the SDKs its ACP and MCP tests use installed from the lockfile.
-if [ "${PMON_SANITIZE:-0}" != 1 ]; then
-  (cd node && npm ci --no-audit --no-fund --loglevel=error) || rc=1
-  (cd node && PMON="$PWD/../$dir/pmon" PMON_HELPERS="$PWD/../$dir/tests/helpers" \
-    node --test --test-reporter=spec --test-reporter-destination=stdout \
-      --test-reporter=junit --test-reporter-destination="$results/node.xml" test/*.test.mjs) || rc=1
+if [ $built = 1 ]; then
+  # The artifacts' scenarios (label artifact) install what scripts/release.sh
+  # made; CI runs them after it (.ci/run).
+  ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" --output-junit "$results/ctest.xml" -LE '^artifact$' "${skip[@]}" ||
+    [ -s "$results/ctest.xml" ] || not_run+=("ctest=ctest wrote no results")
+  # The Python package (built above with the rest): its pytest suite, with
+  # Debian's python3, after the CTests so its 200-call cases run alone.
+  if [ -d "$dir/python/pmon" ]; then
+    PYTHONPATH="$PWD/$dir/python" PMON_HELPERS="$PWD/$dir/tests/helpers" \
+      /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider --junitxml="$results/pytest.xml" python/tests ||
+      [ -s "$results/pytest.xml" ] || not_run+=("pytest=pytest wrote no results")
+  elif [ $strict = 1 ] && [ "${PMON_SANITIZE:-0}" != 1 ]; then
+    not_run+=("pytest=the Python package was not built")
+  fi
+  # The Node package (a client of the pmon just built): its node --test
+  # suite, with the SDKs its ACP and MCP tests use installed from the lockfile.
+  if [ $node_deps = 1 ]; then
+    (cd node && PMON="$PWD/../$dir/pmon" PMON_HELPERS="$PWD/../$dir/tests/helpers" \
+      node --test --test-reporter=spec --test-reporter-destination=stdout \
+        --test-reporter=junit --test-reporter-destination="$results/node.xml" test/*.test.mjs) ||
+      [ -s "$results/node.xml" ] || not_run+=("node=node --test wrote no results")
+  fi
 fi
-# Every skip, with its reason; in strict mode the ones not allowed fail.
-python3 tests/list_skips.py "$results" tests/allowed_skips.txt "$strict" || rc=1
-exit $rc
+# Every skip with its reason, each suite's count and failures, and last the
+# verdict: one line with every suite's count and what failed.
+args=()
+for n in "${not_run[@]}"; do args+=(--not-run "$n"); done
+echo
+exec python3 tests/verdict.py "$results" tests/allowed_skips.txt "$strict" "${args[@]}"

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 
 #include <atomic>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "confine/pidns.h"
 #include "confine/systemd.h"
 #include "core/capture.h"
+#include "core/driver.h"
 #include "core/report.h"
 #include "core/run.h"
 #include "core/units.h"
@@ -49,56 +51,30 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine, con
   const std::string key = cgroup_root.empty() ? confine : confine + '\0' + cgroup_root;
   auto it = bs.by_request.find(key);
   if (it == bs.by_request.end()) {
-    // subreaper makes the whole host process a subreaper, and the orphans
-    // of its calls would be its zombies for good (a library must not reap
-    // children it does not own): not offered here, and auto goes from pidns
-    // straight to pgroup.
-    if (confine == "subreaper")
-      return std::unexpected(std::string("subreaper: not available in the library (it would make the ") +
-                             "host process a subreaper whose orphans nobody reaps); use auto, cgroup, pidns or pgroup");
-    std::vector<ConfineKind> order;
-    if (confine == "auto") {
-      order = {ConfineKind::cgroup, ConfineKind::pidns, ConfineKind::pgroup};
-    } else {
+    // The library's request: subreaper would make the whole host process a
+    // subreaper whose orphans nobody reaps, so it is not offered; pidns
+    // execs the pmon executable found beside the package (Python is not it).
+    ConfineRequest req;
+    req.cgroup_root = cgroup_root;
+    req.in_library = true;
+    req.init_exe = g_init_exe;
+    req.isolate = confine == "isolate";
+    if (confine != "auto" && !req.isolate) {
       auto k = parse_confine_kind(confine);
-      if (!k && confine == "isolate") k = ConfineKind::pidns;
-      if (!k) return std::unexpected("unknown confinement '" + confine +
-                                     "' (use auto, cgroup, pidns or pgroup)");
-      order = {*k};
+      if (!k) return std::unexpected("unknown confinement '" + confine + "' (use auto, cgroup, pidns or pgroup)");
+      if (*k == ConfineKind::subreaper)
+        return std::unexpected(std::string("subreaper: not available in the library (it would make the ") +
+                               "host process a subreaper whose orphans nobody reaps); use auto, cgroup, pidns or pgroup");
+      req.kind = *k;
     }
-    std::optional<Selection> chosen;
-    std::vector<std::string> why;
-    const bool isolate = confine == "isolate";
-    if (isolate) order = {ConfineKind::pidns};
-    for (ConfineKind k : order) {
-      std::expected<Selection, std::string> sel = std::unexpected(std::string());
-      if (k == ConfineKind::pidns) {
-        if (g_init_exe.empty()) {
-          why.push_back("pidns: the pmon executable for the namespace's init was not found "
-                        "(install the package with python/install.sh, or set PMON_BINARY)");
-          continue;
-        }
-        PidnsOptions po;
-        po.isolate = isolate;
-        po.cgroup_root = cgroup_root;
-        po.init_exe = g_init_exe;
-        auto b = open_pidns_backend(po);
-        if (b) sel = Selection{std::move(*b), {}};
-        else sel = std::unexpected("pidns: " + b.error());
-      } else {
-        ConfineRequest req;
-        req.kind = k;
-        req.cgroup_root = cgroup_root;
-        sel = select_backend(req);
-      }
-      if (sel) {
-        sel->passed_over = why;
-        chosen = std::move(*sel);
-        break;
-      }
-      why.push_back(sel.error());
+    auto sel = select_backend(req);
+    if (!sel) {
+      std::string why = sel.error();
+      if (g_init_exe.empty() && why.find("the pmon executable for the namespace's init was not found") != std::string::npos)
+        why += " (install the package with python/install.sh, or set PMON_BINARY)";
+      return std::unexpected(req.isolate ? "isolate: " + why : why);
     }
-    if (!chosen) return std::unexpected(why.empty() ? std::string("no backend") : why.back());
+    std::optional<Selection> chosen = std::move(*sel);
     it = bs.by_request.emplace(key, std::move(*chosen)).first;
   }
   *passed_over = it->second.passed_over;
@@ -203,11 +179,13 @@ class PyCall {
     auto s = call_->start();
     if (!s) {
       call_.reset();
+      driver_.reset();
       // A limit that could not be set is the confinement's failure, as an
       // unavailable backend is (ConfinementError).
       return Failure{s.error().confinement ? "confine" : "spawn", s.error().exit_code, s.error().err,
                      s.error().message};
     }
+    driver_ = std::make_unique<Driver>(*call_);
     return std::nullopt;
   }
 
@@ -242,7 +220,7 @@ class PyCall {
   // The blocking call's loop: main exit, timeout, or cancel.
   int wait_for_end() {
     std::lock_guard lock(mu_);
-    return static_cast<int>(call_->wait_for_end());
+    return static_cast<int>(driver_->wait_for_end(std::numeric_limits<int64_t>::max()));
   }
 
   // 1: the main process exited; 0: timeout_ms passed; 2: a finish() from
@@ -253,7 +231,7 @@ class PyCall {
     bool exited;
     {
       std::lock_guard lock(mu_);
-      exited = !call_ || call_->finished() || call_->wait_main(timeout_ms);
+      exited = !call_ || call_->finished() || driver_->wait_main(timeout_ms);
     }
     waiting_.fetch_sub(1);
     return exited ? 1 : requested_end_.load() >= 0 ? 2 : 0;
@@ -295,7 +273,7 @@ class PyCall {
     uint64_t stale;
     if (cancel_) (void)::read(cancel_.get(), &stale, sizeof stale);
     auto r = std::make_shared<PyResult>();
-    if (call_) r->run = call_->finish(static_cast<Call::End>(end));
+    if (call_) r->run = driver_->finish(static_cast<Call::End>(end));
     r->passed_over = passed_over_;
     if (capture_) {
       r->out = capture_->take_out();
@@ -311,6 +289,7 @@ class PyCall {
     // A dropped handle still ends its call (Call's destructor stops the tree).
     py::gil_scoped_release nogil;
     std::lock_guard lock(mu_);
+    driver_.reset();  // (ends the call, as its destructor does)
     call_.reset();
   }
 
@@ -322,6 +301,7 @@ class PyCall {
   Fd cancel_;
   bool cancellable_ = true;
   std::unique_ptr<Call> call_;
+  std::unique_ptr<Driver> driver_;  // the one that waits for call_
   std::shared_ptr<PyResult> result_;
   std::atomic<int> waiting_{0};
   std::atomic<int> requested_end_{-1};  // the first finish()'s end

@@ -15,6 +15,23 @@ struct Selection;
 
 namespace pmon::cli {
 
+// What the values in the help texts are (DURATION, SIZE, ...), one line
+// or a few each, for the footers of the subcommands whose options take them.
+inline constexpr const char* kDurationWords = "  DURATION  a time: 500ms, 2s, 1.5m, 1h; a bare number is seconds\n";
+inline constexpr const char* kSizeWords =
+    "  SIZE      bytes, or a whole number with K, M, G or T (powers of 1024: 512M)\n"
+    "  N         a whole number\n"
+    "  CORES     a number of CPUs: 0.5 is half of one, 1.5 one and a half\n";
+inline constexpr const char* kSignalWords = "  SIGNAL    a name or number: TERM, INT, HUP, 15\n";
+inline constexpr const char* kBackendWords =
+    "  BACKEND   how pmon holds a call's processes together, strongest first:\n"
+    "              cgroup     a cgroup of its own, created for the call; every process\n"
+    "                         the call starts is in it, and it is killed whole\n"
+    "              pidns      a PID namespace of its own, under an init of pmon's\n"
+    "              subreaper  pmon adopts the call's orphans and stops what is left\n"
+    "              pgroup     a process group only (a daemon that calls setsid gets out)\n"
+    "              auto       the strongest this host offers ('pmon doctor' says which)\n";
+
 // Exit code 125 and one line on stderr: how every pmon error ends.
 [[noreturn]] void die(const std::string& line);
 
@@ -48,5 +65,6 @@ int jobs_main(const std::vector<std::string>& args);
 int logs_main(const std::vector<std::string>& args);
 int stop_main(const std::vector<std::string>& args);
 int wait_main(const std::vector<std::string>& args);
+int rm_main(const std::vector<std::string>& args);
 
 }  // namespace pmon::cli

@@ -22,6 +22,9 @@ class Formatter : public CLI::Formatter {
 
 bool is_flag(const CLI::Option* o) { return o->get_expected_min() == 0; }
 
+// An option or positional that takes a list (pmon rm ID...): given once, many values.
+bool is_list(const CLI::Option* o) { return o->get_expected_max() > 1; }
+
 bool looks_like_option(const std::string& w) { return w.size() > 1 && w[0] == '-'; }
 
 // The option a CLI11 message is about: the text before its first ": ".
@@ -50,19 +53,27 @@ std::string translate(const CLI::ParseError& e) {
     }
     if (!name.empty()) return name + " takes no value";
   }
+  // "ID is required": a positional argument that was not given.
+  const std::string kRequired = " is required";
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && what.ends_with(kRequired))
+    return "no " + what.substr(0, what.size() - kRequired.size()) + " given";
+  // A sentence starts lower case after "pmon: sub: ", a name (ID, PATH) as it is.
   std::string s = what;
-  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+  if (s.size() > 1 && std::isupper(static_cast<unsigned char>(s[0])) &&
+      std::islower(static_cast<unsigned char>(s[1])))
+    s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
   return s;
 }
 
-// Before parsing: pmon's usage line, the value names users read ("D" for a
-// duration, not "TEXT"), and a repeated option kept for pmon to refuse by
-// name rather than CLI11's "At Most 1 required but received 2".
+// Before parsing: pmon's usage line, and a repeated option kept for pmon to
+// refuse by name rather than CLI11's "At Most 1 required but received 2".
+// (Each option names its value itself: DURATION, SIZE, N, never CLI11's
+// TEXT or UINT.)
 void prepare(CLI::App& app) {
   app.formatter(std::make_shared<Formatter>());
   app.allow_extras();
   for (CLI::Option* o : app.get_options()) {
-    if (is_flag(o) || o->get_name() == "--help") continue;
+    if (is_flag(o) || is_list(o) || o->get_name() == "--help") continue;
     o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
 }
@@ -81,7 +92,7 @@ bool parse_options(CLI::App& app, const std::vector<std::string>& args, const st
     die(sub + ": " + translate(e) + see);
   }
   for (const CLI::Option* o : app.get_options()) {
-    if (!is_flag(o) && o->count() > 1)
+    if (!is_flag(o) && !is_list(o) && o->count() > 1)
       die(sub + ": " + o->get_name() + " was given " + std::to_string(o->count()) + " times; give it once" + see);
   }
   // -v and -q say opposite things: refused rather than one silently winning.

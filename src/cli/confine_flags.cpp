@@ -4,18 +4,21 @@
 #include <cstdio>
 
 #include "cli/cli.h"
-#include "confine/pidns.h"
 #include "core/units.h"
 
 namespace pmon::cli {
 
 void ConfineFlags::add_to(CLI::App& app) {
-  app.add_option("--confine", confine, "auto|cgroup|pidns|subreaper|pgroup (default auto)")->type_name("B");
+  app.add_option("--confine", confine, "how the processes are held together: auto, cgroup, pidns, subreaper or pgroup "
+                 "(default auto; see BACKEND below)")
+      ->type_name("BACKEND");
   app.add_option("--cgroup-root", cgroup_root,
-                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)")
+                 "a cgroup v2 directory delegated to you: each call gets a cgroup of its own below it "
+                 "(default: below pmon's own cgroup)")
       ->type_name("DIR");
   app.add_flag("--isolate", isolate,
-               "the cgroup leaf inside new PID, cgroup, mount and user namespaces: a hostile call cannot escape");
+               "a cgroup of its own inside new PID, cgroup, mount and user namespaces: even a hostile command "
+               "cannot get out");
 }
 
 Selection ConfineFlags::select(const std::string& sub, bool verbose, bool quiet) const {
@@ -44,30 +47,23 @@ std::expected<Selection, std::string> ConfineFlags::try_select(const std::string
   // --isolate: a cgroup leaf inside PID, cgroup, mount and user namespaces.
   // Without the cgroup backend it fails closed: a PID namespace alone does
   // not stop a call from moving itself to another cgroup.
-  auto isolated = [&]() -> std::expected<Selection, std::string> {
-    PidnsOptions po;
-    po.isolate = true;
-    po.cgroup_root = cgroup_root;
-    auto b = open_pidns_backend(po);
-    if (!b) return std::unexpected("--isolate: " + b.error());
-    Selection s;
-    s.backend = std::move(*b);
-    return s;
-  };
-  return isolate ? isolated() : select_backend(req);
+  req.isolate = isolate;
+  auto sel = select_backend(req);
+  if (!sel && isolate) return std::unexpected("--isolate: " + sel.error());
+  return sel;
 }
 
 void LimitFlags::add_to(CLI::App& app) {
   memory_opt_ = app.add_option("--memory-max", memory_max,
-                 "most memory the call may use (its cgroup's memory.max): bytes, or K, M, G for powers of "
-                 "1024 (512M); past it the whole call is killed (exit 137)")
+                 "most memory the call may use (memory.max); past it every process of the call is killed "
+                 "(exit 137)")
       ->type_name("SIZE");
   pids_opt_ = app.add_option("--pids-max", pids_max,
-                 "most processes and threads the call may have at once (pids.max); forks past it fail")
+                 "most processes and threads the call may have at once (pids.max, at least 1); forks past it fail")
       ->type_name("N");
   cpu_opt_ = app.add_option("--cpu-max", cpu_max,
-                 "CPU time the call may use, in cores (cpu.max): 0.5 is half of one CPU, 1.5 one and a half. "
-                 "Limits need the cgroup backend with that controller; where it is missing pmon exits 125")
+                 "CPU time the call may use, in CPUs (cpu.max): 0.5 is half of one. A limit needs the cgroup "
+                 "backend with that controller; where it is missing pmon exits 125 before CMD runs")
       ->type_name("CORES");
 }
 

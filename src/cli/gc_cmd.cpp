@@ -11,15 +11,18 @@
 namespace pmon::cli {
 
 int gc_main(const std::vector<std::string>& args) {
-  CLI::App app{"Stop and remove the cgroup leaves of pmon processes that are gone.", "pmon gc"};
+  CLI::App app{"Clean up after pmon processes that were killed: stop what their calls left running and remove "
+               "their cgroups.",
+               "pmon gc"};
   app.footer(
-      "\nA leaf is named pmon-<owner pid>-<owner start time>-<seq>; its owner is gone when\n"
-      "no process has that pid with that start time. Leaves of live owners and cgroups\n"
-      "not named so are never touched. One line per leaf; exit 0, or 1 when a leaf\n"
-      "could not be removed (e.g. not ours to write).");
+      "\nEach call runs in a cgroup of its own, named pmon-<pid>-<start time>-<n> after the\n"
+      "pmon that made it; that pmon is gone when no process has that pid with that start\n"
+      "time. The cgroups of live pmon processes, and cgroups not named so, are never\n"
+      "touched. One line per cgroup; exit 0, or 1 when one could not be removed (e.g.\n"
+      "not yours to write).");
   bool dry_run = false, verbose = false;
   app.add_flag("-n,--dry-run", dry_run, "list what would be removed, touch nothing");
-  app.add_flag("-v,--verbose", verbose, "also list the leaves of live owners, left alone");
+  app.add_flag("-v,--verbose", verbose, "also list the cgroups of live pmon processes, left alone");
   if (!parse_options(app, args, "gc")) return 0;
 
   std::string why;
@@ -49,7 +52,7 @@ int gc_main(const std::vector<std::string>& args) {
       ++failed;
     }
   }
-  if (done == 0) std::printf("pmon gc: no leaf of a dead owner under %s\n", loc->mount.c_str());
+  if (done == 0) std::printf("pmon gc: nothing left by a pmon that is gone under %s\n", loc->mount.c_str());
   std::fflush(stdout);
   return failed == 0 ? 0 : 1;
 }

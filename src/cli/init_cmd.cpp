@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/confine_flags.h"
 #include "confine/boundary.h"
+#include "confine/pid1.h"
 #include "core/init.h"
 #include "core/units.h"
 #include "sys/fd.h"
@@ -22,12 +23,13 @@ namespace {
 
 constexpr const char* kInitFooter = R"(
 As PID 1 of a PID namespace (a container, 'unshare --pid --fork') pmon init
-is the namespace's reaper and its boundary is the whole namespace; otherwise
-it makes itself a child subreaper and uses the strongest --confine backend.
-Either way it reaps every zombie that lands on it, adopted orphans included,
-and forwards every signal it can catch (not KILL/STOP, nor the fault signals).
-When the command exits, whatever it left running is stopped (TERM, --grace,
-KILL, confirmed gone) unless --wait-all is given.
+reaps for the whole namespace, and everything in it counts as CMD's; otherwise
+it makes itself a subreaper (orphans of CMD's processes come to it, not to the
+system's init) and holds CMD's processes with the strongest BACKEND. Either
+way it reaps every process that exits below it, and forwards every signal it
+can catch (not KILL or STOP, nor the fault signals). When CMD exits,
+whatever it left running is stopped (TERM, --grace, KILL, confirmed gone)
+unless --wait-all is given.
 
 Exit status:
   the command's own exit code when it exited
@@ -38,19 +40,23 @@ Exit status:
   127    the command was not found
 
 As a container's init: 'pmon -- CMD [ARG...]' is 'pmon init -- CMD [ARG...]',
-the form 'docker run --init' and 'podman run --init' pass their init. The
-environment sets what an option would (an option given wins):
+the form 'docker run --init' and 'podman run --init' pass their init (options
+may come before the --: 'pmon -v -- CMD'). The environment sets what an
+option would (an option given wins):
   PMON_INIT_FORWARD=child|group|tree   --forward
-  PMON_INIT_GRACE=D                    --grace
+  PMON_INIT_GRACE=DURATION             --grace
   PMON_INIT_WAIT_ALL=1                 --wait-all (0 or 1)
-  PMON_INIT_CONFINE=B                  --confine
-  PMON_INIT_PDEATHSIG=SIG              --pdeathsig
+  PMON_INIT_CONFINE=BACKEND            --confine
+  PMON_INIT_PDEATHSIG=SIGNAL           --pdeathsig
   PMON_INIT_VERBOSITY=0|1|2            0 is --quiet, 1 the default, 2 --verbose
 Coming from tini: TINI_SUBREAPER needs no counterpart (pmon init is a
 subreaper whenever it is not PID 1); TINI_KILL_PROCESS_GROUP is
 PMON_INIT_FORWARD=group, though the default, tree, reaches the group and
 every daemon that left it; TINI_VERBOSITY=0 is PMON_INIT_VERBOSITY=0.
-pmon does not read the TINI_ variables.)";
+pmon does not read the TINI_ variables.
+
+Values:
+)";
 
 const char* env_value(const char* name) {
   const char* v = std::getenv(name);
@@ -70,24 +76,25 @@ std::string from_env(const CLI::App& app, const char* option, const char* variab
 }  // namespace
 
 int init_main(const std::vector<std::string>& args) {
-  CLI::App app{"Run CMD as PID 1 / subreaper: reap everything, forward signals, leave nothing.",
+  CLI::App app{"Run CMD as a container's first process (PID 1) or as a subreaper: reap every process, forward "
+               "signals, leave nothing running.",
                "pmon init"};
-  app.footer(kInitFooter);
+  app.footer(std::string(kInitFooter) + kDurationWords + kSizeWords + kSignalWords + kBackendWords);
   app.prefix_command();
 
   std::string forward_s = "tree", grace_s = "2s", confine_s = "auto", pdeathsig_s = "none";
   bool wait_all = false, quiet = false;
   int verbose = 0;
   app.add_option("--forward", forward_s,
-                 "where signals to pmon go: child | group (its process group) | tree (every "
-                 "process of the boundary; default)")
+                 "where signals sent to pmon go: child (CMD only), group (CMD's process group) or tree (every "
+                 "process CMD started; default)")
       ->type_name("MODE");
-  app.add_option("--grace", grace_s, "time between TERM and KILL for leftovers (default 2s)")->type_name("D");
-  app.add_flag("--wait-all", wait_all, "when the command exits, wait for everything it left instead of stopping it");
-  app.add_option("--confine", confine_s, "auto|cgroup|subreaper|pgroup when not PID 1 (default auto)")
-      ->type_name("B");
-  app.add_option("--pdeathsig", pdeathsig_s, "signal the command gets if pmon init dies (SIG|none, default none)")
-      ->type_name("SIG");
+  app.add_option("--grace", grace_s, "how long leftovers get between TERM and KILL (default 2s)")->type_name("DURATION");
+  app.add_flag("--wait-all", wait_all, "when CMD exits, wait for everything it left instead of stopping it");
+  app.add_option("--confine", confine_s, "when not PID 1: auto, cgroup, subreaper or pgroup (default auto)")
+      ->type_name("BACKEND");
+  app.add_option("--pdeathsig", pdeathsig_s, "a signal CMD gets if pmon init dies, or none (the default)")
+      ->type_name("SIGNAL");
   LimitFlags limits;
   limits.add_to(app);
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
@@ -151,17 +158,17 @@ int init_main(const std::vector<std::string>& args) {
   // also gets a handler; it never runs while the signal is blocked, and the
   // command gets every disposition reset before exec.
   sigset_t set;
-  if (!block_init_signals(&set)) die(std::string("sigprocmask: ") + std::strerror(errno));
+  if (!sys::block_init_signals(&set)) die(std::string("sigprocmask: ") + std::strerror(errno));
   Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
   opts.signal_fd = sigfd.get();
 
-  Reaper reaper;
+  sys::Reaper reaper;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Boundary> boundary;
   if (pid1 && !req.kind) {
     boundary = make_pid1_boundary([&reaper] { reaper.reap_all(); });
-    if (verbose) std::fprintf(stderr, "pmon: init: PID 1 of its namespace; the boundary is the namespace\n");
+    if (verbose) std::fprintf(stderr, "pmon: init: PID 1 of its namespace: everything in it is the command's\n");
   } else {
     // Orphans of the command come to us, whatever the backend, to be reaped.
     if (!pid1 && ::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0)
@@ -185,10 +192,10 @@ int init_main(const std::vector<std::string>& args) {
   opts.warn = [](const std::string& line) { std::fprintf(stderr, "pmon: warning: %s\n", line.c_str()); };
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
-  auto res = run_init(*boundary, reaper, opts);
+  // The call releases the boundary once it is over (or could not start).
+  auto res = run_init(std::move(boundary), reaper, opts);
   if (!res) {
     std::fprintf(stderr, "pmon: %s\n", res.error().message.c_str());
-    boundary->release(boundary->empty().value_or(false));
     return res.error().exit_code;
   }
   if (verbose)
@@ -197,7 +204,6 @@ int init_main(const std::vector<std::string>& args) {
                  res->leftovers ? count_of(*res->leftovers, "process", "processes").c_str()
                                 : "an unknown number of processes (pmon cannot count them under this /proc)",
                  res->leftovers == 1 ? "was" : "were", wait_all ? "waited for" : "stopped");
-  boundary->release(res->cleanup_verified);
   return res->status();
 }
 

@@ -1,10 +1,12 @@
-// The client verbs of pmon serve: start, jobs, logs, stop, wait. Each is
-// one or a few JSON-RPC requests on the service's socket.
+// The client verbs of pmon serve: start, jobs, logs, stop, wait, rm. Each
+// is one or a few JSON-RPC requests on the service's socket.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +44,22 @@ std::string shown(std::string_view s) {
   }
 }
 
+// The service's error line in the CLI's words: the protocol says
+// "terminal", the CLI "job", and what the CLI offers to do about it.
+std::string cli_words(const std::string& message) {
+  const std::string kUnknown = "unknown terminal ";
+  if (message.starts_with(kUnknown))
+    return "no job " + message.substr(kUnknown.size()) + " on this service; 'pmon jobs' lists them";
+  const std::string kRelease = "; release some first";
+  if (message.starts_with("too many jobs") && message.ends_with(kRelease))
+    return message.substr(0, message.size() - kRelease.size()) +
+           "; remove jobs that have ended with 'pmon rm ID' ('pmon jobs' lists them), or start the service with "
+           "a larger --max-jobs";
+  const std::string kTerminal = "terminal '";
+  if (message.starts_with(kTerminal)) return "job '" + message.substr(kTerminal.size());
+  return message;
+}
+
 // A job id from the command line is text, or die() names `sub`.
 void check_job_id(const std::string& sub, const std::string& id) {
   if (!is_text(id)) die(sub + ": '" + shown(id) + "' is not a job id (it is not valid UTF-8); 'pmon jobs' lists them");
@@ -69,6 +87,13 @@ class Client {
   // The result of `method`, or die() with the service's error line; an fd
   // that came with the reply is put in *passed.
   Json call(const std::string& method, const Json& params, Fd* passed = nullptr) {
+    auto r = try_call(method, params, passed);
+    if (!r) die(r.error());
+    return std::move(*r);
+  }
+
+  // The same, but the service's error line (in the CLI's words) is returned.
+  std::expected<Json, std::string> try_call(const std::string& method, const Json& params, Fd* passed = nullptr) {
     fds_.clear();
     const int id = next_id_++;
     std::string line = Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() + "\n";
@@ -81,7 +106,7 @@ class Client {
     for (;;) {
       Json msg = read_message();
       if (!msg.contains("id") || msg["id"] != id) continue;  // a notification
-      if (msg.contains("error")) die(msg["error"].value("message", std::string("error")));
+      if (msg.contains("error")) return std::unexpected(cli_words(msg["error"].value("message", std::string("error"))));
       if (passed && !fds_.empty()) *passed = std::move(fds_.front());
       fds_.clear();
       return std::move(msg["result"]);
@@ -167,14 +192,83 @@ struct SocketFlag {
   }
 };
 
+// How many columns `s` takes on a terminal: one a character (names and
+// commands are UTF-8; wide characters are rare enough to ignore).
+size_t columns_of(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
+}
+
+// A command as one line a shell would read back: words with anything but
+// letters, digits and @%+=:,./-_ in single quotes; a control character
+// (a newline in a script given with -c) shown as \n, \t or \xNN, so that
+// a row of the table stays one line.
+std::string shell_line(const Json& argv) {
+  std::string line;
+  for (const Json& a : argv) {
+    const std::string& w = a.get_ref<const std::string&>();
+    const bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char ch) {
+      const auto u = static_cast<unsigned char>(ch);
+      return (u < 0x80 && std::isalnum(u) != 0) || (u != 0 && std::strchr("@%+=:,./-_", ch) != nullptr);
+    });
+    std::string word = plain ? "" : "'";
+    for (char ch : w) {
+      const auto u = static_cast<unsigned char>(ch);
+      if (ch == '\'') word += "'\\''";
+      else if (ch == '\n') word += "\\n";
+      else if (ch == '\t') word += "\\t";
+      else if (u < 0x20 || u == 0x7f) {
+        char b[8];
+        std::snprintf(b, sizeof b, "\\x%02X", u);
+        word += b;
+      } else word += ch;
+    }
+    if (!plain) word += "'";
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return line;
+}
+
+// "running", "stopping", "exited 3", "killed SIGTERM".
 std::string status_line(const Json& t) {
-  std::string s = t.value("status", std::string("?"));
   const Json& st = t["exitStatus"];
   if (st.is_object()) {
-    if (st["exitCode"].is_number()) s += " " + std::to_string(st["exitCode"].get<int>());
-    else if (st["signal"].is_string()) s += " " + st["signal"].get<std::string>();
+    if (st["exitCode"].is_number()) return "exited " + std::to_string(st["exitCode"].get<int>());
+    if (st["signal"].is_string()) return "killed " + st["signal"].get<std::string>();
   }
-  return s;
+  return t.value("status", std::string("?"));
+}
+
+// "5173,8080", or "-" when the job listens on no TCP port.
+std::string ports_line(const Json& t) {
+  std::string s;
+  if (t.contains("ports") && t["ports"].is_array())
+    for (const Json& p : t["ports"]) {
+      const std::string port = std::to_string(p.value("port", 0));
+      if (("," + s + ",").find("," + port + ",") != std::string::npos) continue;  // IPv4 and IPv6 alike
+      s += (s.empty() ? "" : ",") + port;
+    }
+  return s.empty() ? "-" : s;
+}
+
+// How a job that has ended ended, for "pmon stop" and "pmon rm": "ended
+// (exited 3)", "was stopped by its timeout", ...
+std::string ended_words(Client& c, const std::string& id, const Json& exit_status) {
+  std::string how = status_line(Json{{"exitStatus", exit_status}, {"status", "ended"}});
+  auto rep = c.try_call("terminal/report", {{"terminalId", id}});
+  const Json by = rep && rep->contains("job") ? (*rep)["job"].value("stoppedBy", Json(nullptr)) : Json(nullptr);
+  if (!by.is_string()) return "had already ended (" + how + ")";
+  const std::string b = by.get<std::string>();
+  if (b == "kill") return "was already stopped";
+  if (b == "timeout") return "was already stopped by its timeout";
+  return "was already stopped (" + b + ")";
+}
+
+// Whether job `id` still runs; its exit status in *ended when not.
+bool job_running(Client& c, const std::string& id, Json* ended) {
+  Json r = c.call("terminal/wait_for_exit", {{"terminalId", id}, {"timeoutMs", 0}});
+  if (r.value("running", false)) return true;
+  *ended = r;
+  return false;
 }
 
 // Copies what comes on `fd` to stdout until its end; how many bytes. A
@@ -210,16 +304,21 @@ uint64_t copy_to_stdout(int fd) {
 }  // namespace
 
 int start_main(const std::vector<std::string>& args) {
-  CLI::App app{"Start CMD as a job of the running pmon serve; prints its id.", "pmon start"};
-  app.footer("\nThe job is kept: it outlives this command. Run from inside a pmon call, it\n"
-             "belongs to that call and is stopped when the call ends.");
+  CLI::App app{"Start CMD as a background job of the running pmon serve; prints its id.", "pmon start"};
+  app.footer(std::string("\nThe job outlives this command, in this directory and environment: 'pmon stop ID'\n"
+                         "stops it and everything it started, 'pmon rm ID' removes it once it has ended.\n"
+                         "Started from inside a pmon call, it belongs to that call and is stopped when\n"
+                         "the call ends.\n\nValues:\n") +
+             kDurationWords);
   app.prefix_command();
   std::string name, timeout_s;
   bool pty = false;
   SocketFlag sock;
   app.add_option("--name", name, "a name for the job (pmon jobs shows it)")->type_name("NAME");
-  CLI::Option* timeout_opt = app.add_option("--timeout", timeout_s, "stop the job's whole tree after D")->type_name("D");
-  app.add_flag("--pty", pty, "run the job on a pseudo-terminal");
+  CLI::Option* timeout_opt =
+      app.add_option("--timeout", timeout_s, "stop the job and everything it started after DURATION")
+          ->type_name("DURATION");
+  app.add_flag("--pty", pty, "run the job on a pseudo-terminal (24x80)");
   sock.add_to(app);
   auto command = parse_command_line(app, args, "start");
   if (!command) return 0;
@@ -268,6 +367,8 @@ int start_main(const std::vector<std::string>& args) {
 
 int jobs_main(const std::vector<std::string>& args) {
   CLI::App app{"List the jobs of the running pmon serve.", "pmon jobs"};
+  app.footer("\nSTATUS is running, stopping, 'exited N' or 'killed SIGNAL'; PORTS the TCP ports\n"
+             "the job's processes listen on.");
   bool json = false;
   SocketFlag sock;
   app.add_flag("--json", json, "the list as JSON");
@@ -279,13 +380,24 @@ int jobs_main(const std::vector<std::string>& args) {
     std::printf("%s\n", r["terminals"].dump(2, ' ', false, Json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::printf("%-6s %-12s %-12s %-8s %-24s %s\n", "ID", "NAME", "STATUS", "PID", "STARTED", "COMMAND");
+  // One row of cells a job, the columns as wide as their widest cell.
+  std::vector<std::vector<std::string>> rows{{"ID", "NAME", "STATUS", "PID", "PORTS", "STARTED", "COMMAND"}};
   for (const Json& t : r["terminals"]) {
-    std::string cmd;
-    for (const Json& a : t["command"]) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
-    std::printf("%-6s %-12s %-12s %-8d %-24s %s\n", t["terminalId"].get<std::string>().c_str(),
-                t["name"].is_string() ? t["name"].get<std::string>().c_str() : "-", status_line(t).c_str(),
-                t["pid"].get<int>(), t["started"].get<std::string>().c_str(), cmd.c_str());
+    const std::string cmd = shell_line(t["command"]);
+    rows.push_back({t["terminalId"].get<std::string>(), t["name"].is_string() ? t["name"].get<std::string>() : "-",
+                    status_line(t), std::to_string(t.value("pid", 0)), ports_line(t),
+                    t.value("started", std::string("-")), cmd});
+  }
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], columns_of(row[i]));
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(width[i] - columns_of(row[i]) + 2, ' ');
+    }
+    std::printf("%s\n", line.c_str());
   }
   return 0;
 }
@@ -295,7 +407,7 @@ int logs_main(const std::vector<std::string>& args) {
   std::string id;
   bool follow = false;
   SocketFlag sock;
-  app.add_option("ID", id, "the job's id")->type_name("")->required();
+  app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
   app.add_flag("-f,--follow", follow, "keep printing new output until the job ends");
   sock.add_to(app);
   if (!parse_options(app, args, "logs")) return 0;
@@ -341,36 +453,91 @@ int logs_main(const std::vector<std::string>& args) {
 }
 
 int stop_main(const std::vector<std::string>& args) {
-  CLI::App app{"Stop a job's whole tree (its output stays readable).", "pmon stop"};
+  CLI::App app{"Stop a job and everything it started (its output stays readable).", "pmon stop"};
+  app.footer("\nA job that has already ended is left as it is, and pmon says so. Exit 0 when\n"
+             "the job is confirmed gone, 125 otherwise.");
   std::string id;
   SocketFlag sock;
-  app.add_option("ID", id, "the job's id")->type_name("")->required();
+  app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
   sock.add_to(app);
   if (!parse_options(app, args, "stop")) return 0;
   check_job_id("stop", id);
   Client c = sock.connect();
+  Json ended;
+  if (!job_running(c, id, &ended)) {
+    std::fprintf(stderr, "pmon: job %s %s; nothing to stop\n", id.c_str(), ended_words(c, id, ended).c_str());
+    return 0;
+  }
   Json r = c.call("terminal/kill", {{"terminalId", id}});
   if (!r.value("cleanupVerified", false)) {
-    std::fprintf(stderr, "pmon: stop: could not confirm the tree of %s is gone\n", id.c_str());
+    std::fprintf(stderr, "pmon: stop: could not confirm that everything job %s started is gone\n", id.c_str());
     return 125;
   }
   return 0;
 }
 
 int wait_main(const std::vector<std::string>& args) {
-  CLI::App app{"Wait for a job to end; exits with its status (as pmon run does).", "pmon wait"};
+  CLI::App app{"Wait for a job to end; exits with its status, as pmon run would.", "pmon wait"};
+  app.footer("\nExit status: the job's own exit code; 128+N when it died by signal N (143 after\n"
+             "'pmon stop'); 124 when its --timeout stopped it; 125 when what it started could\n"
+             "not be confirmed gone; 126 or 127 when its command could not be run.");
   std::string id;
   SocketFlag sock;
-  app.add_option("ID", id, "the job's id")->type_name("")->required();
+  app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
   sock.add_to(app);
   if (!parse_options(app, args, "wait")) return 0;
   check_job_id("wait", id);
   Client c = sock.connect();
   Json r = c.call("terminal/wait_for_exit", {{"terminalId", id}});
+  // The report's exit status is pmon run's: 124 for a timeout, 125 for a
+  // tree not confirmed gone, where the bare exit status would say 143.
+  if (auto rep = c.try_call("terminal/report", {{"terminalId", id}}); rep && (*rep)["exit_status"].is_number_integer())
+    return (*rep)["exit_status"].get<int>();
   if (r["exitCode"].is_number()) return r["exitCode"].get<int>();
   if (r["signal"].is_string())
     if (auto s = parse_signal(r["signal"].get<std::string>())) return 128 + *s;
   return 125;
+}
+
+int rm_main(const std::vector<std::string>& args) {
+  CLI::App app{"Remove jobs that have ended: their output and report are forgotten.", "pmon rm"};
+  app.footer("\nA job that still runs is refused unless -f is given; then it is stopped first,\n"
+             "with everything it started. Removed jobs no longer count against the service's\n"
+             "--max-jobs. Exit 0 when every job was removed, 125 otherwise.");
+  std::vector<std::string> ids;
+  bool force = false;
+  SocketFlag sock;
+  app.add_option("ID", ids, "the jobs' ids ('pmon jobs' lists them)")->type_name("")->required();
+  app.add_flag("-f,--force", force, "stop a job that still runs, then remove it");
+  sock.add_to(app);
+  if (!parse_options(app, args, "rm")) return 0;
+  for (const std::string& id : ids) check_job_id("rm", id);
+  Client c = sock.connect();
+  int rc = 0;
+  for (const std::string& id : ids) {
+    Json ended;
+    auto running = c.try_call("terminal/wait_for_exit", {{"terminalId", id}, {"timeoutMs", 0}});
+    if (!running) {
+      std::fprintf(stderr, "pmon: rm: %s\n", running.error().c_str());
+      rc = 125;
+      continue;
+    }
+    if (running->value("running", false) && !force) {
+      std::fprintf(stderr, "pmon: rm: job %s is still running; stop it first ('pmon stop %s') or use 'pmon rm -f'\n",
+                   id.c_str(), id.c_str());
+      rc = 125;
+      continue;
+    }
+    auto r = c.try_call("terminal/release", {{"terminalId", id}});
+    if (!r) {
+      std::fprintf(stderr, "pmon: rm: %s\n", r.error().c_str());
+      rc = 125;
+    } else if (!r->value("cleanupVerified", false)) {
+      std::fprintf(stderr, "pmon: rm: could not confirm that everything job %s started is gone\n", id.c_str());
+      rc = 125;
+    }
+  }
+  return rc;
 }
 
 }  // namespace pmon::cli

@@ -4,7 +4,8 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "core/nsinit.h"
+#include "confine/pidns_init.h"
+#include "pmon_version.h"  // generated: PMON_VERSION, from git describe
 
 namespace {
 
@@ -12,20 +13,33 @@ constexpr const char* kUsage =
     "pmon - run commands so that nothing they start outlives them\n"
     "\n"
     "usage:\n"
-    "  pmon run [options] -- CMD [ARG...]        one tool call, whole-tree cleanup\n"
-    "  pmon init [options] -- CMD [ARG...]       PID 1 / subreaper shim: reap all, forward signals\n"
-    "  pmon -- CMD [ARG...]                      the same as 'pmon init -- CMD...' (a container's init)\n"
-    "  pmon supervise [options] -- CMD [ARG...]  restart CMD when it fails; each child's tree is stopped\n"
+    "  pmon run [options] -- CMD [ARG...]        run CMD; when it ends, stop everything it started\n"
+    "  pmon supervise [options] -- CMD [ARG...]  restart CMD when it fails; each run's processes are stopped first\n"
+    "  pmon init [options] -- CMD [ARG...]       be a container's first process (PID 1): reap, forward signals\n"
+    "  pmon [init options] -- CMD [ARG...]       the same as 'pmon init' (what 'docker run --init' starts)\n"
     "  pmon doctor [--json]                      what this host offers, and which backend auto picks\n"
-    "  pmon ps [--json] [-a]                     live calls (cgroup leaves) and their process trees\n"
-    "  pmon gc [--dry-run] [-v]                  stop and remove the leaves of pmon processes that died\n"
-    "  pmon serve [--stdio|--listen PATH]        background jobs with an owned lifetime (JSON-RPC)\n"
+    "  pmon ps [--json] [-a]                     the pmon calls running now and their processes\n"
+    "  pmon gc [--dry-run] [-v]                  clean up after a pmon that was killed\n"
+    "  pmon serve [--stdio|--listen PATH]        a service that runs background jobs (JSON-RPC)\n"
     "  pmon mcp                                  the same jobs as MCP tools on stdin/stdout, for any agent\n"
-    "  pmon start [options] -- CMD [ARG...]      start CMD as a kept job of the service; prints its id\n"
-    "  pmon jobs [--json] / logs ID [-f] / stop ID / wait ID   the service's jobs\n"
+    "  pmon start [options] -- CMD [ARG...]      start CMD as a background job of the service; prints its id\n"
+    "  pmon jobs [--json]                        list the service's jobs\n"
+    "  pmon logs [-f] ID                         print a job's output\n"
+    "  pmon stop ID                              stop a job and everything it started\n"
+    "  pmon wait ID                              wait for a job to end; exit with its status\n"
+    "  pmon rm [-f] ID...                        remove jobs that have ended (-f: stop them first)\n"
     "  pmon --version\n"
     "\n"
     "'pmon SUBCOMMAND --help' lists its options; 'pmon run --help' also the exit codes.\n";
+
+// "pmon -v -- CMD": options before "--" and no subcommand are init's, as
+// "pmon -- CMD" is init (so a runtime may pass its init options that way).
+bool init_options_then_command(const std::vector<std::string>& args) {
+  if (args.empty() || args[0].size() < 2 || args[0][0] != '-') return false;
+  for (const std::string& a : args)
+    if (a == "--") return true;
+  return false;
+}
 
 }  // namespace
 
@@ -43,7 +57,7 @@ int main(int argc, char** argv) {
   }
   // What 'docker run --init' and 'podman run --init' start as PID 1:
   // INIT -- CMD [ARG...].
-  if (sub == "--") return pmon::cli::init_main(args);
+  if (sub == "--" || init_options_then_command(args)) return pmon::cli::init_main(args);
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "run") return pmon::cli::run_main(rest);
   if (sub == "init") return pmon::cli::init_main(rest);
@@ -58,6 +72,10 @@ int main(int argc, char** argv) {
   if (sub == "logs") return pmon::cli::logs_main(rest);
   if (sub == "stop") return pmon::cli::stop_main(rest);
   if (sub == "wait") return pmon::cli::wait_main(rest);
+  if (sub == "rm") return pmon::cli::rm_main(rest);
   if (sub == "__nsinit") return pmon::nsinit_main(rest);  // a pidns call's PID 1 (hidden)
+  if (sub.size() > 1 && sub[0] == '-')
+    pmon::cli::die("unknown option '" + sub + "'; a subcommand comes first, as in 'pmon run [options] -- CMD'; "
+                   "see 'pmon --help'");
   pmon::cli::die("unknown subcommand '" + sub + "'; see 'pmon --help'");
 }

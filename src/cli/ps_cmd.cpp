@@ -12,10 +12,10 @@
 namespace pmon::cli {
 
 int ps_main(const std::vector<std::string>& args) {
-  CLI::App app{"List the live pmon calls (cgroup leaves) and their process trees.", "pmon ps"};
+  CLI::App app{"List the pmon calls running now (each in a cgroup of its own) and their processes.", "pmon ps"};
   bool json = false, all = false;
   app.add_flag("--json", json, "one JSON object on stdout");
-  app.add_flag("-a,--all", all, "also empty (pooled) leaves and leaves of dead owners");
+  app.add_flag("-a,--all", all, "also the empty cgroups pmon keeps for later calls, and those of pmon processes that are gone");
   if (!parse_options(app, args, "ps")) return 0;
 
   std::string why;
@@ -44,7 +44,7 @@ int ps_main(const std::vector<std::string>& args) {
     }
     std::printf("%s\n  owner %d %s\n", l.path.c_str(), l.name.owner_pid,
                 l.owner_alive ? ("(" + owner_cmd.substr(0, 100) + ")").c_str()
-                              : "(gone: 'pmon gc' removes this leaf)");
+                              : "(its pmon is gone: 'pmon gc' cleans it up)");
     if (procs.empty()) std::printf("  (no processes)\n");
     else std::printf("  %7s %5s  %s\n", "PID", "STATE", "COMMAND");
     for (const LeafProcess& p : procs)
@@ -58,7 +58,7 @@ int ps_main(const std::vector<std::string>& args) {
     std::printf("no cgroup2 here (%s): no calls to list\n", why.c_str());
   } else if (shown == 0) {
     // Said, not an empty screen: "nothing runs" is the answer.
-    std::printf(all ? "no pmon leaves under %s\n" : "no live pmon calls under %s ('pmon ps -a' also lists leftover leaves)\n",
+    std::printf(all ? "no pmon cgroups under %s\n" : "no live pmon calls under %s ('pmon ps -a' also lists what is left of others)\n",
                 loc->mount.c_str());
   }
   return 0;

@@ -32,8 +32,10 @@ void die(const std::string& line) {
 namespace {
 
 constexpr const char* kRunFooter = R"(
-Durations: 500ms, 2s, 1.5m, 1h; a bare number is seconds. --timeout 0 means
-no timeout (as in coreutils timeout).
+When CMD exits, whatever it started that still runs is stopped (SIGNAL, then
+SIGKILL after --grace) and confirmed gone, unless --wait-tree is given; either
+way the report lists it. SIGTERM, SIGINT or SIGHUP to pmon stop the whole
+tree before pmon exits; a second one skips the grace period.
 
 Exit status (as coreutils timeout):
   the command's own exit code when it exited
@@ -44,17 +46,15 @@ Exit status (as coreutils timeout):
   126    the command was found but could not be executed
   127    the command was not found
 
-When the main process exits, anything it left running is stopped (TERM,
---grace, KILL) unless --wait-tree is given; either way the report lists it.
-SIGTERM, SIGINT or SIGHUP to pmon stop the whole tree before pmon exits; a
-second one skips the grace period.)";
+Values:
+)";
 
-// How the stop ended the leftovers: "", " with SIGKILL" (the one), ", all
+// How the stop ended the leftovers: "", ", with SIGKILL" (the one), ", all
 // with SIGKILL", ", 1 of them with SIGKILL".
 std::string kill_note(const std::vector<Leftover>& v) {
   size_t kill = std::count_if(v.begin(), v.end(), [](const Leftover& l) { return l.action == "SIGKILL"; });
   if (kill == 0) return "";
-  if (kill == v.size()) return v.size() == 1 ? " with SIGKILL" : ", all with SIGKILL";
+  if (kill == v.size()) return v.size() == 1 ? ", with SIGKILL" : ", all with SIGKILL";
   return ", " + std::to_string(kill) + " of them with SIGKILL";
 }
 
@@ -72,7 +72,7 @@ std::string list_procs(const std::vector<Leftover>& v) {
 
 int run_main(const std::vector<std::string>& args) {
   CLI::App app{"Run CMD so that nothing it starts outlives it.", "pmon run"};
-  app.footer(kRunFooter);
+  app.footer(std::string(kRunFooter) + kDurationWords + kSizeWords + kSignalWords + kBackendWords);
   app.prefix_command();
 
   std::string timeout_s, grace_s = "2s", signal_s = "TERM", report_path;
@@ -82,12 +82,13 @@ int run_main(const std::vector<std::string>& args) {
   int verbose = 0;
   bool quiet = false;
   CLI::Option* timeout_opt =
-      app.add_option("--timeout", timeout_s, "stop the whole tree after D (exit 124); 0: no timeout")->type_name("D");
-  app.add_option("--grace", grace_s, "time between the first signal and SIGKILL (default 2s)")->type_name("D");
-  app.add_option("--signal", signal_s, "first signal of the stop (default TERM)")->type_name("SIG");
+      app.add_option("--timeout", timeout_s, "stop CMD and everything it started after DURATION (exit 124); 0: no timeout")
+          ->type_name("DURATION");
+  app.add_option("--grace", grace_s, "how long the first signal gets before SIGKILL (default 2s)")->type_name("DURATION");
+  app.add_option("--signal", signal_s, "the first signal of a stop (default TERM)")->type_name("SIGNAL");
   confine.add_to(app);
   limits.add_to(app);
-  app.add_flag("--wait-tree", wait_tree, "wait for the whole tree instead of stopping leftovers");
+  app.add_flag("--wait-tree", wait_tree, "when CMD exits, wait for what it left running instead of stopping it");
   bool pty = false;
   app.add_flag("--pty", pty,
                "run CMD on a new pseudo-terminal (its controlling terminal), sized like pmon's own or 24x80; "
@@ -96,8 +97,8 @@ int run_main(const std::vector<std::string>& args) {
       ->type_name("FILE|-");
   std::string pdeathsig_s = "none";
   app.add_option("--pdeathsig", pdeathsig_s,
-                 "signal the command gets if pmon dies (SIG|none, default none: pmon stops the tree itself)")
-      ->type_name("SIG");
+                 "a signal CMD gets if pmon itself dies, or none (the default)")
+      ->type_name("SIGNAL");
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
@@ -222,8 +223,9 @@ int run_main(const std::vector<std::string>& args) {
 
   if (!quiet) {
     const std::vector<Leftover>& left = res->leftovers;
-    const std::string others =
-        left.empty() ? "" : " and the " + count_of(left.size(), "process", "processes") + " it started";
+    const std::string others = left.empty()      ? ""
+                               : left.size() == 1 ? " and the process it started"
+                                                  : " and the " + std::to_string(left.size()) + " processes it started";
     if (res->timed_out)
       std::fprintf(stderr, "pmon: timed out after %s; stopped the command%s%s\n", timeout_s.c_str(), others.c_str(),
                    kill_note(left).c_str());
@@ -234,7 +236,7 @@ int run_main(const std::vector<std::string>& args) {
                    count_of(left.size(), "process", "processes").c_str(), left.size() == 1 ? "it" : "them",
                    kill_note(left).c_str());
     if (!res->escaped.empty())
-      std::fprintf(stderr, "pmon: warning: %s escaped the %s boundary; found below pmon, %s %s: %s\n",
+      std::fprintf(stderr, "pmon: warning: %s got out of the %s backend's hold; found below pmon, %s %s: %s\n",
                    count_of(res->escaped.size(), "process", "processes").c_str(),
                    std::string(to_string(res->confinement)).c_str(),
                    !res->cleanup_verified ? "tried to stop"

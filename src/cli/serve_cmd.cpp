@@ -23,11 +23,13 @@ Jobs are requested in JSON-RPC 2.0, one message per line, on stdin/stdout
 /run/pmon/serve.sock for root, /tmp/pmon-UID/serve.sock otherwise). Only
 clients with the service's uid, or root, are served.
 
-Each job is stopped and verified gone when it is released, when its
-session or its connection closes (unless created with keep), when its
-timeout fires, and when the service stops: SIGTERM, SIGINT, EOF on --stdio,
-or the parent's death with --die-with-parent. Exit status 0 when every job
-was verified gone, 125 otherwise.
+A job is one call as 'pmon run' makes it, started in the background. It is
+stopped, with everything it started, and confirmed gone when its client
+removes it, when its client's session or connection ends (unless the job was
+created to outlive them, as 'pmon start' does), when its timeout fires, and
+when the service stops: SIGTERM, SIGINT, EOF on --stdio, or the parent's
+death with --die-with-parent. Exit status 0 when every job was confirmed
+gone, 125 otherwise.
 
 --memory-budget bounds what the service holds: three quarters of it for the
 jobs' output (a job whose outputByteLimit does not fit is refused; past it,
@@ -38,7 +40,10 @@ past it a connection is told and closed) and requests waiting for their
 answer (at most a sixteenth, and 1024 a connection; past it a request is
 refused with an error).
 
-pmon start, jobs, logs, stop and wait talk to the service on the socket.)";
+pmon start, jobs, logs, stop, wait and rm talk to the service on its socket.
+
+Values:
+)";
 
 // What serve and mcp share: the confinement, how many jobs, the grace.
 struct JobFlags {
@@ -49,8 +54,11 @@ struct JobFlags {
 
   void add_to(CLI::App& app) {
     confine.add_to(app);
-    app.add_option("--max-jobs", max_jobs, "jobs kept at once, running or not yet released (default 1024)")->type_name("N");
-    app.add_option("--grace", grace_s, "time between SIGTERM and SIGKILL when a job is stopped (default 2s)")->type_name("D");
+    app.add_option("--max-jobs", max_jobs,
+                   "most jobs at once, running or ended but not yet removed (pmon rm) (default 1024)")
+        ->type_name("N");
+    app.add_option("--grace", grace_s, "how long a stopped job gets between SIGTERM and SIGKILL (default 2s)")
+        ->type_name("DURATION");
     app.add_option("--memory-budget", memory_budget,
                    "memory for the jobs' output and what clients make the service hold, e.g. 512M "
                    "(default 256M, at least 16M)")
@@ -84,7 +92,7 @@ struct JobFlags {
 
 int serve_main(const std::vector<std::string>& args) {
   CLI::App app{"Run background jobs whose lifetime a client owns.", "pmon serve"};
-  app.footer(kServeFooter);
+  app.footer(std::string(kServeFooter) + kDurationWords + kSizeWords + kBackendWords);
   bool stdio = false, die_with_parent = false, quiet = false;
   std::string listen;
   JobFlags jobs;
@@ -126,11 +134,14 @@ that runs on), output, wait, write, kill, list and wait_for_port.
 
 When the client closes stdin or dies, every job is stopped and verified
 gone before pmon exits. Configure it in an MCP client as
-  {"command": "pmon", "args": ["mcp"]})";
+  {"command": "pmon", "args": ["mcp"]}
+
+Values:
+)";
 
 int mcp_main(const std::vector<std::string>& args) {
   CLI::App app{"Serve jobs as MCP tools on stdin/stdout.", "pmon mcp"};
-  app.footer(kMcpFooter);
+  app.footer(std::string(kMcpFooter) + kDurationWords + kSizeWords + kBackendWords);
   JobFlags jobs;
   jobs.add_to(app);
   if (!parse_options(app, args, "mcp")) return 0;

@@ -46,7 +46,10 @@ Exit status:
   125    pmon itself failed: bad option, confinement unavailable, or a
          child's tree could not be confirmed gone
   126    the command was found but could not be executed
-  127    the command was not found)";
+  127    the command was not found
+
+Values:
+)";
 
 // A whole number option, 0..max; "what" names its unit for the message.
 int64_t whole_number(const std::string& name, const std::string& text, int64_t max, const std::string& what,
@@ -79,25 +82,29 @@ std::string list_procs(const std::vector<sys::ProcStat>& v) {
 }  // namespace
 
 int supervise_main(const std::vector<std::string>& args) {
-  CLI::App app{"Run CMD and restart it when it fails; every child's tree is confined and stopped.",
+  CLI::App app{"Run CMD and restart it when it fails; before each restart, whatever the last run started is stopped.",
                "pmon supervise"};
-  app.footer(kSuperviseFooter);
+  app.footer(std::string(kSuperviseFooter) + kDurationWords + kSizeWords + kBackendWords);
   app.prefix_command();
 
   std::string engine_s = "pidfd", grace_s = "2s", confine_s = "auto", cgroup_root;
   std::string max_restarts_s = "3", timeout_ms_s = "0", delay_ms_s = "0";
   int verbose = 0;
-  app.add_option("--engine", engine_s, "pidfd|sigchld: how the child is waited for (default pidfd)")
-      ->type_name("E");
+  app.add_option("--engine", engine_s, "how pmon waits for the child: pidfd or sigchld (default pidfd; the lines "
+                 "printed are the same)")
+      ->type_name("ENGINE");
   app.add_option("--max-restarts", max_restarts_s, "restarts before giving up (default 3)")->type_name("N");
-  app.add_option("--timeout-ms", timeout_ms_s, "bound the whole supervision, in ms (default 0: none)")
+  app.add_option("--timeout-ms", timeout_ms_s, "end the whole supervision after N milliseconds (default 0: never)")
       ->type_name("N");
-  app.add_option("--restart-delay-ms", delay_ms_s, "pause before each restart, in ms (default 0)")->type_name("N");
-  app.add_option("--grace", grace_s, "time between TERM and KILL when stopping a tree (default 2s)")
-      ->type_name("D");
-  app.add_option("--confine", confine_s, "auto|cgroup|pidns|subreaper|pgroup (default auto)")->type_name("B");
+  app.add_option("--restart-delay-ms", delay_ms_s, "wait N milliseconds before each restart (default 0)")->type_name("N");
+  app.add_option("--grace", grace_s, "how long a child's processes get between TERM and KILL (default 2s)")
+      ->type_name("DURATION");
+  app.add_option("--confine", confine_s, "how each child's processes are held together: auto, cgroup, pidns, "
+                 "subreaper or pgroup (default auto; see BACKEND below)")
+      ->type_name("BACKEND");
   app.add_option("--cgroup-root", cgroup_root,
-                 "delegated cgroup2 directory for the leaves (default: pmon's own cgroup)")
+                 "a cgroup v2 directory delegated to you: each child gets a cgroup of its own below it "
+                 "(default: below pmon's own cgroup)")
       ->type_name("DIR");
   LimitFlags limits;
   limits.add_to(app);
@@ -167,7 +174,7 @@ int supervise_main(const std::vector<std::string>& args) {
   if (res.end == SuperviseEnd::cleanup_failed)
     std::fprintf(stderr, "pmon: %s\n", res.cleanup_error.c_str());
   if (!res.escaped.empty())
-    std::fprintf(stderr, "pmon: warning: %s escaped the %s boundary and %s still running: %s\n",
+    std::fprintf(stderr, "pmon: warning: %s got out of the %s backend's hold and %s still running: %s\n",
                  count_of(res.escaped.size(), "process", "processes").c_str(),
                  std::string(to_string(sel->backend->kind())).c_str(), res.escaped.size() == 1 ? "is" : "are",
                  list_procs(res.escaped).c_str());

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "confine/launch.h"
 #include "confine/limits.h"
 #include "sys/proc.h"
 #include "sys/result.h"
@@ -40,6 +41,11 @@ class Boundary {
 
   // fd of the cgroup directory for CLONE_INTO_CGROUP, or -1.
   virtual int clone_cgroup_fd() const noexcept { return -1; }
+
+  // Starts the call's command in the boundary: a plain clone into its
+  // cgroup (clone_cgroup_fd) unless the boundary has a way of its own (a
+  // PID namespace starts pmon's init, which starts the command).
+  virtual std::expected<Child, SpawnError> launch(const SpawnSpec& spec);
 
   // Called once the main process exists (right after clone).
   virtual void set_main(pid_t pid) noexcept = 0;
@@ -156,9 +162,23 @@ class Backend {
   virtual void tidy(size_t max) noexcept { (void)max; }
 };
 
+// Which backend a front end asks for: the one decision every front end
+// (run, supervise, init, serve, the Python binding) makes the same way.
 struct ConfineRequest {
   std::optional<ConfineKind> kind;  // empty: auto
   std::string cgroup_root;          // override of the delegated subtree
+  // The pidns backend around a cgroup leaf, inside cgroup, mount and user
+  // namespaces too (kind empty or pidns): nothing weaker will do.
+  bool isolate = false;
+  // The pmon executable a PID namespace's init is exec'd from: unset, this
+  // process's own; "" where none was found (a library whose pmon is not
+  // installed): then pidns is unavailable.
+  std::optional<std::string> init_exe;
+  // The caller is a library in a process whose other children are not its
+  // own: the subreaper backend (which makes the whole process a subreaper
+  // and takes every orphan below it as a call's) is not offered, and auto
+  // passes over it.
+  bool in_library = false;
 };
 
 struct Selection {
@@ -168,8 +188,11 @@ struct Selection {
 };
 
 // Picks the backend: the named one (or a one-line reason it is not here),
-// or under auto the strongest that works.
+// or under auto the strongest that works (cgroup, pidns, subreaper, pgroup).
 std::expected<Selection, std::string> select_backend(const ConfineRequest& req);
+
+// Starts spec.argv[0] (searched in PATH like execvp) inside `boundary`.
+std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, Boundary& boundary);
 
 // Per-backend constructors; each says why it is unavailable.
 std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(

@@ -1,7 +1,5 @@
 #include "confine/limits.h"
 
-#include "confine/boundary.h"
-
 #include <cmath>
 #include <vector>
 
@@ -31,10 +29,6 @@ std::string no_cgroup_for_limits(const Limits& l, std::string_view boundary) {
   return "cannot set the " + names + " limit" + (several ? "s" : "") + ": limits need a cgroup, and " +
          std::string(boundary) + " has none; use the cgroup backend (--confine cgroup) where cgroup v2 "
          "is delegated, or run without " + (several ? "them" : "it");
-}
-
-std::expected<void, std::string> Boundary::set_limits(const Limits& limits) {
-  return std::unexpected(no_cgroup_for_limits(limits, "the " + std::string(to_string(kind())) + " backend"));
 }
 
 }  // namespace pmon

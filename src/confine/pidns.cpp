@@ -14,40 +14,11 @@
 #include <cstring>
 
 #include "confine/cgroup_fs.h"
-#include "confine/pidns_mounts.h"
+#include "sys/child.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
-
-int ns_setup_mounts(const char* cgroup2_mount) noexcept {
-  // Our mounts must not propagate back to the host's mount namespace.
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
-  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) return errno;
-  if (cgroup2_mount != nullptr) {
-    // clone3's CLONE_NEWCGROUP roots the namespace at the *parent's* cgroup
-    // (copy_namespaces runs before CLONE_INTO_CGROUP moves the child):
-    // unshare again, now that we are in the leaf, so the leaf is the root.
-    if (::unshare(CLONE_NEWCGROUP) != 0) return errno;
-    // The view shares the host's cgroup2 superblock, and the kernel refuses
-    // a superblock on top of itself at the same spot (EBUSY): put an empty
-    // tmpfs in between.
-    if (::mount("tmpfs", cgroup2_mount, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755") != 0)
-      return errno;
-    if (::mount("cgroup2", cgroup2_mount, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
-      return errno;
-  }
-  return 0;
-}
-
-namespace {
-
-uint64_t usec_of(const struct rusage& ru) {
-  return ru.ru_utime.tv_sec * 1'000'000ULL + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1'000'000ULL +
-         ru.ru_stime.tv_usec;
-}
-
-}  // namespace
 
 PidnsBoundary::PidnsBoundary(NsSetup setup, Fd sync_r, Fd sync_w, std::unique_ptr<Boundary> inner)
     : setup_(std::move(setup)), sync_r_(std::move(sync_r)), sync_w_(std::move(sync_w)), inner_(std::move(inner)) {
@@ -168,7 +139,7 @@ void PidnsBoundary::reap_init(bool block) noexcept {
   int r = sys::waitid_raw(P_PIDFD, static_cast<id_t>(init_pidfd_.get()), &si, WEXITED | (block ? 0 : WNOHANG), &ru);
   if (r == 0 && si.si_pid != 0) {
     init_reaped_ = true;
-    init_cpu_usec_ = usec_of(ru);
+    init_cpu_usec_ = sys::usec_of(ru);
   } else if (r == -ECHILD) {
     init_reaped_ = true;  // reaped by the caller's own reaper
   }
@@ -219,7 +190,7 @@ std::optional<std::string> probe(bool user_ns, const std::string& cgroup2_mount,
                      : "";
     return why;
   }
-  if (cr->pid == 0) ::_exit(ns_setup_mounts(cgroup2_mount.empty() ? nullptr : cgroup2_mount.c_str()));
+  if (cr->pid == 0) ::_exit(sys::ns_setup_mounts(cgroup2_mount.empty() ? nullptr : cgroup2_mount.c_str()));
   siginfo_t si{};
   if (sys::waitid_raw(P_PIDFD, static_cast<id_t>(cr->pidfd.get()), &si, WEXITED, nullptr) != 0)
     return std::string("cannot wait for the namespace probe");
@@ -283,11 +254,11 @@ std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const Pi
   std::unique_ptr<Backend> cgroup;
   if (opts.isolate) {
     auto cg = open_cgroup_backend(opts.cgroup_root);
-    if (!cg) return std::unexpected("--isolate needs the cgroup backend: " + cg.error());
+    if (!cg) return std::unexpected("it needs the cgroup backend: " + cg.error());
     cgroup = std::move(*cg);
     std::string why;
     auto loc = confine::locate_cgroup2(&why);
-    if (!loc) return std::unexpected("--isolate: " + why);
+    if (!loc) return std::unexpected(why);
     base.cgroup_ns = true;
     base.cgroup2_mount = loc->mount;
     // Even as root: without a user namespace the call would keep
@@ -300,7 +271,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const Pi
   std::unique_ptr<Boundary> leaf;
   if (cgroup) {
     auto b = cgroup->open_boundary();
-    if (!b) return std::unexpected("--isolate: cannot make a cgroup leaf: " + b.error().message());
+    if (!b) return std::unexpected("cannot make a cgroup leaf: " + b.error().message());
     leaf = std::move(*b);
   }
   const int leaf_fd = leaf ? leaf->clone_cgroup_fd() : -1;

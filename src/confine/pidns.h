@@ -44,13 +44,13 @@ class PidnsBoundary final : public Boundary {
   PidnsBoundary(NsSetup setup, Fd sync_r, Fd sync_w, std::unique_ptr<Boundary> inner);
   ~PidnsBoundary() override;
 
-  const NsSetup& setup() const noexcept { return setup_; }
-  // Set once by spawn: the init, PID 1 of the namespace (host pid).
-  // command_pid: the command's host pid, left out of members() as the main
-  // process is everywhere else.
-  void adopt_init(pid_t pid, Fd pidfd, pid_t command_pid) noexcept;
   pid_t init_pid() const noexcept { return init_pid_; }
   int init_pidfd() const noexcept { return init_pidfd_.get(); }
+
+  // pmon's init (`pmon __nsinit`) as PID 1, then the command as its child,
+  // and pmon's direct child, the status relay, which exits as the command
+  // did (see confine/pidns_launch.cpp).
+  std::expected<Child, SpawnError> launch(const SpawnSpec& spec) override;
 
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
   int clone_cgroup_fd() const noexcept override;
@@ -71,6 +71,10 @@ class PidnsBoundary final : public Boundary {
   void release(bool verified_empty) noexcept override;
 
  private:
+  // Set once by launch: the init, PID 1 of the namespace (host pid).
+  // command_pid: the command's host pid, left out of members() as the main
+  // process is everywhere else.
+  void adopt_init(pid_t pid, Fd pidfd, pid_t command_pid) noexcept;
   bool init_exited() noexcept;
   void reap_init(bool block) noexcept;
 

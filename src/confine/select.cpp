@@ -3,31 +3,27 @@
 
 namespace pmon {
 
-std::string_view to_string(ConfineKind k) noexcept {
-  switch (k) {
-    case ConfineKind::cgroup: return "cgroup";
-    case ConfineKind::pidns: return "pidns";
-    case ConfineKind::subreaper: return "subreaper";
-    case ConfineKind::pgroup: return "pgroup";
-  }
-  return "?";
-}
-
-std::optional<ConfineKind> parse_confine_kind(std::string_view s) noexcept {
-  for (ConfineKind k : {ConfineKind::cgroup, ConfineKind::pidns,
-                        ConfineKind::subreaper, ConfineKind::pgroup})
-    if (s == to_string(k)) return k;
-  return std::nullopt;
-}
-
 namespace {
 
-std::expected<std::unique_ptr<Backend>, std::string> open_kind(
-    ConfineKind k, const ConfineRequest& req) {
+std::expected<std::unique_ptr<Backend>, std::string> open_kind(ConfineKind k, const ConfineRequest& req) {
   switch (k) {
     case ConfineKind::cgroup: return open_cgroup_backend(req.cgroup_root);
-    case ConfineKind::pidns: return open_pidns_backend(PidnsOptions{});
-    case ConfineKind::subreaper: return open_subreaper_backend();
+    case ConfineKind::pidns: {
+      PidnsOptions po;
+      po.isolate = req.isolate;
+      po.cgroup_root = req.cgroup_root;
+      if (req.init_exe) {
+        if (req.init_exe->empty())
+          return std::unexpected(std::string("the pmon executable for the namespace's init was not found"));
+        po.init_exe = *req.init_exe;
+      }
+      return open_pidns_backend(po);
+    }
+    case ConfineKind::subreaper:
+      if (req.in_library)
+        return std::unexpected(std::string("not available in a library (it would make the host process a "
+                                           "subreaper whose orphans nobody reaps)"));
+      return open_subreaper_backend();
     case ConfineKind::pgroup: return open_pgroup_backend();
   }
   return std::unexpected(std::string("unknown backend"));
@@ -37,6 +33,15 @@ std::expected<std::unique_ptr<Backend>, std::string> open_kind(
 
 std::expected<Selection, std::string> select_backend(const ConfineRequest& req) {
   Selection sel;
+  if (req.isolate) {
+    if (req.kind && *req.kind != ConfineKind::pidns)
+      return std::unexpected(std::string("isolation is the cgroup and pidns backends together, not ") +
+                             std::string(to_string(*req.kind)));
+    auto b = open_kind(ConfineKind::pidns, req);
+    if (!b) return std::unexpected(b.error());
+    sel.backend = std::move(*b);
+    return sel;
+  }
   if (req.kind) {
     auto b = open_kind(*req.kind, req);
     if (!b) return std::unexpected(std::string(to_string(*req.kind)) + ": " + b.error());
@@ -45,13 +50,14 @@ std::expected<Selection, std::string> select_backend(const ConfineRequest& req) 
   }
   // Strongest first (DESIGN §2).
   for (ConfineKind k : {ConfineKind::cgroup, ConfineKind::pidns, ConfineKind::subreaper, ConfineKind::pgroup}) {
+    if (k == ConfineKind::subreaper && req.in_library) continue;
     auto b = open_kind(k, req);
     if (b) {
       sel.backend = std::move(*b);
       return sel;
     }
-    // An explicit --cgroup-root asks for cgroup: a bad one is an error,
-    // not a reason to fall back to something weaker.
+    // An explicit cgroup root asks for cgroup: a bad one is an error, not a
+    // reason to fall back to something weaker.
     if (k == ConfineKind::cgroup && !req.cgroup_root.empty())
       return std::unexpected("cgroup: " + b.error());
     sel.passed_over.push_back(std::string(to_string(k)) + ": " + b.error());

@@ -20,6 +20,7 @@
 
 #include "confine/boundary.h"
 #include "core/spawn.h"
+#include "sys/reap.h"
 #include "core/stop.h"
 #include "sys/syscalls.h"
 
@@ -57,48 +58,12 @@ struct InitResult {
   int status() const noexcept;
 };
 
-// The boundary of PID 1 in a PID namespace: the namespace itself. Every
-// process in it is a descendant of PID 1 (orphans reparent to it), kill(-1)
-// reaches all of them without naming any by number, and "no children left"
-// means the namespace is empty. Needs no /proc of the namespace.
-// `reap` is called to collect zombies before emptiness is judged.
-std::unique_ptr<Boundary> make_pid1_boundary(std::function<void()> reap);
-
-// Is the mounted /proc the one of this process's PID namespace? Scan-based
-// code reading a foreign /proc would look at other processes under our pids.
-bool proc_matches_pid_ns() noexcept;
-
-// Reaps every zombie child of this process, WNOHANG, and keeps the status
-// of the command. Shared by the init loop and make_pid1_boundary's callback.
-class Reaper {
- public:
-  // Collects every zombie child; remembers the status of `main_pid`.
-  void reap_all() noexcept;
-  void set_main(pid_t pid) noexcept { main_pid_ = pid; }
-  bool main_exited() const noexcept { return main_exited_; }
-  const siginfo_t& main_info() const noexcept { return main_si_; }
-  uint64_t reaped() const noexcept { return reaped_; }
-
- private:
-  pid_t main_pid_ = 0;
-  bool main_exited_ = false;
-  siginfo_t main_si_{};
-  uint64_t reaped_ = 0;
-};
-
 // Runs the command under `boundary` and returns when it and everything it
 // left are gone. This process owns every child it has: `reaper` collects
-// them all (P_ALL), which is what PID 1 and a subreaper must do.
+// them all, which is what PID 1 and a subreaper must do. The call owns
+// `boundary` and releases it once it is over.
 // Errors are returned only from before the command started.
-std::expected<InitResult, SpawnError> run_init(Boundary& boundary, Reaper& reaper,
+std::expected<InitResult, SpawnError> run_init(std::unique_ptr<Boundary> boundary, sys::Reaper& reaper,
                                                const InitOptions& opts);
-
-// What an init does with signals before it starts the command: blocks every
-// signal but the faults (and SIGKILL/SIGSTOP) to read them from a signalfd,
-// and — since the kernel drops a default-action signal sent to PID 1 — gives
-// each a handler that never runs while blocked (the command gets every
-// disposition reset before exec). Fills *set with what it blocked; false
-// (errno set) when sigprocmask fails.
-bool block_init_signals(sigset_t* set) noexcept;
 
 }  // namespace pmon

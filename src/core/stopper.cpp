@@ -102,24 +102,14 @@ std::vector<Leftover> LeftoverTracker::take() {
   return out;
 }
 
-bool wait_until_empty(Boundary& b, StopWaiter& waiter, int64_t deadline,
-                      bool repeat_kill, bool* escalated) {
-  for (;;) {
-    auto e = b.empty();
-    if (e && *e) return true;
-    Watch w = b.watch();
-    StopWake wake = waiter.wait(deadline, w);
-    if (wake == StopWake::deadline) return b.empty().value_or(false);
-    if (wake == StopWake::escalate) {
-      *escalated = true;
-      return b.empty().value_or(false);
-    }
-    // A waiter woken again and again (an fd that stays ready) must not
-    // keep the step from ending: the deadline holds whatever the tree does.
-    if (sys::monotonic_ns() >= deadline) return b.empty().value_or(false);
-    // A scan is a snapshot: kill again whatever was forked since the last.
-    if (repeat_kill) (void)b.kill_all();
-  }
+bool LeftoverTracker::all_exited() const {
+  return std::all_of(tracked_.begin(), tracked_.end(), [](const Tracked& t) { return !sys::pidfd_alive(t.pidfd.get()); });
+}
+
+Watch LeftoverTracker::watch() const {
+  Watch w;
+  for (const Tracked& t : tracked_) w.fds.push_back({t.pidfd.get(), POLLIN, 0});
+  return w;
 }
 
 double StopMachine::since_ms() const { return (sys::monotonic_ns() - ctx_.t0_ns) / 1e6; }

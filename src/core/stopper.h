@@ -12,28 +12,11 @@
 #include <vector>
 
 #include "confine/boundary.h"
+#include "core/result.h"
 #include "core/stop.h"
 #include "sys/fd.h"
 
 namespace pmon {
-
-struct Leftover {
-  pid_t pid = 0;
-  uint64_t start_time = 0;
-  std::string cmdline;
-  // What ended it: "SIGTERM" (or whichever first signal), "SIGKILL",
-  // "waited" (--wait-tree), "survived" (still there: a failure), "none"
-  // (outside a weak boundary, left as it was).
-  std::string action;
-};
-
-struct StopRecord {
-  std::string reason;  // "", "leftovers", "timeout", "cancel", ...
-  int first_signal = SIGTERM;
-  std::optional<double> signal_sent_ms;  // since the call started
-  std::optional<double> kill_sent_ms;
-  std::optional<double> empty_confirmed_ms;
-};
 
 enum class StopWake { changed, deadline, escalate };
 
@@ -65,6 +48,10 @@ class LeftoverTracker {
   // readable: the kernel has reparented its children by then), or until
   // the deadline. A boundary reads empty a moment before that.
   void wait_exited(int64_t deadline) const;
+  // Whether every tracked process has finished exiting, and what to poll
+  // until they have (their pidfds).
+  bool all_exited() const;
+  Watch watch() const;
   // The boundary's listing the last snapshot ended with (listed_pids(), the
   // main process included), where the boundary has one.
   const std::optional<std::vector<pid_t>>& last_listing() const noexcept { return listing_; }
@@ -131,10 +118,5 @@ class StopMachine {
 
 // Runs the plan; true when the boundary was confirmed empty.
 bool execute_stop(const StopContext& ctx, StopRecord& record);
-
-// Waits (through `waiter`) until `b` is empty or the deadline passes.
-// *escalated is set when the waiter reported a request to skip the grace.
-bool wait_until_empty(Boundary& b, StopWaiter& waiter, int64_t deadline,
-                      bool repeat_kill, bool* escalated);
 
 }  // namespace pmon

@@ -10,7 +10,9 @@
 #include <cstring>
 #include <limits>
 
+#include "core/driver.h"
 #include "sys/proc.h"
+#include "sys/reap.h"
 
 namespace pmon {
 
@@ -64,259 +66,55 @@ int SuperviseResult::status() const noexcept {
 namespace {
 
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
-// How long to wait for the main process to be reapable once its tree has
-// been stopped, and for orphans in transit at the very end.
-constexpr int64_t kCollectNs = 5'000'000'000;
+// How long orphans in transit may take to become our zombies at the end.
 constexpr int64_t kFinalReapNs = 200'000'000;
 
-// poll(2) timeout until `deadline`, rounded up so that poll never returns
-// before it; 0 once it has passed, -1 for none.
-int remaining_ms(int64_t deadline) noexcept {
-  if (deadline == kForever) return -1;
-  int64_t now = sys::monotonic_ns();
-  if (now >= deadline) return 0;
-  return static_cast<int>(std::min<int64_t>((deadline - now + 999'999) / 1'000'000, 1 << 30));
-}
-
-sys::ExitStatus status_from_wait(int st) noexcept {
-  sys::ExitStatus s;
-  if (WIFSIGNALED(st)) {
-    s.signaled = true;
-    s.code = WTERMSIG(st);
-    s.core_dumped = WCOREDUMP(st);
-  } else {
-    s.code = WEXITSTATUS(st);
-  }
-  return s;
-}
-
-class Supervisor final : public StopWaiter {
+// The restart loop: each child is a Call (its own boundary, the stop plan,
+// verification, what escaped it stopped too), waited for by one driver
+// whose signal policy is the loop's: the first stop signal ends
+// supervision, a later one skips the grace period.
+class Supervisor {
  public:
-  Supervisor(Backend& backend, const SuperviseOptions& opts) : backend_(backend), opts_(opts) {}
+  Supervisor(Backend& backend, const SuperviseOptions& opts)
+      : backend_(backend),
+        opts_(opts),
+        driver_(opts.signal_fd, SignalPolicy{[this](int sig) { on_signal(sig); }, [this] { reaper_.reap(); }}) {}
 
   SuperviseResult run();
 
-  // StopWaiter: while a tree is being stopped, keep reaping and hear a
-  // second stop signal (which skips the grace period).
-  StopWake wait(int64_t deadline, const Watch& w) override;
-
  private:
-  enum class Wake { child_exit, timeout, signal, failed };
-
   void emit(const SuperviseEvent& e) const {
     if (opts_.on_event) opts_.on_event(e);
   }
-  void trace(const std::string& line) const {
-    if (opts_.trace) opts_.trace(line);
-  }
-  bool stop_requested() const noexcept { return stop_signal_ != 0 || timed_out_; }
-
-  Wake wait_child();
-  bool drain_signals();
-  void reap();
-  void reap_orphans_pidfd();
-  void reap_waitpid_all();
-  bool reap_main_pidfd(int options);
-  bool collect_main();
-  bool stop_tree(const std::string& why, bool main_alive);
+  void on_signal(int sig);
   bool restart_delay();
   void final_reap();
   SuperviseResult finish(SuperviseEnd end);
-  void emit_exited();
+  void emit_exited(pid_t pid);
+  std::string cleanup_error(const RunResult& r, pid_t pid) const;
 
   Backend& backend_;
   const SuperviseOptions& opts_;
-  int64_t t0_ = 0;
+  sys::Reaper reaper_;
+  Driver driver_;
+  std::unique_ptr<Call> call_;
   int64_t deadline_ = kForever;
-  std::unique_ptr<Boundary> b_;
-  Child child_;
-  bool main_reaped_ = false;
-  std::optional<sys::ExitStatus> main_status_;
   int stop_signal_ = 0;
   bool timed_out_ = false;
   bool escalate_ = false;
   SuperviseResult res_;
 };
 
-// Reads every pending signal. SIGCHLD means "reap"; the first stop signal
-// (or one after the deadline) is a stop request, any later one escalates.
-// Returns true when this call produced a new stop request.
-bool Supervisor::drain_signals() {
-  bool chld = false, new_stop = false;
-  for (;;) {
-    // Poll first so a caller's blocking signalfd cannot hang us here.
-    pollfd p{opts_.signal_fd, POLLIN, 0};
-    if (retry_eintr([&] { return ::poll(&p, 1, 0); }) <= 0 || (p.revents & POLLIN) == 0) break;
-    signalfd_siginfo info{};
-    ssize_t n = retry_eintr([&] { return ::read(opts_.signal_fd, &info, sizeof info); });
-    if (n != static_cast<ssize_t>(sizeof info)) break;
-    int sig = static_cast<int>(info.ssi_signo);
-    if (sig == SIGCHLD) {
-      chld = true;
-      continue;
-    }
-    if (stop_requested()) {
-      escalate_ = true;
-    } else {
-      stop_signal_ = sig;
-      new_stop = true;
-    }
+// The first stop signal (or one after the deadline) is a stop request; any
+// later one skips the grace period of the stop under way.
+void Supervisor::on_signal(int sig) {
+  if (stop_signal_ != 0 || timed_out_) {
+    escalate_ = true;
+    if (call_) call_->escalate();
+    return;
   }
-  if (chld) reap();
-  return new_stop;
-}
-
-void Supervisor::reap() {
-  if (opts_.engine == Engine::sigchld)
-    reap_waitpid_all();
-  else
-    reap_orphans_pidfd();
-}
-
-// sigchld engine: one SIGCHLD may stand for many exits, so reap until
-// nobody is left; the main child is recognised by its pid, which is still
-// ours until this very call frees it.
-void Supervisor::reap_waitpid_all() {
-  for (;;) {
-    int st = 0;
-    pid_t p = ::waitpid(-1, &st, WNOHANG);
-    if (p < 0 && errno == EINTR) continue;
-    if (p <= 0) return;
-    if (child_.pid != 0 && p == child_.pid && !main_reaped_) {
-      main_reaped_ = true;
-      main_status_ = status_from_wait(st);
-    }
-  }
-}
-
-// pidfd engine: orphans reparented to us (we are a subreaper) are reaped by
-// pid; the main child only ever through its pidfd. WNOWAIT peeks first so
-// the main child is never collected here by accident.
-void Supervisor::reap_orphans_pidfd() {
-  for (;;) {
-    siginfo_t si{};
-    if (sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, nullptr) != 0 || si.si_pid == 0)
-      return;
-    // The main child is dead: its pidfd is readable and it is collected
-    // there; the orphans behind it are reaped right after.
-    if (!main_reaped_ && si.si_pid == child_.pid) return;
-    (void)sys::waitid_raw(P_PID, static_cast<id_t>(si.si_pid), &si, WEXITED | WNOHANG, nullptr);
-  }
-}
-
-// waitid(P_PIDFD) collects exactly the process the fd refers to.
-bool Supervisor::reap_main_pidfd(int options) {
-  if (main_reaped_) return true;
-  siginfo_t si{};
-  if (sys::waitid_raw(P_PIDFD, static_cast<id_t>(child_.pidfd.get()), &si, WEXITED | options,
-                      nullptr) != 0 ||
-      si.si_pid == 0)
-    return false;
-  main_reaped_ = true;
-  main_status_ = sys::exit_status_from(si);
-  return true;
-}
-
-Supervisor::Wake Supervisor::wait_child() {
-  for (;;) {
-    if (main_status_) return Wake::child_exit;
-    // The budget is recomputed on every pass: poll returns early on
-    // SIGCHLDs of orphans and on EINTR.
-    int timeout_ms = remaining_ms(deadline_);
-    if (timeout_ms == 0) return Wake::timeout;
-    std::array<pollfd, 2> fds{{{opts_.signal_fd, POLLIN, 0}, {child_.pidfd.get(), POLLIN, 0}}};
-    nfds_t nfds = opts_.engine == Engine::pidfd ? 2 : 1;
-    int n = ::poll(fds.data(), nfds, timeout_ms);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      res_.cleanup_error = std::string("poll: ") + std::strerror(errno);
-      return Wake::failed;
-    }
-    // The signalfd first: when a stop request and the child's exit arrive
-    // together, the stop wins (the exit is still collected on its path).
-    if ((fds[0].revents & POLLIN) != 0 && drain_signals()) return Wake::signal;
-    if (opts_.engine == Engine::pidfd && fds[1].revents != 0) {
-      if (reap_main_pidfd(0)) return Wake::child_exit;
-      res_.cleanup_error = std::string("waitid(P_PIDFD): ") + std::strerror(errno);
-      return Wake::failed;
-    }
-  }
-}
-
-StopWake Supervisor::wait(int64_t deadline, const Watch& w) {
-  for (;;) {
-    int timeout_ms = remaining_ms(deadline);
-    if (timeout_ms == 0) return StopWake::deadline;
-    if (w.rescan_ms >= 0 && (timeout_ms < 0 || w.rescan_ms < timeout_ms)) timeout_ms = w.rescan_ms;
-    std::vector<pollfd> fds{{opts_.signal_fd, POLLIN, 0}};
-    fds.insert(fds.end(), w.fds.begin(), w.fds.end());
-    int n = ::poll(fds.data(), fds.size(), timeout_ms);
-    if (n < 0 && errno == EINTR) continue;
-    if (n > 0 && (fds[0].revents & POLLIN) != 0) {
-      bool was = escalate_;
-      (void)drain_signals();
-      if (escalate_ && !was) return StopWake::escalate;
-    }
-    return StopWake::changed;
-  }
-}
-
-// After the tree is stopped the main process is dead or dying: collect it
-// (bounded, in case it could not be killed).
-bool Supervisor::collect_main() {
-  const int64_t bound = sys::monotonic_ns() + kCollectNs;
-  for (;;) {
-    if (opts_.engine == Engine::pidfd) {
-      if (reap_main_pidfd(WNOHANG)) return true;
-    } else {
-      reap_waitpid_all();
-      if (main_reaped_) return true;
-    }
-    int timeout_ms = remaining_ms(bound);
-    if (timeout_ms == 0) return false;
-    std::array<pollfd, 2> fds{{{opts_.signal_fd, POLLIN, 0}, {child_.pidfd.get(), POLLIN, 0}}};
-    nfds_t nfds = opts_.engine == Engine::pidfd ? 2 : 1;
-    if (::poll(fds.data(), nfds, timeout_ms) > 0 && (fds[0].revents & POLLIN) != 0)
-      (void)drain_signals();
-  }
-}
-
-// Stops whatever is left of the current child's tree with the shared stop
-// protocol, and releases the boundary. False when it could not be confirmed
-// empty: the caller must not start another child then.
-bool Supervisor::stop_tree(const std::string& why, bool main_alive) {
-  bool verified = false;
-  auto e = b_->empty();
-  if (e && *e && !main_alive) {
-    verified = true;
-  } else {
-    const StopPlan& plan = opts_.stop;
-    trace("stopping child=" + std::to_string(child_.pid) + "'s tree (" + why + "): " +
-          signal_name(plan.steps.empty() ? SIGKILL : plan.steps.front().signal) +
-          ", then SIGKILL");
-    StopContext ctx;
-    ctx.boundary = b_.get();
-    ctx.plan = &plan;
-    ctx.waiter = this;
-    ctx.main_pidfd = main_reaped_ ? -1 : child_.pidfd.get();
-    ctx.t0_ns = t0_;
-    ctx.skip_grace = escalate_;
-    StopRecord rec;
-    verified = execute_stop(ctx, rec);
-    trace(verified ? "child=" + std::to_string(child_.pid) + "'s tree is gone"
-                   : "child=" + std::to_string(child_.pid) + "'s tree NOT confirmed gone");
-  }
-  if (!verified) {
-    std::vector<std::string> left;
-    for (const sys::ProcStat& p : b_->members())
-      if (left.size() < 5) left.push_back(std::to_string(p.pid) + " (" + sys::read_cmdline(p.pid).substr(0, 60) + ")");
-    std::string list;
-    for (const std::string& s : left) list += (list.empty() ? "" : ", ") + s;
-    res_.cleanup_error = "could not confirm child=" + std::to_string(child_.pid) +
-                         "'s tree is gone" + (list.empty() ? "" : "; still running: " + list);
-  }
-  b_->release(verified);
-  return verified;
+  stop_signal_ = sig;
+  if (call_ && !call_->finishing() && !call_->finished()) call_->end(Call::End::cancel, sig);
 }
 
 // The optional backoff between two children; false when the deadline or a
@@ -324,17 +122,9 @@ bool Supervisor::stop_tree(const std::string& why, bool main_alive) {
 bool Supervisor::restart_delay() {
   if (opts_.restart_delay.count() > 0) {
     const int64_t start = sys::monotonic_ns();
-    const int64_t until = deadline_ == kForever
-                              ? start + opts_.restart_delay.count()
-                              : std::min(deadline_, start + opts_.restart_delay.count());
-    for (;;) {
-      int timeout_ms = remaining_ms(until);
-      if (timeout_ms == 0) break;
-      pollfd p{opts_.signal_fd, POLLIN, 0};
-      int n = ::poll(&p, 1, timeout_ms);
-      if (n < 0 && errno != EINTR) break;
-      if (n > 0 && drain_signals()) return false;
-    }
+    const int64_t until = std::min(deadline_, start + opts_.restart_delay.count());
+    while (sys::monotonic_ns() < until && stop_signal_ == 0) (void)driver_.wait_once(nullptr, until);
+    if (stop_signal_ != 0) return false;
   }
   if (deadline_ != kForever && sys::monotonic_ns() >= deadline_) {
     timed_out_ = true;
@@ -345,23 +135,21 @@ bool Supervisor::restart_delay() {
 
 // Orphans may still be between leaving their boundary and becoming zombies
 // of ours: give them a moment and reap them, so nothing is left unreaped.
-// What stays alive below us escaped a weak boundary and is reported.
+// What stays alive below us escaped a weak boundary and could not be
+// stopped: it is reported.
 void Supervisor::final_reap() {
   const pid_t self = ::getpid();
   const int64_t bound = sys::monotonic_ns() + kFinalReapNs;
   for (;;) {
-    reap();
+    reaper_.reap();
     bool zombie = false, live = false;
     for (const sys::ProcStat& p : sys::scan_processes()) {
       if (p.ppid != self || p.pid == backend_.helper_pid()) continue;
       (p.dead() ? zombie : live) = true;
     }
     if ((!zombie && !live) || sys::monotonic_ns() >= bound) break;
-    // Live children of a weak boundary are escapees: not waited for. Under a
-    // strong one they are exiting (past their cgroup, not yet zombies).
-    if (!zombie && live && b_ && !b_->contains_escapes()) break;
-    pollfd p{opts_.signal_fd, POLLIN, 0};
-    if (::poll(&p, 1, 5) > 0) (void)drain_signals();
+    if (!zombie && live && backend_.kind() == ConfineKind::pgroup) break;
+    (void)driver_.wait_once(nullptr, sys::monotonic_ns() + 5'000'000);
   }
   std::vector<sys::ProcStat> table = sys::scan_processes();
   for (const sys::ProcStat& p : sys::descendants_of(table, self))
@@ -377,79 +165,85 @@ SuperviseResult Supervisor::finish(SuperviseEnd end) {
     e.end = end;
     emit(e);
   }
+  driver_.detach();
+  call_.reset();
   final_reap();
-  b_.reset();
   return std::move(res_);
 }
 
-void Supervisor::emit_exited() {
-  res_.last_status = *main_status_;
+void Supervisor::emit_exited(pid_t pid) {
+  res_.last_status = sys::exit_status_from(reaper_.main_info());
   SuperviseEvent e;
   e.kind = SuperviseEvent::Kind::exited;
   e.engine = opts_.engine;
-  e.pid = child_.pid;
-  e.status = *main_status_;
+  e.pid = pid;
+  e.status = *res_.last_status;
   emit(e);
 }
 
+std::string Supervisor::cleanup_error(const RunResult& r, pid_t pid) const {
+  std::string list;
+  size_t n = 0;
+  for (const std::vector<Leftover>* v : {&r.leftovers, &r.escaped})
+    for (const Leftover& l : *v)
+      if (l.action == "survived" && n++ < 5)
+        list += (list.empty() ? "" : ", ") + std::to_string(l.pid) + " (" + l.cmdline.substr(0, 60) + ")";
+  return "could not confirm child=" + std::to_string(pid) + "'s tree is gone" + (list.empty() ? "" : "; still running: " + list);
+}
+
 SuperviseResult Supervisor::run() {
-  t0_ = sys::monotonic_ns();
-  if (opts_.timeout) deadline_ = t0_ + opts_.timeout->count();
+  if (opts_.timeout) deadline_ = sys::monotonic_ns() + opts_.timeout->count();
 
   for (;;) {
-    auto b = backend_.open_boundary();
-    if (!b) {
-      res_.spawn_error = SpawnError{125, b.error().value(),
-                                    "cannot open a " + std::string(to_string(backend_.kind())) +
-                                        " boundary: " + b.error().message()};
+    RunOptions ro;
+    ro.spawn = opts_.spawn;
+    ro.limits = opts_.limits;
+    ro.stop = opts_.stop;
+    ro.signal_fd = opts_.signal_fd;
+    ro.own_all_children = true;
+    ro.reaper = &reaper_;
+    ro.main_by_pidfd = opts_.engine == Engine::pidfd;
+    ro.trace = opts_.trace;
+    // The supervision's deadline is each child's timeout.
+    if (deadline_ != kForever) ro.timeout = Nanos(std::max<int64_t>(1, deadline_ - sys::monotonic_ns()));
+    call_ = std::make_unique<Call>(backend_, std::move(ro));
+    if (auto s = call_->start(); !s) {
+      res_.spawn_error = s.error();
       return finish(SuperviseEnd::spawn_failed);
     }
-    b_ = std::move(*b);
-    auto child = spawn_in(opts_.spawn, backend_, b_, opts_.limits);
-    if (!child) {
-      b_->release(b_->empty().value_or(false));
-      res_.spawn_error = child.error();
-      return finish(SuperviseEnd::spawn_failed);
-    }
-    child_ = std::move(*child);
-    main_reaped_ = false;
-    main_status_.reset();
-    b_->set_main(child_.pid);
+    const pid_t pid = call_->pid();
     ++res_.spawns;
     SuperviseEvent started;
     started.kind = SuperviseEvent::Kind::started;
     started.engine = opts_.engine;
-    started.pid = child_.pid;
-    started.pidfd = child_.pidfd.get();
+    started.pid = pid;
+    started.pidfd = call_->pidfd();
     emit(started);
-    if (auto cg = b_->cgroup_path()) trace("child=" + std::to_string(child_.pid) + " in " + *cg);
+    if (auto cg = call_->cgroup(); cg && opts_.trace) opts_.trace("child=" + std::to_string(pid) + " in " + *cg);
 
-    Wake wake = wait_child();
-    if (wake != Wake::child_exit) {
-      // Deadline, stop signal or a broken wait: stop the whole tree, then
-      // report how the child ended.
-      if (wake == Wake::timeout) timed_out_ = true;
-      std::string why = wake == Wake::timeout  ? "timeout"
-                        : wake == Wake::signal ? "signal " + signal_name(stop_signal_)
-                                               : "error";
-      bool verified = stop_tree(why, true);
-      bool collected = collect_main();
-      if (collected) emit_exited();
-      if (!collected && res_.cleanup_error.empty())
-        res_.cleanup_error = "child=" + std::to_string(child_.pid) + " could not be collected";
-      child_.pidfd.reset();
-      if (!verified || !collected || wake == Wake::failed) return finish(SuperviseEnd::cleanup_failed);
-      return finish(wake == Wake::timeout ? SuperviseEnd::timeout : SuperviseEnd::signal);
+    driver_.attach(*call_);
+    Call::End why = driver_.wait_for_end(kForever);
+    // (A call ended by a stop signal reads as ended: the signal says which.)
+    if (why != Call::End::main_exited) {
+      if (stop_signal_ != 0) why = Call::End::cancel;
+      else timed_out_ = true;
     }
-
-    emit_exited();
-    // A restart must never leave the previous child's tree behind.
-    bool verified = stop_tree("child exited", false);
-    child_.pidfd.reset();
-    reap();
-    if (!verified) return finish(SuperviseEnd::cleanup_failed);
+    // The child exited: a restart must never leave its tree behind. Else
+    // (the deadline, a stop signal) the whole tree is stopped, then how the
+    // child ended is said.
+    const RunResult& r = driver_.finish(why);
+    const bool collected = reaper_.main_reaped();
+    if (collected) emit_exited(pid);
+    if (!r.cleanup_verified) res_.cleanup_error = cleanup_error(r, pid);
+    if (why != Call::End::main_exited) {
+      if (!collected && res_.cleanup_error.empty())
+        res_.cleanup_error = "child=" + std::to_string(pid) + " could not be collected";
+      if (!r.cleanup_verified || !collected) return finish(SuperviseEnd::cleanup_failed);
+      return finish(timed_out_ ? SuperviseEnd::timeout : SuperviseEnd::signal);
+    }
+    if (!r.cleanup_verified) return finish(SuperviseEnd::cleanup_failed);
     if (stop_signal_ != 0) return finish(SuperviseEnd::signal);
-    if (!main_status_->signaled && main_status_->code == 0) return finish(SuperviseEnd::clean_exit);
+    if (!res_.last_status->signaled && res_.last_status->code == 0) return finish(SuperviseEnd::clean_exit);
     if (res_.restarts >= opts_.max_restarts) {
       SuperviseEvent e;
       e.kind = SuperviseEvent::Kind::giving_up;
@@ -467,6 +261,8 @@ SuperviseResult Supervisor::run() {
     e.restart = res_.restarts;
     e.max_restarts = opts_.max_restarts;
     emit(e);
+    driver_.detach();
+    call_.reset();
     if (!restart_delay()) return finish(timed_out_ ? SuperviseEnd::timeout : SuperviseEnd::signal);
   }
 }

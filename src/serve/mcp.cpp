@@ -171,7 +171,7 @@ Json initialize_result(const Json& params) {
   Json requested = params.is_object() && params.contains("protocolVersion") ? params["protocolVersion"] : Json();
   return {{"protocolVersion", negotiate_version(requested)},
           {"capabilities", {{"tools", {{"listChanged", false}}}}},
-          {"serverInfo", {{"name", "pmon"}, {"title", "pmon: commands that leave nothing behind"}, {"version", "0.1"}}},
+          {"serverInfo", {{"name", "pmon"}, {"title", "pmon: commands that leave nothing behind"}, {"version", PMON_VERSION}}},
           {"instructions",
            "Run shell commands with run (it waits; nothing the command starts outlives it) and long-running ones "
            "(dev servers, watchers) with start, then output, wait, write, wait_for_port and kill. Every job "

@@ -86,9 +86,14 @@ std::expected<Listener, std::string> listen_unix(const std::string& path, bool d
   if (!addr) return std::unexpected(addr.error());
   const std::string dir = dir_of(path);
   const uid_t me = ::geteuid();
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return std::unexpected(err("cannot make " + dir));
+  // Only the default directory is made here (0700, ours): a directory the
+  // caller named is theirs to make, and nothing made here is left behind.
+  if (default_dir && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return std::unexpected(err("cannot make " + dir));
   struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return std::unexpected(err("cannot read " + dir));
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::unexpected("the directory " + dir + " does not exist; make it first (mkdir -m 700 " + dir + ")");
+    return std::unexpected(err("cannot read " + dir));
+  }
   if (S_ISLNK(st.st_mode)) return std::unexpected(dir + " is a symlink; refusing to listen there");
   if (!S_ISDIR(st.st_mode)) return std::unexpected(dir + " is not a directory");
   // The default directory is ours alone; an explicit one may be a shared

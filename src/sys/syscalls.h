@@ -46,6 +46,12 @@ int pidfd_send_signal(int pidfd, int sig) noexcept;
 int waitid_raw(idtype_t type, id_t id, siginfo_t* info, int options,
                struct rusage* ru) noexcept;
 
+// The CPU time (user + system) an rusage counts, in microseconds.
+inline uint64_t usec_of(const struct rusage& ru) noexcept {
+  return static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1'000'000ULL +
+         static_cast<uint64_t>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 // Exit status of a finished child as reported by waitid.
 struct ExitStatus {
   bool signaled = false;

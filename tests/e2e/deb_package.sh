@@ -1,15 +1,21 @@
-# cpack -G DEB builds pmon_<version>_<arch>.deb; installed into a scratch
-# root with dpkg --root, its pmon runs (doctor, run), finds its helper in
-# libexec/pmon, prints the package's version, has a man page per
-# subcommand and the copyright file; purging it leaves nothing.
+# cpack -G DEB builds pmon_<version>_<arch>.deb (or, with PMON_DIST, the
+# one scripts/release.sh made is taken); installed into a scratch root with
+# dpkg --root, its pmon runs (doctor, run), finds its helper in
+# libexec/pmon, prints the package's version, has pmon(1) (the written
+# page, not one made from --help) and a page for every subcommand, and the
+# copyright file; lintian finds no error in it; purging it leaves nothing.
 . "$(dirname "$0")/common.inc"
 
 BUILD=${PMON_BUILD_DIR:?PMON_BUILD_DIR must point at the build directory}
-command -v cpack > /dev/null || skip "cpack is not installed"
-command -v dpkg-shlibdeps > /dev/null || skip "dpkg-dev is not installed (scripts/deps.sh installs it)"
-[ -d "$BUILD/man" ] || skip "no man pages were built (help2man is not installed; scripts/deps.sh installs it)"
-
-(cd "$BUILD" && cpack -G DEB -B "$t/deb") > "$t/cpack.log" 2>&1 || fail "cpack failed: $(tail -5 "$t/cpack.log")"
+if [ -n "${PMON_DIST:-}" ]; then
+  mkdir -p "$t/deb"
+  cp "$PMON_DIST"/pmon_*.deb "$t/deb/"
+else
+  command -v cpack > /dev/null || skip "cpack is not installed"
+  command -v dpkg-shlibdeps > /dev/null || skip "dpkg-dev is not installed (scripts/deps.sh installs it)"
+  [ -d "$BUILD/man" ] || skip "no man pages were built (help2man is not installed; scripts/deps.sh installs it)"
+  (cd "$BUILD" && cpack -G DEB -B "$t/deb") > "$t/cpack.log" 2>&1 || fail "cpack failed: $(tail -5 "$t/cpack.log")"
+fi
 deb=$(ls "$t"/deb/pmon_*.deb)
 version=$(dpkg-deb -f "$deb" Version)
 arch=$(dpkg-deb -f "$deb" Architecture)
@@ -32,12 +38,47 @@ out=$("$p" run -q -- sh -c 'echo from-the-package; exit 3') && rc=0 || rc=$?
 [ "$rc" = 3 ] && [ "$out" = from-the-package ] || fail "pmon run from the package: exit $rc, output '$out'"
 echo "ok: installed pmon $version runs (doctor, run)"
 
-[ -s "$root/usr/share/doc/pmon/copyright" ] || fail "no copyright file"
-for sub in "" $("$p" --help | sed -n 's/^  pmon \([a-z][a-z-]*\) .*/\1/p' | sort -u); do
+grep -q "^License: Apache-2.0$" "$root/usr/share/doc/pmon/copyright" || fail "the copyright file does not name Apache-2.0"
+subs=$("$p" --help | grep -oE '^  pmon [a-z][a-z-]*|/ [a-z][a-z-]* [A-Z]' | sed -E 's/^(  pmon |\/ )//; s/ [A-Z]$//' | sort -u)
+for sub in "" $subs; do
   page=$root/usr/share/man/man1/pmon${sub:+-$sub}.1.gz
   [ -s "$page" ] || fail "no man page for pmon $sub"
 done
-echo "ok: a man page for pmon and each subcommand"
+for sub in logs stop wait start jobs; do
+  echo "$subs" | grep -qx "$sub" || fail "pmon --help names no '$sub' (its page is not checked)"
+done
+# pmon(1) is the written page: what pmon guarantees, backends, exit status,
+# the report, examples, files.
+man1=$(zcat "$root/usr/share/man/man1/pmon.1.gz")
+for section in 'NAME' 'SYNOPSIS' 'DESCRIPTION' 'EXIT STATUS' 'THE REPORT' 'EXAMPLES' 'FILES' 'SEE ALSO'; do
+  echo "$man1" | grep -q "^\.SH \"\{0,1\}$section\"\{0,1\}$" || fail "pmon(1) has no $section section"
+done
+echo "$man1" | grep -q '^\.TH PMON 1 .*"pmon '"$version"'"' || fail "pmon(1) does not carry the version $version"
+warn=$(zcat "$root/usr/share/man/man1/pmon.1.gz" | LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l - 2>&1 >/dev/null || true)
+[ -z "$warn" ] || fail "man warns about pmon(1): $warn"
+echo "ok: pmon(1) and a page for each subcommand ($(echo $subs))"
+if command -v lintian > /dev/null; then
+  lintian --tag-display-limit 0 "$deb" > "$t/lintian.log" 2>&1 || true
+  if grep -q '^E: ' "$t/lintian.log"; then fail "lintian finds errors: $(grep '^E: ' "$t/lintian.log")"; fi
+  echo "ok: lintian finds no error ($(grep -c '^W: ' "$t/lintian.log") warnings)"
+  sed 's/^/  /' "$t/lintian.log"
+elif [ "${CI:-}" = true ]; then
+  fail "lintian is not installed (scripts/deps.sh installs it)"
+fi
+
+# CI, on the release's package: the README's line itself, apt install of
+# the file, on this machine (where no pmon package is installed), then purge.
+if [ "${CI:-}" = true ] && [ -n "${PMON_DIST:-}" ] && ! dpkg -s pmon > /dev/null 2>&1 && [ ! -e /usr/bin/pmon ]; then
+  (cd "$t/deb" && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "./$(basename "$deb")") > "$t/apt.log" 2>&1 ||
+    fail "apt install ./$(basename "$deb") failed: $(tail -5 "$t/apt.log")"
+  v=$(/usr/bin/pmon --version) || true
+  page=$(man -w pmon 2> /dev/null) || true
+  DEBIAN_FRONTEND=noninteractive apt-get purge -y -q pmon > "$t/apt-purge.log" 2>&1 || fail "apt purge pmon failed: $(tail -5 "$t/apt-purge.log")"
+  [ "$v" = "pmon $version" ] || fail "after apt install, /usr/bin/pmon --version says '$v'"
+  [ "$page" = /usr/share/man/man1/pmon.1.gz ] || fail "after apt install, man -w pmon is '$page'"
+  [ ! -e /usr/bin/pmon ] && [ ! -e /usr/libexec/pmon ] || fail "apt purge pmon left /usr/bin/pmon or /usr/libexec/pmon"
+  echo "ok: apt install ./$(basename "$deb"): pmon $version, man pmon; apt purge removed it"
+fi
 
 dpkg --root="$root" --purge pmon > "$t/purge.log" 2>&1 || fail "dpkg --purge failed: $(cat "$t/purge.log")"
 left=$(cd "$root" && find . -mindepth 1 -path ./var -prune -o -print)

@@ -17,11 +17,20 @@ for b in $(stop_modes); do
         "$ESCAPER" "$t/procs" -x exit:0 "${SPECS[@]}"
       want=0
     elif [ $mode = timeout ]; then
-      # The main shell stops itself once everything is recorded (well within
-      # the timeout, even on a machine busy with a fork storm: a process made
-      # after the first signal would meet only the KILL).
-      run_probed run -q $(confine_opt "$b") --timeout 3s --grace 3s --report "$t/r.json" -- \
-        sh -c "\"\$0\" \"\$@\" & $(wait_lines 4); kill -STOP \$\$" "$ESCAPER" "$t/procs" -x wait "${SPECS[@]}"
+      # The main shell stops itself once everything is recorded and says so
+      # ($t/ready). That must come before the deadline (a process made after
+      # the first signal meets only the KILL, and is no leftover of the
+      # snapshot): on a machine too busy for that, the run proves nothing
+      # and is made again with twice the timeout, up to 48 s.
+      for timeout in 3 6 12 24 48; do
+        rm -f "$t/procs" "$t/ready"
+        run_probed run -q $(confine_opt "$b") --timeout "$timeout"s --grace 3s --report "$t/r.json" -- \
+          sh -c "\"\$0\" \"\$@\" & $(wait_lines 4); touch $t/ready; kill -STOP \$\$" "$ESCAPER" "$t/procs" -x wait "${SPECS[@]}"
+        [ -f "$t/ready" ] && break
+        record_file "$t/procs"; assert_nothing_left "$b/$mode (not ready within ${timeout}s)"
+        echo "note: $b/$mode: not ready within ${timeout}s on this machine; again with more"
+      done
+      [ -f "$t/ready" ] || fail "$b/$mode: the call was not in place within 48 s"
       want=124
     else
       cancel_probed "$t/procs" 4 run -q $(confine_opt "$b") --grace 3s --report "$t/r.json" -- \

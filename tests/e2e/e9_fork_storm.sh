@@ -2,7 +2,8 @@
 # on every backend (cgroup.kill; the subreaper's and pgroup's re-scan/kill
 # loop). The storm (tests/helpers/fork_storm) ignores SIGTERM, so it forks
 # right through the grace period, and is bounded (CAP live processes, a fork
-# budget, a rate, a deadline) so the machine stays safe even if pmon fails. Its
+# budget, a rate, a deadline, and at most 6000 tasks more on the machine,
+# zombies included) so the machine stays safe even if pmon fails. Its
 # counters live in a shared file that survives SIGKILL: they prove it was
 # still forking after the stop began.
 . "$(dirname "$0")/common.inc"

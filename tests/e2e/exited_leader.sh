@@ -24,8 +24,8 @@ record_lines() {
 
 # Waits until FILE has N lines (the helper's processes are in place).
 wait_lines() {
-  for _ in $(seq 1000); do [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ] && return 0; sleep 0.01; done
-  fail "$3: the helper did not get going: $(cat "$1" 2>/dev/null)"
+  for _ in $(seq 3000); do [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ] && return 0; sleep 0.02; done
+  fail "$3: the helper did not get going within 60 s: $(cat "$1" 2>/dev/null)"
 }
 
 # Fails unless every process of FILE is gone (by pid and start time). Under
@@ -33,7 +33,7 @@ wait_lines() {
 all_gone() {
   local pid st rest
   while read -r pid st rest; do
-    for _ in $(seq 50); do alive "$pid" "$st" || break; sleep 0.02; done  # init may be reaping it
+    for _ in $(seq 500); do alive "$pid" "$st" || break; sleep 0.02; done  # init may be reaping it
     ! alive "$pid" "$st" || fail "$2: $rest (pid $pid, state $(state_of "$pid"), $(threads_of "$pid") threads) survived"
   done < "$1"
 }
@@ -112,7 +112,7 @@ if have_backend cgroup; then
   alive "$pid" "$st" && [ "$(state_of "$pid")" = Z ] || fail "guard: the helper is not an exited-leader process (test is void)"
   kill -KILL "$pp"
   wait "$pp" 2>/dev/null || true
-  for _ in $(seq 250); do  # the guard works on its own: up to 5 s
+  for _ in $(seq 1500); do  # the guard works on its own: up to 30 s on a busy machine
     alive "$pid" "$st" || [ -n "$(find "$CG" -maxdepth 3 -type d -name "pmon-$pp-*")" ] || break
     sleep 0.02
   done
@@ -131,7 +131,7 @@ if have_backend cgroup; then
   record_pid "$guard"
   gst=$(start_time_of "$guard")
   kill -KILL "$guard"
-  for _ in $(seq 100); do alive "$guard" "$gst" || break; sleep 0.01; done
+  for _ in $(seq 3000); do alive "$guard" "$gst" || break; sleep 0.01; done
   kill -KILL "$pp"
   wait "$pp" 2>/dev/null || true
   read -r pid st _ < "$out"

@@ -14,13 +14,24 @@ start_call() {
   "$PMON" run -v --confine cgroup -- sh -c '
     setsid sh -c "echo \$\$ > '"$1"'.d.tmp; mv '"$1"'.d.tmp '"$1"'.d; exec sleep 1000" &
     sleep 1000 & wait' 2> "$1.err" &
-  for _ in $(seq 500); do [ -f "$1.d" ] && break; sleep 0.01; done
+  for _ in $(seq 3000); do [ -f "$1.d" ] && break; sleep 0.02; done
   [ -f "$1.d" ] || fail "the call never got going: $(cat "$1.err")"
   leaf=$(sed -n 's/^pmon: started pid [0-9]* under cgroup in \(.*\)$/\1/p' "$1.err")
   guard=$(sed -n 's/.*crash guard pid \([0-9]*\).*/\1/p' "$1.err")
   pmon=${leaf##*/pmon-}; pmon=${pmon%%-*}
   [ -n "$guard" ] && [ -d "$leaf" ] || fail "no leaf or guard: $(cat "$1.err")"
   record_pid "$pmon"; record_pid "$guard"
+  # The call in its final shape: the shell, the daemon (sleep) and the
+  # other sleep; not a moment before (the shell may not have forked its
+  # second sleep yet, the daemon's shell may still be running its mv), or
+  # gc's count would differ from the one recorded here.
+  local comms p
+  for _ in $(seq 3000); do
+    comms=$(for p in $(cat "$leaf/cgroup.procs"); do cat "/proc/$p/comm" 2>/dev/null; done | sort | tr '\n' ' ')
+    [ "$comms" = "sh sleep sleep " ] && break
+    sleep 0.02
+  done
+  [ "$comms" = "sh sleep sleep " ] || fail "the call never took its shape: $comms"
   procs=()
   for p in $(cat "$leaf/cgroup.procs"); do record_pid "$p"; procs+=("$p $(start_time_of "$p")"); done
 }
@@ -29,9 +40,11 @@ start_call "$t/a"
 a_leaf=$leaf a_procs=("${procs[@]}")
 gst=$(start_time_of "$guard")
 kill -KILL "$guard"
-for _ in $(seq 100); do alive "$guard" "$gst" || break; sleep 0.01; done
+for _ in $(seq 3000); do alive "$guard" "$gst" || break; sleep 0.01; done
+pst=$(start_time_of "$pmon")
 kill -KILL "$pmon"
-sleep 0.3
+for _ in $(seq 3000); do alive "$pmon" "$pst" || break; sleep 0.01; done
+! alive "$pmon" "$pst" || fail "pmon $pmon outlived SIGKILL for 30 s"
 [ -d "$a_leaf" ] || fail "the leaf went away without a guard (test is void)"
 for x in "${a_procs[@]}"; do alive $x || fail "process $x died without a guard (test is void)"; done
 

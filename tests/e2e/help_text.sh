@@ -1,7 +1,8 @@
 # Help and messages in users' words: no internal labels (escape numbers,
 # seed names) in --help, -v or doctor output; every usage line shows the
 # command a subcommand runs; 'pmon --help' names every option of the
-# subcommands it spells out; counts are singular or plural, never "(es)".
+# subcommands it spells out; counts are singular or plural, never "(es)";
+# values named and explained, no jargon, in every subcommand's help.
 . "$(dirname "$0")/common.inc"
 
 LABELS='\<E[0-9]{1,2}\>|[Ss]eed [0-9]|issue [0-9]|\(es\)'
@@ -37,6 +38,45 @@ iso=$(grep -- '--isolate' "$t/run")
 for ns in PID cgroup mount user; do
   case $iso in *"$ns"*) ;; *) fail "run --help: --isolate does not name the $ns namespace: $iso" ;; esac
 done
+
+# Every subcommand's help: each value named so that the help says what it
+# accepts (DURATION, SIZE, N, ..., never the parser's TEXT or UINT, nor a
+# bare letter left undefined), and no word of pmon's insides (leaf,
+# boundary, pooled, shim, a "kept" job, "release") where a plain one does.
+JARGON='\<(leaf|(the|cgroup) leaves|boundary|pooled|shim|kept job|released?)\>'
+subs=$(sed -n 's/^  pmon \([a-z][a-z-]*\) .*/\1/p' "$t/top" | sort -u)
+for sub in $subs; do
+  "$PMON" $sub --help > "$t/h.$sub" || fail "pmon $sub --help exit $?"
+  raw='^ +(-[^ ]+|[A-Z]+) +(TEXT|UINT|INT|FLOAT|NUMBER)\>'
+  ! grep -Eq "$raw" "$t/h.$sub" || fail "pmon $sub --help: $(grep -E "$raw" "$t/h.$sub")"
+  # An option's value: one of the names the Values section explains.
+  for v in $(sed -n 's/^  -[-a-z,]* \([A-Z][A-Z|-]*\) .*/\1/p' "$t/h.$sub" | sort -u); do
+    case $v in DURATION | SIZE | N | CORES | SIGNAL | BACKEND) grep -q "^  $v " "$t/h.$sub" ||
+      fail "pmon $sub --help: $v is not explained" ;;
+    PATH | DIR | FILE\|- | NAME | MODE | ENGINE) ;;
+    *) fail "pmon $sub --help: value name $v says nothing of what it accepts" ;;
+    esac
+  done
+  ! grep -Eiq "$JARGON" "$t/h.$sub" || fail "pmon $sub --help: $(grep -Ei "$JARGON" "$t/h.$sub")"
+done
+! grep -Eiq "$JARGON" "$t/top" || fail "pmon --help: $(grep -Ei "$JARGON" "$t/top")"
+
+# A missing job id is named as it is in the usage line (not "iD").
+rc=0; "$PMON" logs 2> "$t/noid" || rc=$?
+[ $rc = 125 ] && [ "$(cat "$t/noid")" = "pmon: logs: no ID given; see 'pmon logs --help'" ] || fail "pmon logs: $rc $(cat "$t/noid")"
+
+# Options before "--" with no subcommand are init's, as "pmon -- CMD" is init.
+rc=0; "$PMON" -v -- sh -c 'exit 7' 2> "$t/initv" || rc=$?
+[ $rc = 7 ] && grep -q '^pmon: init: reaped' "$t/initv" || fail "pmon -v -- CMD: exit $rc: $(cat "$t/initv")"
+rc=0; "$PMON" -x 2> "$t/dashx" || rc=$?
+[ $rc = 125 ] && grep -q "^pmon: unknown option '-x'; a subcommand comes first" "$t/dashx" || fail "pmon -x: $rc $(cat "$t/dashx")"
+
+# pmon mcp tells its clients the version pmon --version prints.
+ver=$("$PMON" --version)
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' |
+  "$PMON" mcp > "$t/mcp" || fail "pmon mcp exit $?"
+[ "pmon $(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["result"]["serverInfo"]["version"])' "$t/mcp")" = "$ver" ] ||
+  fail "pmon mcp's version differs from '$ver': $(cat "$t/mcp")"
 
 # What -v and doctor print: no labels either.
 "$PMON" run -v -- sh -c 'sleep 100 & exit 0' 2> "$t/v" || fail "pmon run -v exit $?"

@@ -36,15 +36,41 @@ expect_refused() {
   echo "ok: $what: $(cat "$t/err")"
 }
 RAN=(sh -c "echo ran > $t/ran")
+# Where a controller is enabled the limit is set instead: the command reads
+# its own cgroup's FILE (under --isolate its cgroup namespace shows its leaf
+# as /, mounted where the host has cgroup2) into $t/val.
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+READ_SH='cg=$(sed -n "s/^0:://p" /proc/self/cgroup); cat "$0${cg%/}/$1" > "$2"'
+read_limit() { READ=(sh -c "$READ_SH" "$cg2" "$1" "$t/val"); }
+# expect_set WHAT WANT CMD...: exit 0 and the file read as WANT.
+expect_set() {
+  local what=$1 want=$2 rc=0
+  shift 2
+  rm -f "$t/val"
+  "$@" > "$t/out" 2> "$t/err" || rc=$?
+  [ "$rc" = 0 ] || fail "$what: exit $rc although the controller is enabled: $(cat "$t/err")"
+  [ "$(cat "$t/val" 2>/dev/null)" = "$want" ] || fail "$what: the limit reads '$(cat "$t/val" 2>/dev/null)', want '$want'"
+  echo "ok: $what: set ($want)"
+}
 
 # 1. The cgroup backend without the controller, for each limit and each
 #    subcommand that starts calls.
-for lim in "memory --memory-max 100M 104857600" "pids --pids-max 50 50" "cpu --cpu-max 0.5 0.5"; do
+for lim in "memory --memory-max 100M 104857600 memory.max 104857600" "pids --pids-max 50 50 pids.max 50" \
+           "cpu --cpu-max 0.5 0.5 cpu.max 50000_100000"; do
   set -- $lim
-  ctl=$1 flag=$2 value=$3 reported=$4
+  ctl=$1 flag=$2 value=$3 reported=$4 file=$5 want=${6//_/ }
   if enabled "$ctl"; then
     echo "note: $ctl is enabled for the leaves in $leaves: the limit is set there"
-    "$PMON" run -q "$flag" "$value" -- "${RAN[@]}" || fail "$flag $value: refused although $ctl is enabled"
+    read_limit "$file"
+    expect_set "run $flag" "$want" "$PMON" run -q "$flag" "$value" -- "${READ[@]}"
+    expect_set "run --confine cgroup $flag" "$want" "$PMON" run -q --confine cgroup "$flag" "$value" -- "${READ[@]}"
+    expect_set "supervise $flag" "$want" "$PMON" supervise --max-restarts 0 "$flag" "$value" -- "${READ[@]}"
+    expect_set "init $flag" "$want" "$PMON" init "$flag" "$value" -- "${READ[@]}"
+    if [ -n "$PMON_TEST_HOSTPROC" ] && "$PMON" run -q --isolate -- true 2>/dev/null; then
+      expect_set "run --isolate $flag" "$want" "$PMON" run -q --isolate "$flag" "$value" -- "${READ[@]}"
+    else
+      echo "note: run --isolate $flag: --isolate does not work here"
+    fi
     continue
   fi
   line="cannot set the $ctl limit: the $ctl controller is not"
@@ -123,6 +149,16 @@ rm -f "$t/ran"
 if ! enabled memory; then
   expect_rpc_error -32000 "cannot set the memory limit: the memory controller is not" "$(create '"memoryMax":"100M"')"
   expect_rpc_error -32000 "cannot set the memory limit" "$(create '"memoryMax":104857600')"
+else
+  # Set: the job reads it back.
+  rm -f "$t/val"
+  r=$(call c terminal/create "$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1],sys.argv[2],"memory.max",sys.argv[3]],"memoryMax":"100M"}))' "$READ_SH" "$cg2" "$t/val")")
+  id=$(jf "$r" 'm["result"]["terminalId"]')
+  r=$(call c terminal/wait_for_exit '{"terminalId":"'"$id"'"}')
+  [ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "serve: the job with memoryMax: $r"
+  [ "$(cat "$t/val")" = 104857600 ] || fail "serve: memoryMax reads '$(cat "$t/val")'"
+  call c terminal/release '{"terminalId":"'"$id"'"}' > /dev/null
+  echo "ok: serve: memoryMax set (104857600)"
 fi
 enabled pids || expect_rpc_error -32000 "cannot set the pids limit" "$(create '"pidsMax":50')"
 enabled cpu || expect_rpc_error -32000 "cannot set the cpu limit" "$(create '"cpuMax":0.5')"
@@ -138,16 +174,18 @@ r=$(call c terminal/list)
 client_close c
 
 # 5. An mcp tool: the tool's error, and the input schema offers the limits.
-python3 - "$PMON" "$t/ran" "$(enabled memory && echo 1 || echo 0)" <<'PY' || fail "mcp: see above"
+python3 - "$PMON" "$t/ran" "$(enabled memory && echo 1 || echo 0)" "$cg2" "$t/val" <<'PY' || fail "mcp: see above"
 import json, subprocess, sys
-pmon, ran, mem_enabled = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+pmon, ran, mem_enabled, cg2, val = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4], sys.argv[5]
 msgs = [
     {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "echo ran > " + ran, "memory_max": "100M"}}},
+    # (Where memory is enabled this one runs, as it should: into a file of its own.)
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "echo ran > " + ran + (".3" if mem_enabled else ""), "memory_max": "100M"}}},
     {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "start", "arguments": {"command": "echo ran > " + ran, "pids_max": 0}}},
     {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "true", "cpu_max": "fast"}}},
+    {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "cg=$(sed -n 's/^0:://p' /proc/self/cgroup); cat \"%s${cg%%/}/memory.max\" > %s" % (cg2, val), "memory_max": "100M"}}},
 ]
 p = subprocess.run([pmon, "mcp"], input="".join(json.dumps(m) + "\n" for m in msgs), capture_output=True, text=True, timeout=60)
 replies = {m["id"]: m for m in map(json.loads, p.stdout.splitlines()) if "id" in m}
@@ -163,6 +201,11 @@ if not mem_enabled:
     text = err_text(3)
     assert "cannot set the memory limit: the memory controller is not" in text, text
     print("ok: mcp run:", text)
+else:
+    r = replies[6]["result"]
+    assert r.get("isError") is not True, r
+    assert open(val).read().strip() == "104857600", open(val).read()
+    print("ok: mcp run: memory_max set")
 assert "invalid arguments: 'pids_max' '0' must be at least 1" in err_text(4), err_text(4)
 assert "invalid arguments: 'cpu_max' must be a number of cores" in err_text(5), err_text(5)
 import os

@@ -37,7 +37,7 @@ in_own_cgroupns "$PMON" ps > "$t/ps" 2> "$t/ps.err" || rc=$?
   fail "pmon ps with no call: '$(cat "$t/ps")'"
 
 in_own_cgroupns "$PMON" ps -a > "$t/psa" || fail "pmon ps -a exit $?"
-grep -q '^no pmon leaves under /sys/fs/cgroup' "$t/psa" || fail "pmon ps -a with no leaf: '$(cat "$t/psa")'"
+grep -q '^no pmon cgroups under /sys/fs/cgroup' "$t/psa" || fail "pmon ps -a with no leaf: '$(cat "$t/psa")'"
 
 in_own_cgroupns "$PMON" ps --json > "$t/ps.json" || fail "pmon ps --json exit $?"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["calls"] == [] and d["version"] == 1, d' \

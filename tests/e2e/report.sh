@@ -90,11 +90,15 @@ need(s["empty_confirmed_ms"] >= s["signal_sent_ms"], "empty before TERM")'
 
   # exited leaving a child: it is listed with what ended it; a TERM-proof one
   # needs SIGKILL, and the stop times say when.
+  # (The shell waits until both children are the sleeps they exec: the
+  # report names each by the command line it had when the main exited.)
   rc=0; "$PMON" run -q --confine "$b" --grace 300ms --report "$t/r.json" -- sh -c '
     sleep 103 &
+    q=$!
     sh -c "trap \"\" TERM; exec sleep 104" &
     p=$!
-    while [ "$(tr "\0" " " < /proc/$p/cmdline)" != "sleep 104 " ]; do sleep 0.01; done' || rc=$?
+    while [ "$(tr "\0" " " < /proc/$p/cmdline)" != "sleep 104 " ] ||
+          [ "$(tr "\0" " " < /proc/$q/cmdline)" != "sleep 103 " ]; do sleep 0.01; done' || rc=$?
   [ $rc = 0 ] || fail "$b: leftovers exit $rc"
   check "$t/r.json" "$b" '
 by = {l["cmdline"]: l for l in r["leftovers"]}

@@ -1,7 +1,8 @@
-# The CLI verbs on a running service: pmon start (a kept job, its id on
-# stdout), jobs, logs (-f follows until the job ends), stop, wait (the
-# job's exit status); $PMON_SOCKET or --socket names the service; with no
-# service there, one line says how to start one.
+# The CLI verbs on a running service: pmon start (a job that outlives it,
+# its id on stdout), jobs, logs (-f follows until the job ends), stop, wait
+# (the job's exit status); $PMON_SOCKET or --socket names the service; with
+# no service there, one line says how to start one. (serve_cli_verbs.sh:
+# rm, timeouts, ports, and what each says.)
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
@@ -30,12 +31,13 @@ rc=0; "$PMON" wait "$id2" || rc=$?
 
 "$PMON" stop "$id1" || fail "pmon stop failed"
 "$PMON" jobs > "$t/jobs"
-grep -q "^$id1 *web *exited SIGTERM " "$t/jobs" || fail "pmon jobs after stop: $(cat "$t/jobs")"
+grep -q "^$id1 *web *killed SIGTERM " "$t/jobs" || fail "pmon jobs after stop: $(cat "$t/jobs")"
 rc=0; "$PMON" wait "$id1" || rc=$?
 [ $rc = 143 ] || fail "pmon wait of a stopped job: exit $rc"
 
 rc=0; "$PMON" logs t9 2> "$t/err" || rc=$?
-[ $rc = 125 ] && grep -q "^pmon: unknown terminal 't9'$" "$t/err" || fail "logs of an unknown job: $rc $(cat "$t/err")"
+[ $rc = 125 ] && grep -q "^pmon: no job 't9' on this service; 'pmon jobs' lists them$" "$t/err" ||
+  fail "logs of an unknown job: $rc $(cat "$t/err")"
 
 # No service on the socket.
 rc=0; "$PMON" jobs --socket "$t/none.sock" 2> "$t/err" || rc=$?

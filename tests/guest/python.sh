@@ -16,7 +16,11 @@ cd "$src" || fail "cannot enter $src"
 # limit of 1024 open files (the host suite runs with more).
 ulimit -n 20000 || fail "cannot raise the open files limit"
 rc=0
-PYTHONPATH=$pkg PMON_HELPERS=$HELPERS python3 -m pytest -q -rs -p no:cacheprovider python/tests \
+# (Not test_readme.py: it runs the snippets of README.md and docs/, which
+# need a checkout with its build/ and the Node package; the host suite runs
+# it, and what the snippets do is not the guest's business.)
+PYTHONPATH=$pkg PMON_HELPERS=$HELPERS python3 -m pytest -q -rs -p no:cacheprovider \
+  --ignore=python/tests/test_readme.py python/tests \
   > "$t/pytest.out" 2>&1 || rc=$?
 cat "$t/pytest.out"
 [ $rc = 0 ] || fail "pytest failed (exit $rc)"

@@ -8,6 +8,15 @@
 // slowly: at most CAP storm processes alive at once, at most RATE forks per
 // second overall, BUDGET forks in total, none after SECONDS (default 60).
 //
+// The cap counts live storm processes; a storm process that has exited holds
+// its pid until it is reaped, by its supervisor, which a loaded machine may
+// starve while the storm runs. So the storm also stops forking while the
+// machine's task count (the 4th field of /proc/loadavg, zombies included)
+// is more than kHeldMax above what it was when the storm started: a slow
+// reaper (the system's init, for a library caller that is no subreaper)
+// slows the storm down instead of letting it take the machine's pids from
+// everything else running beside it.
+//
 // COUNTERS is a file the storm maps shared, so the counts survive SIGKILL:
 // four int64 — live, forks, peak live, CLOCK_REALTIME ns of the last fork.
 // The test reads it with od after the call. The storm's argv names
@@ -24,6 +33,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace {
@@ -44,6 +54,21 @@ int64_t now_ns(clockid_t c) {
 
 Counters* g_c = nullptr;
 int64_t g_cap = 0, g_budget = 0, g_rate = 0, g_start_ns = 0, g_end_ns = 0;
+constexpr int64_t kHeldMax = 6000;  // of pid_max's default 32768
+int64_t g_tasks_max = 0;  // the machine's task count the storm stays under
+
+// The machine's tasks (threads and zombies alike), or -1 when unknown.
+int64_t machine_tasks() {
+  int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* slash = std::strchr(buf, '/');  // "0.50 0.40 0.30 2/345 6789"
+  return slash ? std::atoll(slash + 1) : -1;
+}
 
 // One fork within the bounds: 1 in the child, 0 in the parent, -1 when the
 // cap or the budget says no (or fork failed), -2 when the rate says "later".
@@ -54,6 +79,7 @@ int bounded_fork() {
   int64_t n = g_c->forks.load();
   if (n >= g_budget) return -1;
   if (n >= allowed) return -2;
+  if (n % 8 == 0 && machine_tasks() > g_tasks_max) return -2;  // zombies wait for their reaper
   int64_t live = g_c->live.fetch_add(1) + 1;
   if (live > g_cap) {
     g_c->live.fetch_sub(1);
@@ -120,6 +146,8 @@ int main(int argc, char** argv) {
   g_rate = std::atoll(argv[4]);
   g_start_ns = now_ns(CLOCK_MONOTONIC);
   g_end_ns = g_start_ns + (argc > 5 ? std::atoll(argv[5]) : 60) * 1'000'000'000LL;
+  const int64_t tasks = machine_tasks();
+  g_tasks_max = tasks < 0 ? INT64_MAX : tasks + kHeldMax;
   signal(SIGTERM, SIG_IGN);
 
   for (;;) {

@@ -1,6 +1,6 @@
-// The method and tool tables are the protocols: what the README lists is
-// exactly what they hold, and what each reader requires is what its row
-// (or its tool's input schema) says.
+// The method and tool tables are the protocols: what the docs list
+// (docs/serve.md, docs/mcp.md) is exactly what they hold, and what each
+// reader requires is what its row (or its tool's input schema) says.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,14 +15,14 @@
 namespace pmon::serve {
 namespace {
 
-std::string readme() {
-  std::ifstream in(std::string(PMON_SOURCE_DIR) + "/README.md");
+std::string doc(const char* name) {
+  std::ifstream in(std::string(PMON_SOURCE_DIR) + "/docs/" + name);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
 
-// The cells of each row of the README's table whose header starts with
+// The cells of each row of the doc's table whose header starts with
 // `header`, split at '|'.
 std::vector<std::vector<std::string>> table_rows(const std::string& text, const std::string& header) {
   std::vector<std::vector<std::string>> rows;
@@ -63,8 +63,8 @@ std::vector<std::string> backticked(const std::string& cell) {
   return out;
 }
 
-TEST(ServeTables, TheReadmeListsEveryMethodAsItsRowSays) {
-  auto rows = table_rows(readme(), "| method |");
+TEST(ServeTables, TheDocsListEveryMethodAsItsRowSays) {
+  auto rows = table_rows(doc("serve.md"), "| method |");
   std::vector<MethodDoc> docs = method_docs();
   ASSERT_EQ(rows.size(), docs.size());
   for (size_t i = 0; i < docs.size(); ++i) {
@@ -75,8 +75,8 @@ TEST(ServeTables, TheReadmeListsEveryMethodAsItsRowSays) {
   }
 }
 
-TEST(ServeTables, TheReadmeListsEveryToolWithItsSchemasArguments) {
-  auto rows = table_rows(readme(), "| tool |");
+TEST(ServeTables, TheDocsListEveryToolWithItsSchemasArguments) {
+  auto rows = table_rows(doc("mcp.md"), "| tool |");
   const Json tools = mcp::tools_list()["tools"];
   ASSERT_EQ(rows.size(), tools.size());
   for (size_t i = 0; i < tools.size(); ++i) {

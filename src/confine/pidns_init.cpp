@@ -1,4 +1,4 @@
-#include "core/nsinit.h"
+#include "confine/pidns_init.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,9 +10,10 @@
 #include <charconv>
 #include <cstring>
 
-#include "core/child.h"
-#include "core/init.h"
-#include "core/spawn.h"
+#include "sys/child.h"
+#include "confine/pid1.h"
+#include "confine/launch.h"
+#include "sys/reap.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
@@ -53,7 +54,7 @@ int nsinit_main(const std::vector<std::string>& args) {
     return 125;  // not started by spawn_in_pidns: nobody to tell
   for (int fd : {report_fd, status_fd, sync_fd}) (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
   auto setup_failed = [&](int err) {
-    ChildFailure f{ChildFailure::kNsInit, err};
+    sys::ChildFailure f{sys::ChildFailure::kNsInit, err};
     write_all(report_fd, &f, sizeof f);
     return 125;
   };
@@ -70,11 +71,11 @@ int nsinit_main(const std::vector<std::string>& args) {
   // 1 the kernel drops signals whose action is the default, so each also
   // gets a handler (never run while blocked); the command gets them reset.
   sigset_t set;
-  if (!block_init_signals(&set)) return setup_failed(errno);
+  if (!sys::block_init_signals(&set)) return setup_failed(errno);
   Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd) return setup_failed(errno);
 
-  Reaper reaper;
+  sys::Reaper reaper;
   std::unique_ptr<Boundary> self = make_pid1_boundary([&reaper] { reaper.reap_all(); });
   SpawnSpec spec;
   spec.argv.assign(args.begin() + 7, args.end());
@@ -85,7 +86,7 @@ int nsinit_main(const std::vector<std::string>& args) {
   if (!child) {
     // pmon words the failure from the stage and errno, as for any spawn.
     const SpawnError& e = child.error();
-    ChildFailure f{e.exit_code == 125 ? ChildFailure::kSetup : ChildFailure::kExec, e.err};
+    sys::ChildFailure f{e.exit_code == 125 ? sys::ChildFailure::kSetup : sys::ChildFailure::kExec, e.err};
     write_all(report_fd, &f, sizeof f);
     return e.exit_code;
   }
@@ -106,7 +107,7 @@ int nsinit_main(const std::vector<std::string>& args) {
   for (;;) {
     reaper.reap_all();
     if (reaper.main_exited() && !reported) {
-      NsStatus st;
+      sys::NsStatus st;
       st.code = reaper.main_info().si_code;
       st.status = reaper.main_info().si_status;
       st.ns_empty = namespace_empty() ? 1 : 0;

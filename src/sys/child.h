@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-namespace pmon {
+namespace pmon::sys {
 
 struct ChildPlan {
   const char* const* candidates = nullptr;  // NULL-terminated exec paths
@@ -76,6 +76,15 @@ struct ChildFailure {
 };
 
 [[noreturn]] void run_child(const ChildPlan& plan) noexcept;
+
+// The mounts of a namespace init, done between clone and exec (raw
+// syscalls only): in a fresh mount namespace, as PID 1 of a fresh PID
+// namespace, makes every mount private, mounts this namespace's /proc, and
+// when cgroup2_mount is given, re-roots the cgroup namespace at the current
+// cgroup and mounts that view there. Shared by the availability probe and
+// the real clone, so that what was probed is what runs. 0, or the errno of
+// the first failure.
+int ns_setup_mounts(const char* cgroup2_mount) noexcept;
 [[noreturn]] void run_status_relay(const RelayPlan& plan) noexcept;
 
-}  // namespace pmon
+}  // namespace pmon::sys

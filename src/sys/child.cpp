@@ -1,5 +1,5 @@
 // Between clone and exec: async-signal-safe calls only.
-#include "core/child.h"
+#include "sys/child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +14,10 @@
 
 #include <algorithm>
 
-#include "confine/pidns_mounts.h"
+#include <sched.h>
+#include <sys/mount.h>
 
-namespace pmon {
+namespace pmon::sys {
 
 namespace {
 
@@ -226,4 +227,24 @@ void run_child(const ChildPlan& plan) noexcept {
   fail(plan, ChildFailure::kExec, err);
 }
 
-}  // namespace pmon
+int ns_setup_mounts(const char* cgroup2_mount) noexcept {
+  // Our mounts must not propagate back to the host's mount namespace.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) return errno;
+  if (cgroup2_mount != nullptr) {
+    // clone3's CLONE_NEWCGROUP roots the namespace at the *parent's* cgroup
+    // (copy_namespaces runs before CLONE_INTO_CGROUP moves the child):
+    // unshare again, now that we are in the leaf, so the leaf is the root.
+    if (::unshare(CLONE_NEWCGROUP) != 0) return errno;
+    // The view shares the host's cgroup2 superblock, and the kernel refuses
+    // a superblock on top of itself at the same spot (EBUSY): put an empty
+    // tmpfs in between.
+    if (::mount("tmpfs", cgroup2_mount, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755") != 0)
+      return errno;
+    if (::mount("cgroup2", cgroup2_mount, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+      return errno;
+  }
+  return 0;
+}
+
+}  // namespace pmon::sys

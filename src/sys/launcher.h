@@ -10,7 +10,7 @@
 #include <system_error>
 #include <utility>
 
-namespace pmon {
+namespace pmon::sys {
 
 // Runs fn(arg) on the launcher thread and returns when it has finished.
 // Fails (EAGAIN and the like) only when the thread cannot be started.
@@ -21,4 +21,4 @@ std::error_code run_on_launcher(F& f) noexcept {
   return run_on_launcher([](void* p) { (*static_cast<F*>(p))(); }, &f);
 }
 
-}  // namespace pmon
+}  // namespace pmon::sys

@@ -1,4 +1,4 @@
-#include "core/launcher.h"
+#include "sys/launcher.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-namespace pmon {
+namespace pmon::sys {
 
 namespace {
 
@@ -89,4 +89,4 @@ std::error_code run_on_launcher(void (*fn)(void*), void* arg) noexcept {
   return {};
 }
 
-}  // namespace pmon
+}  // namespace pmon::sys

@@ -1,0 +1,20 @@
+# Cross build for 64-bit ARM Linux with Debian's cross compiler
+# (g++-aarch64-linux-gnu): scripts/release.sh uses it for the aarch64 pmon.
+#   cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
+# The target's libraries come from Debian's cross root (/usr/aarch64-linux-gnu).
+# GoogleTest is built from Debian's sources (/usr/src/googletest). Programs
+# built here run under qemu-aarch64-static.
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
+set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
+set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)
+# Debian's cross compiler searches /usr/include after its own headers: the
+# header-only libraries and the systemd headers come from there. The host's
+# pkg-config answers for libsystemd: only its headers are used (pmon dlopens
+# the library), and they are the same on every architecture.

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Builds pmon's release artifacts into dist/ (or --out DIR):
+#   pmon-VERSION-x86_64-linux.tar.gz, pmon-VERSION-aarch64-linux.tar.gz
+#       bin/pmon (static, stripped), libexec/pmon/pmon-systemd (the helper,
+#       stripped), share/man/man1/*.1.gz, LICENSE, README.md
+#   pmon_VERSION_amd64.deb           the Debian package (cpack)
+#   pmon-runtime-VERSION.tgz, pmon-runtime-linux-x64-VERSION.tgz,
+#   pmon-runtime-linux-arm64-VERSION.tgz   the npm packages (npm pack)
+#   pmon_runtime-VERSION-cp3XX-cp3XX-manylinux_2_NN_x86_64.whl   the wheel
+#   SHA256SUMS                       of all of them
+# VERSION comes from git describe (cmake/pmon_version.cmake); every file's
+# time is the commit's (SOURCE_DATE_EPOCH), so the tarballs of one commit are
+# the same bytes wherever they are built.
+#
+#   scripts/release.sh [--out DIR] [--build DIR] [--check-reproducible]
+#
+# --build DIR   the x86_64 build to take pmon from (default build-release/,
+#               configured here); CI passes the build its tests ran on.
+# --check-reproducible   builds pmon and its helper once more, in another
+#               directory and without ccache, and checks that the x86_64
+#               tarball made from that build is byte for byte the same.
+# The aarch64 pmon is cross-built (g++-aarch64-linux-gnu, in build-aarch64/)
+# and checked under qemu-aarch64-static: its unit tests and a pmon run that
+# leaves a setsid daemon; what the emulator cannot run is listed.
+# Each part prints its time; the artifacts' sizes are printed at the end.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+
+out=dist
+build=""
+check_repro=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) out=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --check-reproducible) check_repro=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "release.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+case $out in /*) ;; *) out=$repo/$out ;; esac
+
+die() { echo "release.sh: $*" >&2; exit 1; }
+for tool in cmake aarch64-linux-gnu-g++ qemu-aarch64-static help2man npm; do
+  command -v "$tool" >/dev/null || die "$tool is missing (scripts/deps.sh installs it)"
+done
+/usr/bin/python3 -c 'import build, wheel' 2>/dev/null || die "python3-build / python3-wheel are missing (scripts/deps.sh installs them)"
+
+# Times of the parts, printed as they end.
+t0=$(date +%s)
+stamp() { # $1: what ended, $2: its start (epoch seconds)
+  echo "release: $1 took $(( $(date +%s) - $2 )) s"
+}
+
+version=$(cmake -DSOURCE_DIR="$repo" -DFALLBACK="$(sed -n 's/^project(pmon VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)" \
+  -DPRINT=ON -P cmake/pmon_version.cmake)
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+echo "release: pmon $version (SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH)"
+
+# ccache, when installed, but without a base directory: with one, ccache
+# hands the compiler relative paths (../src/...), which the prefix maps do
+# not rewrite, and the programs would depend on where the build directory is.
+unset CCACHE_BASEDIR
+launcher=()
+if command -v ccache >/dev/null && [ "${CCACHE_DISABLE:-}" != 1 ]; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+release_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPMON_BENCH=OFF -DPMON_PYTHON_BINDING=OFF)
+
+rm -rf "$out"
+mkdir -p "$out"
+work=$out/.work
+mkdir -p "$work"
+
+# The aarch64 build runs beside the x86_64 work: pmon, its helper and the
+# unit tests only; then the checks under the emulator.
+aarch64() {
+  local s; s=$(date +%s)
+  local b=$repo/build-aarch64
+  # Without -g: the program is stripped anyway, and the cross build is the
+  # longest part of the release.
+  cmake -S . -B "$b" -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/toolchains/aarch64-linux-gnu.cmake" \
+    "${release_flags[@]}" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" "${launcher[@]}" >/dev/null
+  nice cmake --build "$b" -j"$(nproc)" --target pmon pmon-systemd pmon_unit_tests >/dev/null
+  stamp "aarch64 cross build" "$s"
+  s=$(date +%s)
+  scripts/qemu-aarch64-check.sh "$b"
+  stamp "aarch64 checks under qemu-aarch64-static" "$s"
+}
+# In a process group of its own (set -m), so that leaving early (a failure)
+# ends the aarch64 build and whatever it runs, by that group.
+set -m
+aarch64 > "$work/aarch64.log" 2>&1 &
+aarch64_pid=$!
+set +m
+trap '[ -z "${aarch64_pid:-}" ] || kill -- -"$aarch64_pid" 2>/dev/null || true' EXIT
+
+# The x86_64 build.
+s=$(date +%s)
+if [ -z "$build" ]; then
+  build=$repo/build-release
+  cmake -S . -B "$build" "${release_flags[@]}" -DBUILD_TESTING=OFF "${launcher[@]}" >/dev/null
+fi
+case $build in /*) ;; *) build=$repo/$build ;; esac
+nice cmake --build "$build" -j"$(nproc)" --target pmon pmon-systemd >/dev/null
+stamp "x86_64 build" "$s"
+[ "$("$build/pmon" --version)" = "pmon $version" ] ||
+  die "$build/pmon says '$("$build/pmon" --version)', want 'pmon $version' (a stale build? build it again)"
+
+# Man pages, made once (from the x86_64 pmon: they are the same for every
+# architecture), dated SOURCE_DATE_EPOCH.
+man=$work/man
+cmake -DPMON="$build/pmon" -DHELP2MAN="$(command -v help2man)" -DGZIP="$(command -v gzip)" \
+  -DVERSION_FILE="$build/pmon_version.txt" -DOUT_DIR="$man" -DPAGE_DIR="$repo/man" \
+  -P cmake/pmon_man.cmake
+rm -f "$man/stamp"
+
+# A tarball, the same bytes for the same inputs: sorted names, the commit's
+# time, owner root, no atime/ctime, gzip without name and time.
+tarball() { # $1: arch, $2: pmon, $3: pmon-systemd, $4: tarball path
+  local name=pmon-$version-$1-linux d=$work/stage-$1
+  rm -rf "$d"; mkdir -p "$d/$name/bin" "$d/$name/libexec/pmon" "$d/$name/share/man/man1"
+  cp "$2" "$d/$name/bin/pmon"
+  cp "$3" "$d/$name/libexec/pmon/pmon-systemd"
+  cp "$man"/*.1.gz "$d/$name/share/man/man1/"
+  cp LICENSE "$d/$name/LICENSE"
+  cp packaging/README.tarball.md "$d/$name/README.md"
+  chmod 755 "$d/$name/bin/pmon" "$d/$name/libexec/pmon/pmon-systemd"
+  chmod 644 "$d/$name/LICENSE" "$d/$name/README.md" "$d/$name"/share/man/man1/*
+  find "$d" -type d -exec chmod 755 {} +
+  find "$d" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+  tar -C "$d" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime --format=posix \
+    -cf - "$name" | gzip -9n > "$4"
+}
+
+strip_to() { # $1: strip program, $2: input, $3: output
+  "$1" --strip-all -o "$3" "$2"
+}
+
+s=$(date +%s)
+mkdir -p "$work/x86_64" "$work/aarch64"
+strip_to strip "$build/pmon" "$work/x86_64/pmon"
+strip_to strip "$build/pmon-systemd" "$work/x86_64/pmon-systemd"
+tarball x86_64 "$work/x86_64/pmon" "$work/x86_64/pmon-systemd" "$out/pmon-$version-x86_64-linux.tar.gz"
+stamp "x86_64 tarball" "$s"
+
+# The Debian package, from the x86_64 build (cpack strips it).
+s=$(date +%s)
+(cd "$build" && cpack -G DEB -B "$work/deb") > "$work/cpack.log" 2>&1 || { cat "$work/cpack.log"; die "cpack failed"; }
+cp "$work"/deb/pmon_*.deb "$out/"
+stamp "Debian package" "$s"
+
+# The wheel: the Python package built by setup.py (its own CMake build,
+# build-python-X.Y, which the test suite's pip_install scenario shares).
+s=$(date +%s)
+PMON_CMAKE_ARGS="${launcher[*]}" /usr/bin/python3 -m build --wheel --no-isolation --outdir "$out" python \
+  > "$work/wheel.log" 2>&1 || { tail -30 "$work/wheel.log"; die "the wheel failed to build"; }
+rm -rf python/build python/*.egg-info
+stamp "wheel" "$s"
+
+# The reproducibility check: pmon and its helper built again elsewhere,
+# without ccache, must make the same tarball.
+if [ $check_repro = 1 ]; then
+  s=$(date +%s)
+  rb=$repo/build-repro
+  rm -rf "$rb"
+  CCACHE_DISABLE=1 cmake -S . -B "$rb" "${release_flags[@]}" -DBUILD_TESTING=OFF >/dev/null
+  nice cmake --build "$rb" -j"$(nproc)" --target pmon pmon-systemd >/dev/null
+  strip_to strip "$rb/pmon" "$work/pmon-x86_64-again"
+  strip_to strip "$rb/pmon-systemd" "$work/pmon-systemd-x86_64-again"
+  tarball x86_64 "$work/pmon-x86_64-again" "$work/pmon-systemd-x86_64-again" "$work/again.tar.gz"
+  if cmp "$out/pmon-$version-x86_64-linux.tar.gz" "$work/again.tar.gz"; then
+    echo "release: reproducible: a second build of pmon (build-repro/, no ccache) made the same tarball, sha256 $(sha256sum < "$work/again.tar.gz" | cut -c1-16)..."
+  else
+    cmp -l "$work/x86_64/pmon" "$work/pmon-x86_64-again" | head -5 || true
+    die "not reproducible: the second build's x86_64 tarball differs"
+  fi
+  rm -rf "$rb"
+  stamp "reproducibility check" "$s"
+fi
+
+# The aarch64 pmon, once its build and checks are done.
+rc=0; wait "$aarch64_pid" || rc=$?
+aarch64_pid=""
+sed 's/^/  aarch64: /' "$work/aarch64.log"
+[ $rc = 0 ] || die "the aarch64 build or its checks failed"
+strip_to aarch64-linux-gnu-strip "$repo/build-aarch64/pmon" "$work/aarch64/pmon"
+strip_to aarch64-linux-gnu-strip "$repo/build-aarch64/pmon-systemd" "$work/aarch64/pmon-systemd"
+tarball aarch64 "$work/aarch64/pmon" "$work/aarch64/pmon-systemd" "$out/pmon-$version-aarch64-linux.tar.gz"
+
+# The npm packages: the main one and one per platform (scripts/npm-pack.sh).
+s=$(date +%s)
+scripts/npm-pack.sh "$version" "$out" "$work/x86_64" "$work/aarch64"
+stamp "npm packages" "$s"
+
+rm -rf "$work"
+(cd "$out" && sha256sum -- * > SHA256SUMS)
+echo "release: artifacts in ${out#"$repo"/}/ (sizes in bytes):"
+(cd "$out" && for f in *; do printf '  %10d  %s\n' "$(stat -c %s "$f")" "$f"; done)
+for a in x86_64 aarch64; do
+  printf '  stripped static pmon for %s: %d bytes\n' "$a" \
+    "$(tar -xzOf "$out/pmon-$version-$a-linux.tar.gz" "pmon-$version-$a-linux/bin/pmon" | wc -c)"
+done
+stamp "release" "$t0"

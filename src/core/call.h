@@ -1,0 +1,157 @@
+// One call as a state machine: spawned inside a fresh boundary, it runs
+// until its main process exits, its deadline passes or it is cancelled;
+// then whatever remains is stopped (or, with wait_tree, waited for), the
+// boundary verified empty, the zombies reaped, and the result says what
+// happened. The machine does no waiting of its own: its caller waits on
+// watch() until deadline() — in a loop of its own (pmon serve) or in
+// core/driver.h (run, supervise, init, the binding, which also has the
+// blocking ways to wait for it) — and hands it each wake through step(). The deadline and the reason of a stop exist here
+// once, as values.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "confine/boundary.h"
+#include "core/capture.h"
+#include "core/result.h"
+#include "core/stop.h"
+#include "core/stopper.h"
+#include "core/units.h"
+#include "sys/reap.h"
+
+namespace pmon {
+
+struct RunOptions {
+  SpawnSpec spawn;
+  // Set on the call's cgroup leaf before it starts; fails closed (125).
+  Limits limits;
+  std::optional<Nanos> timeout;
+  StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
+  bool wait_tree = false;
+  // For the blocking helpers (core/driver.h): a signalfd the caller owns,
+  // where SIGCHLD means "reap" and any other signal cancels the call (a
+  // second one skips the grace period); an fd whose readability means
+  // "cancel" (an eventfd or pipe; the binding's way).
+  int signal_fd = -1;
+  int cancel_fd = -1;
+  // This process owns every child it has (the CLI): reap orphans that were
+  // reparented to it, and stop the live descendants that escaped the
+  // boundary as the call ends.
+  bool own_all_children = false;
+  // Output capture (the binding): its child ends replace spawn.stdio, and
+  // the driver reads its pipes while it waits. Not owned.
+  Capture* capture = nullptr;
+  // The call's boundary goes inside this cgroup (absolute, under the
+  // cgroup2 mount: the leaf of the call that asked for this one) where the
+  // backend can (Backend::open_boundary_inside); else where it always goes.
+  std::string inside_cgroup;
+  // The reaper to collect with (shared by an init, whose boundary reaps
+  // too, and by a restart loop); null: the call's own.
+  sys::Reaper* reaper = nullptr;
+  // The main process is collected through its pidfd; false: like any other
+  // child, by what waitid(P_ALL) offers (an init, the sigchld engine).
+  bool main_by_pidfd = true;
+  // Whether the processes left when the stop begins are looked at one by
+  // one (for the report's leftovers); false under a /proc that does not
+  // show the boundary's PID namespace (an init's), where each pid read
+  // would name somebody else.
+  bool track_leftovers = true;
+  // Progress lines for -v; library code never prints.
+  std::function<void(const std::string&)> trace;
+};
+
+// Why a stop began; turned into words only in the report.
+enum class StopReason { none, leftovers, timeout, cancel, escaped };
+std::string_view to_string(StopReason r) noexcept;
+
+class Call {
+ public:
+  enum class End { main_exited, timeout, cancel };
+
+  Call(Backend& backend, RunOptions opts);
+  // A call in a boundary made by its caller (PID 1's namespace; a leaf
+  // with its limits set already), which the call releases when it is over.
+  Call(std::unique_ptr<Boundary> boundary, RunOptions opts);
+  // A started call that is not over is killed (its boundary's kill, not
+  // waited for: the crash guard and `pmon gc` verify it). Whoever can wait
+  // ends it first (core/driver.h does).
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  std::expected<void, SpawnError> start();
+
+  // The machine. watch(): the fds that may change its state (the main
+  // process's pidfd while it runs, the boundary's watch while it stops or
+  // is waited for); deadline(): when it must look again whatever happens
+  // (its timeout, a stop step's end; CLOCK_MONOTONIC ns). step(): it looks
+  // and moves on (reaps, ends when its main process has exited or its
+  // timeout has passed, takes the next stop step).
+  Watch watch();
+  int64_t deadline() const noexcept;
+  void step();
+  // SIGCHLD: collects the zombies that are the call's to collect (and, in
+  // the phases that wait for them, moves on).
+  void reap();
+  // The caller ends the call: its own timer fired (timeout), or it cancels;
+  // a main process that already exited ended it anyway. Later requests are
+  // no-ops. `signal`: the signal that cancelled, for the report.
+  void end(End why, int signal = 0);
+  // Skips the grace period of the stop under way (or the next one).
+  void escalate();
+
+  bool started() const noexcept;
+  bool finished() const noexcept;
+  bool finishing() const noexcept;  // its end has begun, and is not over
+  // Finishing with wait_tree: the main process is gone and the tree is
+  // waited for; escalate() stops it instead.
+  bool waiting_for_tree() const noexcept;
+  const RunResult& result() const noexcept;
+
+  // While it runs.
+  int pidfd() const noexcept;
+  pid_t pid() const noexcept;
+  // The command's pid as the host sees it, the one to show: pid(), except
+  // under pidns, where pid() is the status relay (RunResult::pid).
+  pid_t command_pid() const noexcept;
+  bool main_exited();
+  std::vector<sys::ProcStat> members();
+  std::optional<uint64_t> cpu_usec();
+  std::optional<uint64_t> memory_peak_bytes();
+  const std::optional<std::string>& cgroup() const noexcept;
+  const RunOptions& options() const noexcept;
+  // Sends sig to every process in the boundary (an init forwarding it).
+  Result<int> signal_tree(int sig);
+  void set_stop_plan(StopPlan plan);
+  // False when ending it now (main process exited) could not block: the
+  // boundary is already empty.
+  bool finish_may_block();
+
+  // The same machine under the names pmon serve uses.
+  bool begin_finish(End why) {
+    end(why);
+    return finished();
+  }
+  bool resume_finish(bool escalate_now = false) {
+    if (escalate_now) escalate();
+    step();
+    return finished();
+  }
+  Watch finish_watch() { return watch(); }
+  int64_t finish_deadline() const { return deadline(); }
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace pmon

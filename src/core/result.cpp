@@ -1,0 +1,58 @@
+#include "core/result.h"
+
+#include <algorithm>
+
+namespace pmon {
+
+std::string_view to_string(Outcome o) noexcept {
+  switch (o) {
+    case Outcome::exited: return "exited";
+    case Outcome::signaled: return "signaled";
+    case Outcome::timeout: return "timeout";
+    case Outcome::cancelled: return "cancelled";
+    case Outcome::not_started: return "not_started";
+  }
+  return "?";
+}
+
+int RunResult::status() const noexcept {
+  if (outcome == Outcome::not_started) return error_status;
+  if (!cleanup_verified) return 125;
+  switch (outcome) {
+    case Outcome::not_started: return error_status;
+    case Outcome::timeout: return 124;
+    case Outcome::cancelled: return 128 + cancel_signal;
+    case Outcome::signaled: return 128 + signal.value_or(0);
+    case Outcome::exited: return exit_code.value_or(0);
+  }
+  return 125;
+}
+
+RunResult not_started(std::vector<std::string> command, ConfineKind confinement, const SpawnError& err,
+                      std::chrono::system_clock::time_point started_at) {
+  RunResult r;
+  r.command = std::move(command);
+  r.confinement = confinement;
+  r.started_at = started_at;
+  r.duration_ms = std::max(0.0, std::chrono::duration<double, std::milli>(
+                                    std::chrono::system_clock::now() - started_at).count());
+  r.outcome = Outcome::not_started;
+  r.error = err.message;
+  r.error_status = err.exit_code;
+  // A child whose exec failed is reaped before the error is returned.
+  r.cleanup_verified = true;
+  return r;
+}
+
+void merge_escaped(std::vector<Leftover>& leftovers, std::vector<Leftover>& escaped) {
+  std::erase_if(escaped, [&](const Leftover& e) {
+    for (Leftover& l : leftovers)
+      if (l.pid == e.pid && l.start_time == e.start_time) {
+        l.action = e.action;
+        return true;
+      }
+    return false;
+  });
+}
+
+}  // namespace pmon
