@@ -1,15 +1,19 @@
-// pmon mcp: the Model Context Protocol front end of the job service. The
-// same jobs as terminal/* (one engine, service.cpp); here only what MCP
-// adds: the handshake, the tool list with its schemas, a tool call parsed
-// into the engine's typed params, and the engine's answers shaped as tool
-// results (text for the model plus structuredContent). Data in, data out.
+// pmon mcp: the Model Context Protocol front end of the job service, data
+// in and data out. The same jobs as terminal/* (one engine: the job table);
+// here only what MCP adds: the handshake, the tools (serve/mcp_tools.h) and
+// their list, a tool call read into its tool's typed arguments, and the job
+// table's typed results worded as tool results (text for the model plus
+// structuredContent). serve/mcp_adapter.h answers the calls.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
-#include "serve/protocol.h"
+#include "serve/job_api.h"
+#include "serve/jsonrpc.h"
+#include "serve/mcp_tools.h"
 
 namespace pmon::serve::mcp {
 
@@ -32,18 +36,7 @@ std::variant<Message, BadRequest> parse_message(std::string_view line);
 Json initialize_result(const Json& params);
 Json tools_list();
 
-enum class Tool { run, start, output, wait, write, kill, list, wait_for_port };
-
-struct RunArgs {
-  CreateParams create;
-  std::optional<uint64_t> background_after_ms;
-};
-
-using ToolArgs = std::variant<RunArgs, CreateParams, OutputParams, WaitForExitParams, WriteParams,
-                              TerminalParams, ListParams, WaitForPortParams>;
-
 struct ToolCall {
-  Tool tool = Tool::list;
   ToolArgs args;
 };
 
@@ -56,11 +49,31 @@ struct CallError {
 
 std::variant<ToolCall, CallError> parse_tool_call(const Json& params);
 
-// A tool's CallToolResult from the engine's answer to it (the JSON of the
-// matching terminal/* result; for run, the service's run summary).
-Json tool_result(Tool tool, const Json& answer);
+// --- the results, as CallToolResults ---
+
+// What a run answers: the newest of its output, and once it is over how it
+// ended and what its report says (timed_out, leftovers, duration_ms,
+// oom_killed, pids_max_hit); while it runs on as a job, its id.
+struct RunSummary {
+  std::string id;
+  std::string output;
+  bool truncated = false;
+  std::optional<ExitStatus> exit;  // none: it goes on in the background
+  Json report;
+  bool cleanup_verified = false;
+};
+Json run_result(const RunSummary& s);
+Json start_result(const std::string& id);
+Json output_result(const OutputRead& r);
+Json wait_result(const std::optional<ExitStatus>& exit);  // none: still running
+Json write_result(uint64_t written);
+Json kill_result(const Stopped& s);
+Json list_result(const std::vector<JobInfo>& jobs);
+Json port_result(const ListeningPort& l);
 // A tool error: isError with one line of text.
 Json tool_error(const std::string& message);
+// A job's id is a "job" to the model.
+Json tool_error(const JobError& e);
 
 // Output longer than this is cut to its head and its tail.
 inline constexpr size_t kOutputLimit = 30000;

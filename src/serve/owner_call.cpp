@@ -7,7 +7,9 @@
 
 #include <string_view>
 
+#include "confine/cgroup_fs.h"
 #include "core/inventory.h"
+#include "serve/call_records.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -134,6 +136,55 @@ Result<PeerCall> peer_call(int sock, const std::string& mount) {
     else out.call_over = true;
   }
   return out;
+}
+
+Result<const PeerCall*> PeerCalls::of(uint64_t conn, int sock) {
+  if (auto it = calls_.find(conn); it != calls_.end()) return &it->second;
+  if (!mount_) {
+    std::string why;
+    auto loc = confine::locate_cgroup2(&why);
+    mount_ = loc ? loc->mount : std::string();
+  }
+  auto pc = peer_call(sock, *mount_);
+  if (!pc) return std::unexpected(pc.error());
+  return &calls_.emplace(conn, std::move(*pc)).first->second;
+}
+
+bool CallTie::call_ended(bool owner_job_ended) const {
+  bool ended = owner_job != 0 && owner_job_ended;
+  if (!ended && owner_pidfd) ended = !sys::pidfd_alive(owner_pidfd.get());
+  if (!ended && !owner_leaf.empty()) {
+    // Nothing of that call is left in its leaf itself (its main process
+    // and the rest are gone; ours are in a leaf below), or the leaf is gone.
+    auto procs = sys::read_file(owner_leaf + "/cgroup.procs");
+    ended = !procs || procs->find_first_not_of(" \n") == std::string::npos;
+  }
+  return ended;
+}
+
+bool CallTie::asked_by_call_pmon(int sock) const {
+  if (record_for == 0 || sock < 0) return false;
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid != record_for) return false;
+  auto st = sys::read_stat(cred.pid);
+  return st && st->start_time == record_for_start;
+}
+
+void CallTie::leave_record(const PeerCall& from, const std::string& socket, const std::string& terminal_id,
+                           pid_t job_pid, const std::vector<std::string>& command) {
+  CallRecord rec;
+  rec.start_time = from.call_pmon_start;
+  rec.socket = socket;
+  rec.terminal_id = terminal_id;
+  rec.job_pid = job_pid;
+  if (auto st = sys::read_stat(rec.job_pid)) rec.job_start_time = st->start_time;
+  for (const std::string& a : command) rec.command += (rec.command.empty() ? "" : " ") + a;
+  if (auto w = write_call_record(from.call_pmon, rec)) {
+    record = std::move(*w);
+    record_for = from.call_pmon;
+    record_for_start = from.call_pmon_start;
+  }
 }
 
 }  // namespace pmon::serve

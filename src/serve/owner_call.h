@@ -5,7 +5,11 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "sys/fd.h"
 #include "sys/result.h"
@@ -43,5 +47,41 @@ struct PeerCall {
 // reaped (its pid may be someone else's by now) is an error (ESRCH), never
 // a guess. `mount` is the cgroup2 mount ("" where there is none).
 Result<PeerCall> peer_call(int sock, const std::string& mount);
+
+// What peer_call found for each socket connection, looked up on its first
+// create and kept while it lasts (a peer's call does not change).
+class PeerCalls {
+ public:
+  Result<const PeerCall*> of(uint64_t conn, int sock);
+  void forget(uint64_t conn) { calls_.erase(conn); }
+
+ private:
+  std::map<uint64_t, PeerCall> calls_;
+  std::optional<std::string> mount_;  // the cgroup2 mount, looked up once
+};
+
+// A job's tie to the pmon call it was asked for from inside, which it ends
+// with: a job of this service, the process whose end is that call's end,
+// the call's leaf when the job's leaf was made in it.
+struct CallTie {
+  uint64_t owner_job = 0;  // the job's number, 0: none
+  Fd owner_pidfd;          // watched by the job table
+  std::string owner_leaf;
+  // The record of the job left for that call's pmon (serve/call_records.h),
+  // which stops it and lists it in its report; removed once it is over.
+  std::string record;
+  pid_t record_for = 0;  // that pmon: its kill is its call's end
+  uint64_t record_for_start = 0;
+
+  // Whether the call has ended, or is ending; `owner_job_ended`: the owner
+  // job is over or stopping (or gone).
+  bool call_ended(bool owner_job_ended) const;
+  // Whether the client on `sock` (-1: --stdio) is the call's pmon.
+  bool asked_by_call_pmon(int sock) const;
+  // A call whose boundary does not hold the job (pidns, subreaper, pgroup):
+  // its pmon is told where it looks when it ends.
+  void leave_record(const PeerCall& from, const std::string& socket, const std::string& terminal_id, pid_t job_pid,
+                    const std::vector<std::string>& command);
+};
 
 }  // namespace pmon::serve

@@ -135,10 +135,9 @@ TEST(McpToolCall, ANulByteOrABadVariableNameIsRefused) {
 TEST(McpResult, LongRunOutputKeepsHeadAndTail) {
   std::string out;
   for (int i = 0; i < 20000; ++i) out += std::to_string(i) + "\n";
-  Json a = {{"running", false}, {"terminalId", "t1"}, {"output", out}, {"truncated", false},
-            {"exit_code", 0}, {"signal", nullptr}, {"timed_out", false}, {"leftovers", Json::array()},
-            {"cleanup_verified", true}, {"duration_ms", 3.5}};
-  Json r = tool_result(Tool::run, a);
+  RunSummary a{"t1", out, false, ExitStatus{0, std::nullopt},
+               {{"timed_out", false}, {"leftovers", Json::array()}, {"duration_ms", 3.5}}, true};
+  Json r = run_result(a);
   const std::string text = r["structuredContent"]["output"];
   EXPECT_TRUE(r["structuredContent"]["truncated"].get<bool>());
   EXPECT_LE(text.size(), kOutputLimit + 64);

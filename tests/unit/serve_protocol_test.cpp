@@ -27,7 +27,7 @@ TEST(ServeProtocol, CreateCarriesEveryField) {
     "timeoutMs":500,"pty":{"rows":30,"cols":100},"keep":true,"waitTree":true,"name":"n"}})");
   EXPECT_EQ(r.id, "a");
   EXPECT_FALSE(r.notification);
-  ASSERT_EQ(r.method, Method::create);
+  ASSERT_TRUE(std::holds_alternative<CreateParams>(r.params));
   const auto& c = std::get<CreateParams>(r.params);
   EXPECT_EQ(c.session_id, "s");
   EXPECT_EQ(c.command, "ls");
@@ -73,7 +73,7 @@ TEST(ServeProtocol, DefaultsAndNotifications) {
   EXPECT_FALSE(c.keep);
   EXPECT_FALSE(c.pty);
   Request l = good(R"({"jsonrpc":"2.0","id":3,"method":"terminal/list"})");
-  EXPECT_EQ(l.method, Method::list);
+  EXPECT_TRUE(std::holds_alternative<ListParams>(l.params));
 }
 
 TEST(ServeProtocol, ErrorsNameWhatIsWrong) {

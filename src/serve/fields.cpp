@@ -1,0 +1,195 @@
+#include "serve/fields.h"
+
+#include "core/units.h"
+
+namespace pmon::serve {
+
+const Json* FieldReader::find(const char* name, bool required) {
+  if (error_) return nullptr;
+  auto it = obj_.find(name);
+  if (it == obj_.end() || it->is_null()) {
+    if (required) bad(name, "is required");
+    return nullptr;
+  }
+  return &*it;
+}
+
+void FieldReader::bad(const std::string& name, const std::string& why) {
+  if (!error_) error_ = what_ + ": '" + prefix_ + name + "' " + why;
+}
+
+bool FieldReader::no_nul(const std::string& name, const std::string& value) {
+  if (value.find('\0') == std::string::npos) return true;
+  bad(name, "contains a NUL byte");
+  return false;
+}
+
+std::optional<std::string> FieldReader::str(const char* name, bool required) {
+  const Json* v = find(name, required);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return bad(name, "must be a string"), std::nullopt;
+  return v->get<std::string>();
+}
+
+std::optional<std::string> FieldReader::c_str(const char* name, bool required) {
+  auto s = str(name, required);
+  if (s && !no_nul(name, *s)) return std::nullopt;
+  return s;
+}
+
+bool FieldReader::flag(const char* name, bool absent) {
+  const Json* v = find(name, false);
+  if (!v) return absent;
+  if (!v->is_boolean()) return bad(name, "must be true or false"), false;
+  return v->get<bool>();
+}
+
+std::optional<uint64_t> FieldReader::uint(const char* name, bool required, uint64_t max) {
+  const Json* v = find(name, required);
+  if (!v) return std::nullopt;
+  if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0))
+    return bad(name, "must be a non-negative integer"), std::nullopt;
+  uint64_t n = v->get<uint64_t>();
+  if (n > max) return bad(name, "must be at most " + std::to_string(max)), std::nullopt;
+  return n;
+}
+
+std::optional<uint64_t> FieldReader::in_range(const char* name, uint64_t min, uint64_t max) {
+  const Json* v = find(name, false);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer() || v->get<int64_t>() < static_cast<int64_t>(min) || v->get<uint64_t>() > max)
+    return bad(name, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max)), std::nullopt;
+  return v->get<uint64_t>();
+}
+
+std::optional<uint64_t> FieldReader::seconds_ms(const char* name, uint64_t max_seconds) {
+  const Json* v = find(name, false);
+  if (!v) return std::nullopt;
+  if (!v->is_number() || v->get<double>() < 0 || v->get<double>() > static_cast<double>(max_seconds))
+    return bad(name, "must be a number of seconds, at least 0"), std::nullopt;
+  return static_cast<uint64_t>(v->get<double>() * 1000.0 + 0.5);
+}
+
+std::vector<std::string> FieldReader::strings(const char* name) {
+  std::vector<std::string> out;
+  const Json* v = find(name, false);
+  if (!v) return out;
+  if (!v->is_array()) return bad(name, "must be an array of strings"), out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const std::string at = std::string(name) + "[" + std::to_string(i) + "]";
+    if (!(*v)[i].is_string()) return bad(at, "must be a string"), out;
+    if (!no_nul(at, (*v)[i].get_ref<const std::string&>())) return out;
+    out.push_back((*v)[i].get<std::string>());
+  }
+  return out;
+}
+
+std::vector<EnvVar> FieldReader::env_list(const char* name) {
+  std::vector<EnvVar> out;
+  const Json* v = find(name, false);
+  if (!v) return out;
+  if (!v->is_array()) return bad(name, "must be an array of {name, value}"), out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    std::string at = std::string(name) + "[" + std::to_string(i) + "]";
+    const Json& e = (*v)[i];
+    if (!e.is_object()) return bad(at, "must be an object {name, value}"), out;
+    auto n = e.find("name");
+    auto val = e.find("value");
+    if (n == e.end() || !n->is_string() || n->get<std::string>().empty() ||
+        n->get<std::string>().find('=') != std::string::npos)
+      return bad(at + ".name", "must be a non-empty string without '='"), out;
+    if (val == e.end() || !val->is_string()) return bad(at + ".value", "must be a string"), out;
+    if (!no_nul(at + ".name", n->get_ref<const std::string&>()) ||
+        !no_nul(at + ".value", val->get_ref<const std::string&>()))
+      return out;
+    out.push_back({n->get<std::string>(), val->get<std::string>()});
+  }
+  return out;
+}
+
+std::vector<EnvVar> FieldReader::env_object(const char* name) {
+  std::vector<EnvVar> out;
+  const Json* v = find(name, false);
+  if (!v) return out;
+  if (!v->is_object()) return bad(name, "must be an object of NAME: value strings"), out;
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string at = std::string(name) + "." + it.key();
+    if (it.key().find('\0') != std::string::npos) return bad(name, "has a variable name that contains a NUL byte"), out;
+    if (it.key().empty()) return bad(name, "has an empty variable name"), out;
+    if (it.key().find('=') != std::string::npos) return bad(at, "is not a variable name (it contains '=')"), out;
+    if (!it.value().is_string()) return bad(at, "must be a string"), out;
+    if (!no_nul(at, it.value().get_ref<const std::string&>())) return out;
+    out.push_back({it.key(), it.value().get<std::string>()});
+  }
+  return out;
+}
+
+std::optional<int> FieldReader::signal(const char* name) {
+  const Json* v = find(name, false);
+  if (!v) return std::nullopt;
+  std::optional<int> sig;
+  if (v->is_string()) sig = parse_signal(v->get<std::string>());
+  else if (v->is_number_integer()) sig = parse_signal(std::to_string(v->get<int64_t>()));
+  if (!sig) return bad(name, "must be a signal name or number"), std::nullopt;
+  return sig;
+}
+
+std::optional<uint64_t> FieldReader::bytes(const char* name) {
+  const Json* v = find(name, false);
+  if (!v) return std::nullopt;
+  std::string text;
+  if (v->is_string()) text = v->get<std::string>();
+  else if (v->is_number_unsigned() || (v->is_number_integer() && v->get<int64_t>() >= 0))
+    text = std::to_string(v->get<uint64_t>());
+  else return bad(name, "must be a number of bytes or a string such as \"512M\""), std::nullopt;
+  auto n = parse_size(text);
+  if (!n) return bad(name, n.error()), std::nullopt;
+  return *n;
+}
+
+std::optional<uint64_t> FieldReader::pids(const char* name) {
+  const Json* v = find(name, false);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return bad(name, "must be a whole number of processes"), std::nullopt;
+  auto n = parse_pids(std::to_string(v->get<int64_t>()));
+  if (!n) return bad(name, n.error()), std::nullopt;
+  return *n;
+}
+
+std::optional<double> FieldReader::cores(const char* name) {
+  const Json* v = find(name, false);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return bad(name, "must be a number of cores (e.g. 0.5)"), std::nullopt;
+  auto c = check_cores(v->get<double>());
+  if (!c) return bad(name, c.error()), std::nullopt;
+  return *c;
+}
+
+Limits FieldReader::limits(const char* memory, const char* pids_name, const char* cpu) {
+  Limits l;
+  l.memory_max = bytes(memory);
+  l.pids_max = pids(pids_name);
+  l.cpu_max = cores(cpu);
+  return l;
+}
+
+std::optional<PtySize> FieldReader::pty_size(const char* name, bool required) {
+  const Json* v = find(name, required);
+  if (!v) return std::nullopt;
+  if (!v->is_object()) return bad(name, "must be an object {rows, cols}"), std::nullopt;
+  FieldReader inner(*v, what_);
+  inner.prefix_ = std::string(name) + ".";
+  auto rows = inner.uint("rows", true, 65535);
+  auto cols = inner.uint("cols", true, 65535);
+  if (inner.error_) return error_ = inner.error_, std::nullopt;
+  if (*rows == 0 || *cols == 0) return bad(name, "rows and cols must be at least 1"), std::nullopt;
+  return PtySize{static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols)};
+}
+
+void FieldReader::only(const Json& known, const char* why) {
+  if (error_) return;
+  for (auto it = obj_.begin(); it != obj_.end(); ++it)
+    if (!known.contains(it.key())) return bad(it.key(), why);
+}
+
+}  // namespace pmon::serve

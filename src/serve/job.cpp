@@ -1,0 +1,315 @@
+#include "serve/job.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "sys/pty.h"
+#include "sys/syscalls.h"
+
+extern char** environ;
+
+namespace pmon::serve {
+
+namespace {
+
+// A read of a job's pipe goes straight into its buffer, this much at most;
+// at most kReadBudget per wake, so a job that writes flat out shares the
+// thread. A pipe that fills up is made this large (fewer, larger reads).
+constexpr size_t kReadMax = size_t{1} << 20;
+constexpr size_t kReadBudget = size_t{4} << 20;
+constexpr int kLargePipe = 1 << 20;
+constexpr size_t kDirectMin = 64 << 10;
+
+enum class Drained { empty, eof, full, budget };
+
+// Reads what a pipe has into `buffer`, at most `room` bytes (and the
+// budget). *filled: one read returned all a default-sized pipe holds.
+Drained read_pipe(int fd, OutputBuffer& buffer, uint64_t room, std::vector<char>& scratch, bool* filled) {
+  size_t got = 0;
+  for (;;) {
+    if (room == 0) return Drained::full;
+    if (got >= kReadBudget) return Drained::budget;
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(room, kReadMax));
+    std::span<char> into = buffer.writable(want);
+    if (into.size() < std::min(want, kDirectMin)) {
+      // Little room in the storage as it is (it grows with what comes, and
+      // a buffer that keeps nothing still counts what went by): by a copy.
+      if (scratch.size() < kDirectMin) scratch.resize(kDirectMin);
+      into = std::span<char>(scratch.data(), std::min(want, kDirectMin));
+    }
+    ssize_t n = ::read(fd, into.data(), into.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return Drained::empty;
+    if (n <= 0) return Drained::eof;
+    if (into.data() == scratch.data()) buffer.append(std::string_view(into.data(), static_cast<size_t>(n)));
+    else buffer.commit(static_cast<size_t>(n));
+    if (n >= 65536) *filled = true;
+    got += static_cast<size_t>(n);
+    room -= static_cast<uint64_t>(n);
+  }
+}
+
+void set_nonblocking(int fd) {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+uint32_t epoll_events(short poll_events) {
+  return ((poll_events & POLLIN) ? EPOLLIN : 0u) | ((poll_events & POLLPRI) ? EPOLLPRI : 0u);
+}
+
+}  // namespace
+
+JobError fd_error(const std::string& what, int err) {
+  rlimit rl{};
+  if (err == EMFILE && ::getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    return JobError::line("cannot start the job: the service has no file descriptors left (its limit is " +
+                          std::to_string(rl.rlim_cur) +
+                          " open files); release some jobs, or start the service under a higher 'ulimit -Hn'");
+  if (err == ENFILE)
+    return JobError::line(
+        "cannot start the job: the system has no file descriptors left (fs.file-max); release some jobs");
+  return JobError::line(what + ": " + std::strerror(err));
+}
+
+std::expected<JobStdio, JobError> open_stdio(const CreateParams& p) {
+  JobStdio io;
+  if (p.pty) {
+    auto pair = sys::open_pty(p.pty->rows, p.pty->cols);
+    if (!pair) return std::unexpected(fd_error("cannot open a pseudo-terminal", pair.error().value()));
+    io.in_w = Fd(::fcntl(pair->master.get(), F_DUPFD_CLOEXEC, 0));
+    if (!io.in_w) return std::unexpected(fd_error("cannot open a pseudo-terminal", errno));
+    io.out_r = std::move(pair->master);
+    io.out_w = std::move(pair->slave);
+  } else {
+    int out_pipe[2], in_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return std::unexpected(fd_error("cannot make a pipe", errno));
+    io.out_r = Fd(out_pipe[0]);
+    io.out_w = Fd(out_pipe[1]);
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0) return std::unexpected(fd_error("cannot make a pipe", errno));
+    io.in_r = Fd(in_pipe[0]);
+    io.in_w = Fd(in_pipe[1]);
+  }
+  if (p.separate_stderr && !p.pty) {
+    int err_pipe[2];
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) return std::unexpected(fd_error("cannot make a pipe", errno));
+    io.err_r = Fd(err_pipe[0]);
+    io.err_w = Fd(err_pipe[1]);
+  }
+  return io;
+}
+
+RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBase& base, const StopPlan& stop) {
+  RunOptions ro;
+  ro.spawn.argv.push_back(p.command);
+  ro.spawn.argv.insert(ro.spawn.argv.end(), p.args.begin(), p.args.end());
+  if (p.cwd) ro.spawn.cwd = *p.cwd;
+  if (!p.env.empty() || p.clear_env) {
+    std::vector<std::string> env;
+    for (char** e = p.clear_env ? nullptr : environ; e && *e; ++e) {
+      std::string_view kv(*e);
+      std::string_view name = kv.substr(0, kv.find('='));
+      if (std::none_of(p.env.begin(), p.env.end(), [&](const EnvVar& v) { return v.name == name; }))
+        env.emplace_back(kv);
+    }
+    for (const EnvVar& v : p.env) env.push_back(v.name + "=" + v.value);
+    ro.spawn.env = std::move(env);
+  }
+  if (p.pty) ro.spawn.pty_slave = io.out_w.get();
+  else ro.spawn.stdio = {io.in_r.get(), io.out_w.get(), io.err_w ? io.err_w.get() : io.out_w.get()};
+  ro.spawn.close_other_fds = true;
+  ro.spawn.changed_signals = &base.changed_signals;
+  ro.spawn.start_on_this_cpu = true;
+  if (base.nofile_raised) ro.spawn.nofile = &base.nofile;
+  ro.stop = stop;
+  if (p.kill_signal && !ro.stop.steps.empty() && ro.stop.steps[0].action == StopStep::Action::signal)
+    ro.stop.steps[0].signal = *p.kill_signal;
+  ro.wait_tree = p.wait_tree;
+  if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
+  ro.limits = p.limits;
+  return ro;
+}
+
+void Job::watch_started() {
+  set_nonblocking(out.get());
+  set_nonblocking(in.get());
+  poller.watch(call->pidfd(), EPOLLIN, tag(Tag::job_main, num));
+  main_watched = true;
+  poller.watch(out.get(), EPOLLIN, tag(Tag::job_out, num));
+  if (err) {
+    set_nonblocking(err.get());
+    poller.watch(err.get(), EPOLLIN, tag(Tag::job_err, num));
+  }
+}
+
+// A full buffer leaves the pipe unwatched until a read makes room. At EOF
+// the pipe is closed, and once the job is over also when nothing is left
+// in it (an escapee of a weak boundary may hold it open).
+void Job::pull(bool from_err, bool to_end, std::vector<char>& scratch) {
+  Fd& fd = from_err ? err : out;
+  OutputBuffer& buf = from_err ? *err_buffer : buffer;
+  Flow& flow = from_err ? err_flow : out_flow;
+  if (!fd) return;
+  Drained d;
+  do {
+    uint64_t room = std::numeric_limits<uint64_t>::max();
+    if (backpressure) {
+      uint64_t unread = buf.total() - std::min(flow.delivered, buf.total());
+      room = unread >= limit ? 0 : limit - unread;
+    }
+    bool filled = false;
+    d = read_pipe(fd.get(), buf, room, scratch, &filled);
+    if (filled && !flow.grown) {
+      flow.grown = true;
+      (void)::fcntl(fd.get(), F_SETPIPE_SZ, kLargePipe);  // as large as allowed; a pty is no pipe
+    }
+  } while (to_end && d == Drained::budget);
+  if (d == Drained::eof || (d == Drained::empty && done)) {
+    if (!flow.paused) poller.unwatch(fd.get());
+    fd.reset();
+    flow.paused = false;
+    if (done) buf.close();
+    return;
+  }
+  if (d == Drained::full && !flow.paused) {
+    poller.unwatch(fd.get());
+    flow.paused = true;
+  } else if (d != Drained::full && flow.paused) {
+    poller.watch(fd.get(), EPOLLIN, tag(from_err ? Tag::job_err : Tag::job_out, num));
+    flow.paused = false;
+  }
+}
+
+// (To EOF, or, for an escapee of a weak boundary that holds a pipe, to
+// what is there; with backpressure what fits, the rest as readers make room.)
+void Job::drain(std::vector<char>& scratch) {
+  pull(false, true, scratch);
+  if (!out) buffer.close();
+  if (err_buffer) {
+    pull(true, true, scratch);
+    if (!err) err_buffer->close();
+  }
+}
+
+void Job::write_stdin() {
+  while (!in_pending.empty() && in) {
+    ssize_t n = ::write(in.get(), in_pending.data(), in_pending.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      if (!in_watched) poller.watch(in.get(), EPOLLOUT, tag(Tag::job_in, num));
+      in_watched = true;
+      return;
+    }
+    if (n < 0) {  // the reader is gone (EPIPE): what was not taken is dropped
+      in_pending.clear();
+      in_eof = true;
+      break;
+    }
+    in_pending.erase(0, static_cast<size_t>(n));
+  }
+  if (in_watched) poller.unwatch(in.get());
+  in_watched = false;
+  if (in_eof) in.reset();
+}
+
+void Job::note_delivered(uint64_t out_next, std::optional<uint64_t> err_next) {
+  out_flow.delivered = std::max(out_flow.delivered, out_next);
+  if (err_next) err_flow.delivered = std::max(err_flow.delivered, *err_next);
+  if (!backpressure) return;
+  auto resume = [&](Fd& fd, const OutputBuffer& b, Flow& f, Tag t) {
+    if (!fd || !f.paused || b.total() - f.delivered >= limit) return;
+    poller.watch(fd.get(), EPOLLIN, tag(t, num));  // read in the next round of events
+    f.paused = false;
+  };
+  resume(out, buffer, out_flow, Tag::job_out);
+  if (err_buffer) resume(err, *err_buffer, err_flow, Tag::job_err);
+}
+
+bool Job::has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const {
+  if (buffer.total() > since.value_or(0)) return true;
+  return err_buffer && err_buffer->total() > stderr_since.value_or(0);
+}
+
+uint64_t Job::new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const {
+  uint64_t n = buffer.total() - std::min(buffer.total(), since.value_or(0));
+  if (err_buffer) n += err_buffer->total() - std::min(err_buffer->total(), stderr_since.value_or(0));
+  return n;
+}
+
+OutputRead Job::read(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, size_t max,
+                     std::string storage) {
+  OutputRead r;
+  r.out = buffer.read(since, std::move(storage), max);
+  if (err_buffer) r.err = err_buffer->read(stderr_since, max);
+  if (done) r.exit = exit_status();
+  note_delivered(r.out.next, r.err ? std::optional(r.err->next) : std::nullopt);
+  return r;
+}
+
+// The command first while it runs: a boundary may leave it out of its
+// members (pidns, whose main process is the status relay).
+std::vector<ListeningPort> Job::listening(PortTables& tables) {
+  if (done) return {};
+  std::vector<pid_t> pids;
+  if (main_watched) pids.push_back(call->command_pid());
+  for (const sys::ProcStat& p : call->members())
+    if (pids.empty() || p.pid != pids.front()) pids.push_back(p.pid);
+  return tables.listening_ports(pids);
+}
+
+JobInfo Job::info(PortTables& tables) {
+  JobInfo o;
+  o.id = id;
+  o.name = name;
+  o.command = command;
+  o.pid = call->command_pid();
+  o.status = status();
+  o.started = started;
+  o.keep = keep;
+  o.pty = pty;
+  o.session = session;
+  o.ports = listening(tables);
+  if (done) {
+    const RunResult& r = call->result();
+    o.exit = exit_status();
+    o.cpu_usec = r.cpu_usec;
+    o.memory_peak_bytes = r.memory_peak_bytes;
+    o.cleanup_verified = r.cleanup_verified;
+  } else {
+    o.cpu_usec = call->cpu_usec();
+    o.memory_peak_bytes = call->memory_peak_bytes();
+  }
+  return o;
+}
+
+void Job::watch_stop() {
+  Watch w = call->finish_watch();
+  if (w.rescan_ms >= 0) rescan_at = sys::monotonic_ns() + int64_t{w.rescan_ms} * 1'000'000;
+  if (w.fds.size() == 1 && poller.add(w.fds[0].fd, epoll_events(w.fds[0].events), tag(Tag::job_stop, num))) {
+    stop_fd = w.fds[0].fd;
+    return;
+  }
+  stop_ep = Fd(::epoll_create1(EPOLL_CLOEXEC));
+  for (const pollfd& p : w.fds) {
+    epoll_event ev{};
+    ev.events = epoll_events(p.events);
+    (void)::epoll_ctl(stop_ep.get(), EPOLL_CTL_ADD, p.fd, &ev);
+  }
+  poller.watch(stop_ep.get(), EPOLLIN, tag(Tag::job_stop, num));
+}
+
+void Job::drop_stop_watch() {
+  if (stop_fd >= 0) poller.unwatch(stop_fd);
+  stop_fd = -1;
+  if (stop_ep) poller.unwatch(stop_ep.get());
+  stop_ep.reset();
+}
+
+}  // namespace pmon::serve

@@ -1,0 +1,170 @@
+// One job of the service: a call (core/run.h Call) started in the
+// background, its output read from its pipes (or pty) into bounded
+// buffers, its stdin written as the client sends it, the requests waiting
+// on it, and the fds of its stop's watch. What one job does with its own
+// fds is here; the job table (serve/job_table.h) holds them all.
+#pragma once
+
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/run.h"
+#include "serve/job_api.h"
+#include "serve/jsonrpc.h"
+#include "serve/output_buffer.h"
+#include "serve/owner_call.h"
+#include "serve/poller.h"
+#include "serve/request_budget.h"
+
+namespace pmon::serve {
+
+// A reply that is owed later (wait_for_exit, a kill or release that waits
+// for the tree to be verified gone, an output read that waits for bytes, a
+// port, a run that waits for its end), to the request `id` on `conn`.
+struct Waiter {
+  enum class Kind { exit, stopped, output, port, run };
+  Kind kind = Kind::exit;
+  uint64_t conn = 0;
+  Json id;  // discarded: a notification's, never answered
+  int64_t deadline = kForever;
+  std::optional<uint64_t> since;  // Kind::output
+  std::optional<uint64_t> stderr_since;
+  size_t max_bytes = 0;           // Kind::output
+  int64_t hold_until = 0;         // Kind::output: a few new bytes wait for more until then
+  std::optional<uint16_t> port;   // Kind::port: this one, or any
+  int64_t next_scan = 0;          // Kind::port
+  uint64_t timeout_ms = 0;        // Kind::port, for the error
+  RequestBudget::Ticket ticket;   // its share of the budget, given back with it
+};
+
+// How far a job's stream has been read, by the job and by its readers.
+struct Flow {
+  uint64_t delivered = 0;  // bytes of the buffer some output read has returned
+  bool paused = false;     // the pipe is full for now: not watched
+  bool grown = false;      // its pipe was made larger (a job that writes a lot)
+};
+
+// The job's ends of its stdio, and the child's: two pipes (three with
+// stderr apart), or a pty whose master is both of ours and whose slave is
+// all of the child's.
+struct JobStdio {
+  Fd out_r, out_w, in_r, in_w, err_r, err_w;
+};
+std::expected<JobStdio, JobError> open_stdio(const CreateParams& p);
+
+// What every job's child gets from the service: the signal dispositions it
+// resets before exec, and the open-files limit the service started with.
+struct SpawnBase {
+  sigset_t changed_signals{};
+  rlimit nofile{};
+  bool nofile_raised = false;
+};
+RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBase& base, const StopPlan& stop);
+
+// A job that cannot start for want of fds (its pipes, pty, pidfd, leaf):
+// said as such, with what to do. Any other errno: `what` and its words.
+JobError fd_error(const std::string& what, int err);
+
+struct Job {
+  Job(size_t limit, MemoryBudget* budget, Poller& poller) : buffer(limit, budget), poller(poller) {}
+
+  uint64_t num = 0;  // epoll tags
+  std::string id;    // random, unguessable
+  std::string name;
+  std::vector<std::string> command;
+  uint64_t owner = 0;    // the connection whose end stops it; 0: the service's (keep)
+  uint64_t creator = 0;  // is told of its end
+  CallTie tie;           // the pmon call it was asked for from inside
+  std::optional<std::string> session;
+  bool keep = false;
+  bool pty = false;  // out and in are the pty's master (two fds of it)
+  std::unique_ptr<Call> call;
+  Fd out;  // stdout and stderr of the job, one pipe (stdout alone with separateStderr)
+  Fd in;   // its stdin
+  OutputBuffer buffer;
+  Fd err;  // separateStderr: stderr, kept in err_buffer
+  std::unique_ptr<OutputBuffer> err_buffer;
+  // outputBackpressure: a pipe is not read while its buffer holds `limit`
+  // bytes no read has returned yet (the job's writes then block).
+  bool backpressure = false;
+  size_t limit = 0;
+  Flow out_flow, err_flow;
+  std::string in_pending;
+  bool in_eof = false;  // close stdin once in_pending is written
+  bool main_watched = false;
+  bool in_watched = false;
+  // The stop's watch: its one fd (a leaf's cgroup.events, a pidfd) in our
+  // epoll as it is, or several in an epoll of their own inside ours.
+  int stop_fd = -1;
+  Fd stop_ep;
+  int64_t deadline = kForever;  // the job's own timeout
+  int64_t rescan_at = kForever;
+  std::chrono::system_clock::time_point started;
+  std::string ended_by;  // why pmon stopped it: "kill", "release", ...
+  // Stop work waiting in the stop queue (serve/stops.h) for its turn: the
+  // stop is to begin (why, and who asked), or its next step is due (its
+  // watch fired, or its deadline passed). A stop asked for while the end
+  // of a main process that exited on its own waits is asked again after.
+  bool stop_queued = false;
+  Call::End queued_why = Call::End::cancel;
+  std::string queued_by;
+  std::optional<std::pair<Call::End, std::string>> stop_after;
+  bool step_queued = false;
+  bool forget = false;   // dropped once over (release, its owner's end)
+  std::string report;    // its terminal/report result, dumped, once made
+  bool done = false;
+  std::vector<Waiter> waiters;
+  std::vector<uint64_t> streams;  // ids in the stream table
+  // The ports its waiters were last answered from, and the scan interval
+  // (now / kPortScanNs) they were looked up in.
+  std::vector<ListeningPort> ports_seen;
+  int64_t ports_slot = -1;
+  Poller& poller;
+
+  // Its stop has begun, or waits for its turn.
+  bool stopping() const { return stop_queued || call->finishing(); }
+  const char* status() const {
+    if (done) return "exited";
+    return stopping() ? "stopping" : "running";
+  }
+  ExitStatus exit_status() const { return {call->result().exit_code, call->result().signal}; }
+
+  // Its fds in the poller, once started.
+  void watch_started();
+  // Reads its stdout (or stderr) pipe into its buffer: what the pipe has,
+  // or with backpressure what fits; `to_end`: read on until EOF or empty.
+  void pull(bool err, bool to_end, std::vector<char>& scratch);
+  // The job is over, every writer gone: what is left in its pipes is read.
+  void drain(std::vector<char>& scratch);
+  // Writes what waits for its stdin, as much as the pipe takes.
+  void write_stdin();
+  // A read returned the bytes up to `next`: with backpressure, a paused
+  // pipe is read again once there is room.
+  void note_delivered(uint64_t out_next, std::optional<uint64_t> err_next);
+  bool has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
+  uint64_t new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
+  // Each stream's text from `since`, at most `max` bytes of each, made in
+  // `storage`; counts as delivered.
+  OutputRead read(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, size_t max,
+                  std::string storage);
+  // The TCP ports its processes listen on, in `tables`.
+  std::vector<ListeningPort> listening(PortTables& tables);
+  JobInfo info(PortTables& tables);
+
+  // The stop's watch: set up after a step that did not end it, dropped
+  // before the next (which may close the fd it was watching: a leaf given
+  // back closes its files, and the number may be reused at once).
+  void watch_stop();
+  void drop_stop_watch();
+};
+
+}  // namespace pmon::serve

@@ -1,0 +1,190 @@
+// What the job service is asked and what it answers, as types: both front
+// ends (JSON-RPC's terminal/* methods, MCP's tools) read their requests
+// into these, call the job table (serve/job_table.h) with them, and word
+// its typed results and errors each in its own terms.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "confine/limits.h"
+#include "serve/output_buffer.h"
+#include "serve/ports.h"
+
+namespace pmon::serve {
+
+struct PtySize {
+  uint16_t rows = 24;
+  uint16_t cols = 80;
+};
+
+struct EnvVar {
+  std::string name;
+  std::string value;
+};
+
+struct CreateParams {
+  std::optional<std::string> session_id;
+  std::string command;
+  std::vector<std::string> args;
+  std::vector<EnvVar> env;
+  std::optional<std::string> cwd;
+  uint64_t output_byte_limit = 1 << 20;
+  // pmon's: the job's pipe is not read while outputByteLimit bytes of it
+  // are kept that no read has returned yet (its writes block meanwhile),
+  // so a reader that keeps up loses nothing.
+  bool output_backpressure = false;
+  std::optional<uint64_t> timeout_ms;
+  std::optional<PtySize> pty;
+  bool keep = false;
+  bool wait_tree = false;
+  std::optional<std::string> name;
+  // pmon's, for clients shaped like child_process: stderr kept in a buffer of
+  // its own (terminal/output then returns it apart), the environment given
+  // whole instead of laid over the service's, the first signal of a stop.
+  bool separate_stderr = false;
+  bool clear_env = false;
+  std::optional<int> kill_signal;
+  // memoryMax (bytes, or "512M"), pidsMax, cpuMax (cores): the job's limits.
+  Limits limits;
+};
+
+// A request about one job, by its id.
+struct TerminalParams {
+  std::string terminal_id;
+};
+struct OutputParams {
+  std::string terminal_id;
+  std::optional<uint64_t> since;
+  std::optional<uint64_t> stderr_since;  // a job created with separateStderr
+  // pmon's: with nothing new past `since` on a running job, wait up to this
+  // long for more (or its end) before answering.
+  std::optional<uint64_t> wait_ms;
+  // pmon's: the bytes from `since` on, as the job wrote them, into a pipe
+  // whose read end comes with the reply (a Unix socket connection only);
+  // with `follow` until the job's output ends, else what is there now.
+  bool stream = false;
+  bool follow = true;
+  // pmon's: at most this many bytes of each stream in one reply (`more`
+  // says when kept bytes were left for the next read, from `next`).
+  uint64_t max_bytes = kDefaultMaxBytes;
+  static constexpr uint64_t kDefaultMaxBytes = uint64_t{4} << 20;
+  static constexpr uint64_t kMaxMaxBytes = uint64_t{16} << 20;
+};
+struct WaitForExitParams {
+  std::string terminal_id;
+  std::optional<uint64_t> timeout_ms;
+};
+struct WriteParams {
+  std::string terminal_id;
+  std::string data;
+  bool eof = false;
+};
+struct ResizeParams {
+  std::string terminal_id;
+  PtySize size;
+};
+struct WaitForPortParams {
+  std::string terminal_id;
+  std::optional<uint16_t> port;
+  std::optional<uint64_t> timeout_ms;
+};
+struct ListParams {
+  std::optional<std::string> session_id;
+};
+struct SessionCloseParams {
+  std::string session_id;
+};
+
+// How a job's main process ended: one of them set, or neither (it was
+// never seen to end: stopped before its status could be read).
+struct ExitStatus {
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+};
+
+// An output read: the text of each stream from where it was asked, and
+// once the job is over how it ended (none while it runs).
+struct OutputRead {
+  OutputBuffer::Read out;
+  std::optional<OutputBuffer::Read> err;  // a job with stderr apart
+  std::optional<ExitStatus> exit;
+};
+
+// A stop asked for is over: whether nothing of the job is left.
+struct Stopped {
+  bool cleanup_verified = false;
+};
+
+// A stream's start: where it starts, whether bytes asked for were dropped
+// already, and the read end of its pipe (the caller hands it to the client).
+struct StreamStart {
+  uint64_t since = 0;
+  bool truncated = false;
+  int fd = -1;  // owned by the caller once returned
+};
+
+// One job as terminal/list and MCP's list show it.
+struct JobInfo {
+  std::string id;
+  std::string name;  // "" when it has none
+  std::vector<std::string> command;
+  pid_t pid = 0;
+  const char* status = "running";  // running, stopping, exited
+  std::chrono::system_clock::time_point started;
+  bool keep = false;
+  bool pty = false;
+  std::optional<std::string> session;
+  std::vector<ListeningPort> ports;
+  std::optional<ExitStatus> exit;  // once over
+  std::optional<uint64_t> cpu_usec;
+  std::optional<uint64_t> memory_peak_bytes;
+  std::optional<bool> cleanup_verified;  // once over
+};
+
+// Why a request about jobs failed: the fault and its facts. Each front end
+// says which word names a job ("terminal", "job"); words() says the rest.
+struct JobError {
+  enum class Fault {
+    unknown_job,     // no job has that id
+    no_stdin,        // its stdin is closed
+    stdin_full,      // it does not read what was written to it
+    no_pty,          // a resize of a job on pipes
+    ended,           // a resize of a job that is over
+    cannot_resize,   // detail: why
+    still_running,   // a report asked for too soon
+    never_listened,  // it ended before it listened on `port` (any: none)
+    did_not_listen,  // it did not listen on `port` within `ms`
+    owner_stopping,  // the job a create comes from is stopping
+    other,           // detail: the whole line
+  };
+  Fault fault = Fault::other;
+  bool invalid_params = false;  // the request is at fault, not the service
+  std::string job;
+  std::optional<uint16_t> port;
+  uint64_t ms = 0;
+  std::string detail;
+
+  // A fault of job `id`.
+  static JobError of(Fault fault, std::string id) {
+    JobError e;
+    e.fault = fault;
+    e.job = std::move(id);
+    return e;
+  }
+  static JobError unknown(std::string id) { return of(Fault::unknown_job, std::move(id)); }
+  static JobError line(std::string text, bool invalid_params = false) {
+    JobError e;
+    e.invalid_params = invalid_params;
+    e.detail = std::move(text);
+    return e;
+  }
+};
+// The error in one line, a job named "<noun> '<id>'".
+std::string words(const JobError& e, std::string_view noun);
+
+}  // namespace pmon::serve

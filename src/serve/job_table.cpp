@@ -1,0 +1,523 @@
+#include "serve/job_table.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/report.h"
+#include "serve/call_records.h"
+#include "sys/pty.h"
+#include "sys/syscalls.h"
+
+namespace pmon::serve {
+
+namespace {
+
+// "t" and 16 hex digits from getrandom: ids a client of another session
+// cannot guess (a counter's next value would name somebody's job).
+std::string random_terminal_id() {
+  uint64_t v = 0;
+  size_t got = 0;
+  auto* p = reinterpret_cast<unsigned char*>(&v);
+  while (got < sizeof v) {
+    ssize_t n = ::getrandom(p + got, sizeof v - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "t%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+bool readable_now(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// How long a wait for a port waits unless told.
+constexpr uint64_t kPortWaitMs = 30'000;
+
+int64_t ms_from_now(uint64_t ms) { return sys::monotonic_ns() + static_cast<int64_t>(ms) * 1'000'000; }
+
+}  // namespace
+
+JobTable::JobTable(Backend& backend, const ServeOptions& opts, Poller& poller, RequestBudget& waiting,
+                   const SpawnBase& base)
+    : backend_(backend),
+      opts_(opts),
+      poller_(poller),
+      waiting_(waiting),
+      spawn_base_(base),
+      output_budget_(opts.output_share()),
+      answers_(opts.queue_share()),
+      streams_(poller),
+      stops_(*this) {}
+
+void JobTable::set_front(Front* front) {
+  front_ = front;
+  answers_.set_front(front);
+}
+
+Job* JobTable::find(const std::string& id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+Job* JobTable::job_by_num(uint64_t num) {
+  auto key = job_keys_.find(num);
+  return key == job_keys_.end() ? nullptr : find(key->second);
+}
+
+std::expected<Job*, JobError> JobTable::get(const std::string& id) {
+  if (Job* j = find(id)) return j;
+  return std::unexpected(JobError::unknown(id));
+}
+
+// A request from a process inside a pmon call (any backend) makes a job of
+// that call, kept or not: it ends when the call ends, its leaf is made
+// inside the call's leaf where there is one (so the call's stop and report
+// cover it), and the service is never a way out of a call.
+std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParams& p) {
+  using std::unexpected;
+  if (jobs_.size() >= opts_.max_jobs)
+    return unexpected(JobError::line("too many jobs (at most " + std::to_string(opts_.max_jobs) +
+                                     "); release some first"));
+  auto io = open_stdio(p);
+  if (!io) return unexpected(io.error());
+  RunOptions ro = run_options(p, *io, spawn_base_, opts_.stop);
+  const PeerCall* from = nullptr;
+  if (a.sock >= 0) {
+    auto pc = peer_calls_.of(a.conn, a.sock);
+    if (!pc)
+      return unexpected(JobError::line("cannot tell which pmon call the request comes from: the process that "
+                                       "connected has exited; connect from the process that creates the job"));
+    from = *pc;
+    if (from->call_over)
+      return unexpected(JobError::line("the pmon call this request comes from has ended; a job started from "
+                                       "inside a call ends with it"));
+  }
+  uint64_t owner_job = 0;
+  if (from && from->service_child != 0)
+    for (auto& [tid, oj] : jobs_)
+      if (!oj->done && oj->call->pid() == from->service_child) {
+        if (oj->stopping()) return unexpected(JobError::of(JobError::Fault::owner_stopping, tid));
+        owner_job = oj->num;
+      }
+  if (from && !from->leaf.empty()) ro.inside_cgroup = from->leaf;
+
+  const uint64_t n = next_job_++;
+  if (p.output_backpressure && p.output_byte_limit == 0)
+    return unexpected(
+        JobError::line("invalid params: 'outputBackpressure' needs an outputByteLimit of at least 1", true));
+  if (auto too_much = output_fits(p)) return unexpected(*too_much);
+  auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit), &output_budget_, poller_);
+  Job& j = *job;
+  j.backpressure = p.output_backpressure;
+  j.limit = static_cast<size_t>(p.output_byte_limit);
+  if (io->err_r) j.err_buffer = std::make_unique<OutputBuffer>(j.limit, &output_budget_);
+  j.num = n;
+  do j.id = random_terminal_id();
+  while (jobs_.contains(j.id));
+  j.name = p.name.value_or("");
+  j.command = ro.spawn.argv;
+  j.creator = a.conn;
+  j.owner = p.keep ? 0 : a.conn;
+  j.keep = p.keep;
+  j.pty = p.pty.has_value();
+  j.session = p.session_id;
+  j.started = std::chrono::system_clock::now();
+  j.call = std::make_unique<Call>(backend_, std::move(ro));
+  if (auto s = j.call->start(); !s) {
+    if (s.error().err == EMFILE || s.error().err == ENFILE)
+      return unexpected(fd_error(s.error().message, s.error().err));
+    return unexpected(JobError::line(s.error().message));
+  }
+  j.tie.owner_job = owner_job;
+  if (owner_job != 0) ++owned_jobs_;
+  if (from && !from->leaf.empty() && j.call->cgroup() && j.call->cgroup()->starts_with(from->leaf + "/"))
+    j.tie.owner_leaf = from->leaf;
+  if (from && from->supervisor) {
+    j.tie.owner_pidfd = Fd(::fcntl(from->supervisor.get(), F_DUPFD_CLOEXEC, 0));
+    if (j.tie.owner_pidfd) poller_.watch(j.tie.owner_pidfd.get(), EPOLLIN, tag(Tag::job_main, n | kOwnerWatch));
+  }
+  if (from && from->call_pmon != 0 && j.tie.owner_leaf.empty() && !opts_.socket_path.empty())
+    j.tie.leave_record(*from, opts_.socket_path, j.id, j.call->command_pid(), j.command);
+  if (p.timeout_ms) j.deadline = ms_from_now(*p.timeout_ms);
+  // Our copies of the child's ends go, or EOF never comes.
+  io->out_w.reset();
+  io->err_w.reset();
+  io->in_r.reset();
+  j.out = std::move(io->out_r);
+  j.in = std::move(io->in_w);
+  j.err = std::move(io->err_r);
+  job_keys_[n] = j.id;
+  j.watch_started();
+  std::string id = j.id;
+  jobs_.emplace(id, std::move(job));
+  return &j;
+}
+
+// A job's buffers may grow to outputByteLimit each (stdout, and stderr
+// apart): more than the budget's share for all output is refused.
+std::optional<JobError> JobTable::output_fits(const CreateParams& p) const {
+  const uint64_t buffers = p.separate_stderr && !p.pty ? 2 : 1;
+  const uint64_t share = output_budget_.limit();
+  if (p.output_byte_limit * buffers <= share) return std::nullopt;
+  return JobError::line("invalid params: 'outputByteLimit' " + std::to_string(p.output_byte_limit) +
+                            (buffers == 2 ? " (twice, with separateStderr)" : "") +
+                            " does not fit the service's memory budget, which keeps " + std::to_string(share) +
+                            " bytes for all jobs' output (--memory-budget " +
+                            std::to_string(opts_.memory_budget >> 20) + "M); ask for at most " +
+                            std::to_string(share / buffers) + " or start the service with a larger --memory-budget",
+                        true);
+}
+
+void JobTable::catch_up(Job& j) {
+  if (!j.backpressure || !j.done) return;
+  j.pull(false, false, scratch_);
+  if (j.err_buffer) j.pull(true, false, scratch_);
+}
+
+std::expected<StreamStart, JobError> JobTable::open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since,
+                                                           bool follow) {
+  return streams_.open(conn, j, since, follow);
+}
+
+OutputRead JobTable::read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since,
+                                 uint64_t max) {
+  return answers_.read(j, since, stderr_since, max);
+}
+
+// Its share: about its bookkeeping, twice (for the vector it is kept in),
+// and its id.
+std::optional<JobError> JobTable::admit(const Asker& a, Waiter& w) {
+  const size_t bytes = 2 * sizeof(Waiter) + (w.id.is_string() ? w.id.get_ref<const std::string&>().size() : 0);
+  RequestBudget::Over over{};
+  w.ticket = waiting_.take(a.waiting, bytes, &over);
+  if (w.ticket) return std::nullopt;
+  if (over == RequestBudget::Over::per_connection)
+    return JobError::line("too many requests waiting for their answer on this connection: at most " +
+                          std::to_string(waiting_.per_connection()) +
+                          " at once; wait for some to be answered, or use another connection");
+  return JobError::line("the service's memory budget for requests waiting for their answer is used up (" +
+                        std::to_string(waiting_.limit()) + " bytes, a sixteenth of --memory-budget " +
+                        std::to_string(opts_.memory_budget >> 20) +
+                        "M); wait for some to be answered, or start the service with a larger --memory-budget");
+}
+
+Waiter JobTable::waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_t> within_ms) {
+  Waiter w;
+  w.kind = kind;
+  w.conn = a.conn;
+  w.id = a.id;
+  if (within_ms) w.deadline = ms_from_now(*within_ms);
+  return w;
+}
+
+std::optional<JobError> JobTable::wait_output(const Asker& a, Job& j, const OutputParams& p) {
+  Waiter w = waiter(Waiter::Kind::output, a, p.wait_ms);
+  w.since = p.since;
+  w.stderr_since = p.stderr_since;
+  w.max_bytes = p.max_bytes;
+  if (auto e = admit(a, w)) return e;
+  j.waiters.push_back(std::move(w));
+  return std::nullopt;
+}
+
+std::expected<std::optional<ExitStatus>, JobError> JobTable::wait_exit(const Asker& a, Job& j,
+                                                                       std::optional<uint64_t> timeout_ms) {
+  if (j.done) return j.exit_status();
+  Waiter w = waiter(Waiter::Kind::exit, a, timeout_ms);
+  if (auto e = admit(a, w)) return std::unexpected(*e);
+  j.waiters.push_back(std::move(w));
+  return std::nullopt;
+}
+
+std::optional<JobError> JobTable::wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
+                                            std::optional<uint64_t> timeout_ms) {
+  Waiter w = waiter(Waiter::Kind::port, a, timeout_ms.value_or(kPortWaitMs));
+  w.port = port;
+  w.timeout_ms = timeout_ms.value_or(kPortWaitMs);
+  if (auto e = admit(a, w)) return e;
+  j.waiters.push_back(std::move(w));
+  answers_.settle(j);
+  return std::nullopt;
+}
+
+std::expected<Job*, JobError> JobTable::run(const Asker& a, const CreateParams& p,
+                                            std::optional<uint64_t> background_after_ms) {
+  Waiter w = waiter(Waiter::Kind::run, a, std::nullopt);
+  // Over the limits nothing is started.
+  if (auto e = admit(a, w)) return std::unexpected(*e);
+  auto j = create(a, p);
+  if (!j) return j;
+  // Its stdin is closed: a command that reads it gets EOF, not a hang.
+  (*j)->in_eof = true;
+  (*j)->write_stdin();
+  if (background_after_ms) w.deadline = ms_from_now(*background_after_ms);
+  (*j)->waiters.push_back(std::move(w));
+  return j;
+}
+
+std::optional<JobError> JobTable::write(Job& j, const std::string& data, bool eof) {
+  if (!j.in || j.in_eof) return JobError::of(JobError::Fault::no_stdin, j.id);
+  if (j.in_pending.size() + data.size() > (size_t{8} << 20)) return JobError::of(JobError::Fault::stdin_full, j.id);
+  j.in_pending += data;
+  // A terminal's end of input is its EOF character; closing the master
+  // would hang the terminal up instead.
+  if (eof && j.pty) j.in_pending += '\x04';
+  else if (eof) j.in_eof = true;
+  j.write_stdin();
+  return std::nullopt;
+}
+
+std::expected<std::optional<Stopped>, JobError> JobTable::kill(const Asker& a, Job& j, bool release) {
+  if (j.done) {
+    const bool verified = j.call->result().cleanup_verified;
+    if (release) j.forget = true, erase(j.id);
+    return Stopped{verified};
+  }
+  Waiter w = waiter(Waiter::Kind::stopped, a, std::nullopt);
+  // Refused over the limits before anything is done: the job runs on.
+  if (auto e = admit(a, w)) return std::unexpected(*e);
+  if (release) j.forget = true;
+  j.waiters.push_back(std::move(w));
+  const uint64_t num = j.num;
+  const char* by = release ? "release" : j.tie.asked_by_call_pmon(a.sock) ? "owner call ended" : "kill";
+  stops_.begin(j, Call::End::cancel, by);
+  if (Job* still = job_by_num(num); still && still->done) answers_.settle(*still);
+  return std::nullopt;
+}
+
+std::optional<JobError> JobTable::resize(Job& j, PtySize size) {
+  if (!j.pty) return JobError::of(JobError::Fault::no_pty, j.id);
+  if (j.done || !j.in) return JobError::of(JobError::Fault::ended, j.id);
+  if (auto r = sys::resize_pty(j.in.get(), size.rows, size.cols); !r) {
+    JobError e = JobError::of(JobError::Fault::cannot_resize, j.id);
+    e.detail = r.error().message();
+    return e;
+  }
+  return std::nullopt;
+}
+
+std::vector<JobInfo> JobTable::list(const std::optional<std::string>& session) {
+  std::vector<JobInfo> out;
+  // In the order they were created (ids are random).
+  for (auto& [num, id] : job_keys_)
+    if (Job* j = find(id); j && (!session || j->session == session)) out.push_back(j->info(answers_.port_tables()));
+  return out;
+}
+
+// The section-4 report as a value: it goes out inside the reply as it is,
+// no text in between (terminal/report is on every job's path).
+Json JobTable::report(const Job& j) const {
+  ReportContext ctx;
+  ctx.passed_over = opts_.passed_over;
+  ctx.weak = backend_.kind() == ConfineKind::pgroup;
+  Json rep = report_object<Json>(j.call->result(), ctx);
+  rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
+                {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}};
+  return rep;
+}
+
+std::expected<const std::string*, JobError> JobTable::report_text(Job& j) {
+  if (!j.done) return std::unexpected(JobError::of(JobError::Fault::still_running, j.id));
+  // Killed by a signal the service did not send: by the call it belongs to?
+  if (j.report.empty() && j.ended_by.empty() && j.call->result().signal) note_owner_end(j);
+  if (j.report.empty()) j.report = dump_text(report(j));
+  return &j.report;
+}
+
+void JobTable::make_reports() {
+  std::vector<std::string> ids = std::move(to_report_);
+  to_report_.clear();
+  for (const std::string& id : ids)
+    if (Job* j = find(id); j && j->done && j->report.empty()) j->report = dump_text(report(*j));
+}
+
+void JobTable::dismiss(Job& j, const char* why) {
+  j.forget = true;
+  if (j.done) erase(j.id);
+  else stops_.begin(j, Call::End::cancel, why);
+}
+
+size_t JobTable::close_session(uint64_t conn, const std::string& session) {
+  std::vector<std::string> ids;
+  for (auto& [tid, j] : jobs_)
+    if (j->session == session && j->creator == conn) ids.push_back(tid);
+  for (const std::string& tid : ids)
+    if (Job* j = find(tid)) dismiss(*j, "session closed");
+  return ids.size();
+}
+
+void JobTable::cancel(uint64_t conn, const Json& id) {
+  std::vector<std::string> stop;
+  for (auto& [tid, j] : jobs_) {
+    std::erase_if(j->waiters, [&](const Waiter& w) {
+      if (w.conn != conn || w.id != id) return false;
+      if (w.kind == Waiter::Kind::run) stop.push_back(tid);
+      return true;
+    });
+  }
+  for (const std::string& tid : stop)
+    if (Job* j = find(tid)) dismiss(*j, "cancelled");
+}
+
+void JobTable::connection_closed(uint64_t conn) {
+  peer_calls_.forget(conn);
+  streams_.end_all_of_conn(conn);
+  std::vector<std::string> ids;
+  for (auto& [id, j] : jobs_)
+    if (j->owner == conn) ids.push_back(id);
+  for (const std::string& id : ids)
+    if (Job* j = find(id)) dismiss(*j, "connection closed");
+  for (auto& [id, j] : jobs_) std::erase_if(j->waiters, [&](const Waiter& w) { return w.conn == conn; });
+}
+
+void JobTable::shutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  std::vector<std::string> ids;
+  for (auto& [id, j] : jobs_) ids.push_back(id);
+  for (const std::string& id : ids)
+    if (Job* j = find(id)) dismiss(*j, "service stopped");
+}
+
+// --- events and time ------------------------------------------------------
+
+void JobTable::on_event(uint64_t t, uint32_t events) {
+  const uint64_t id = tag_id(t);
+  if (tag_kind(t) == Tag::stream) return streams_.on_event(id, events);
+  Job* j = job_by_num(id & ~kOwnerWatch);
+  if (!j) return;
+  switch (tag_kind(t)) {
+    case Tag::job_main:
+      if (id & kOwnerWatch) {
+        // The call this job was asked for from has ended.
+        poller_.unwatch(j->tie.owner_pidfd.get());
+        j->tie.owner_pidfd.reset();
+        stops_.begin(*j, Call::End::cancel, "owner call ended");
+        return;
+      }
+      stops_.main_exited(*j);
+      return;
+    case Tag::job_out:
+      j->pull(false, false, scratch_);
+      streams_.pump(*j);
+      answers_.settle(*j);
+      // A job's pipe ends a moment before its main process is reaped (a
+      // process closes its files on the way out): when its pidfd says so
+      // already, the exit is handled in this wake, not in one more.
+      if (!j->out && j->main_watched && readable_now(j->call->pidfd())) stops_.main_exited(*j);
+      return;
+    case Tag::job_err:
+      if (j->err_buffer) j->pull(true, false, scratch_);
+      answers_.settle(*j);
+      return;
+    case Tag::job_in: j->write_stdin(); return;
+    case Tag::job_stop:
+      if (!j->call->finishing()) return;  // (an event of a watch dropped in this batch)
+      // The step is taken in its turn (the stop re-reads the boundary then).
+      stops_.step_due(*j);
+      return;
+    default: return;
+  }
+}
+
+int64_t JobTable::next_deadline() const {
+  int64_t next = kForever;
+  for (auto& [id, j] : jobs_) {
+    // (Work queued for it is done without waiting.)
+    if (!j->done && !j->stopping()) next = std::min(next, j->deadline);
+    if (j->call->finishing() && !j->step_queued) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
+    next = std::min(next, answers_.next_due(*j));
+  }
+  return next;
+}
+
+void JobTable::on_time() {
+  const int64_t now = sys::monotonic_ns();
+  // Only the jobs with something due (this runs after every round of
+  // events, with up to --max-jobs jobs).
+  std::vector<std::string> ids;
+  for (auto& [id, j] : jobs_) {
+    const bool finishing = j->call->finishing() && !j->step_queued;
+    if ((!j->done && !j->stopping() && now >= j->deadline) ||
+        (finishing && (now >= j->call->finish_deadline() || now >= j->rescan_at)) || !j->waiters.empty())
+      ids.push_back(id);
+  }
+  for (const std::string& id : ids) {
+    Job* j = find(id);
+    if (!j) continue;
+    if (!j->done && !j->stopping() && now >= j->deadline) stops_.begin(*j, Call::End::timeout, "timeout");
+    // A stop's deadline or rescan: its next step, in its turn.
+    if (j->call->finishing() && !j->step_queued && (now >= j->call->finish_deadline() || now >= j->rescan_at))
+      stops_.step_due(*j);
+    if (!j->waiters.empty()) answers_.settle(*j);
+  }
+}
+
+// --- a job's end -------------------------------------------------------------
+
+// A job's main process ended, not by the service's hand: if the call it
+// belongs to is ending or over (that call's stop reached this job's leaf
+// inside its own), its report says so. Asked again when the report is made.
+void JobTable::note_owner_end(Job& j) {
+  if (!j.ended_by.empty()) return;
+  bool owner_ended = false;
+  if (j.tie.owner_job != 0) {
+    Job* o = job_by_num(j.tie.owner_job);
+    owner_ended = !o || o->done || o->stopping();
+  }
+  if (j.tie.call_ended(owner_ended)) j.ended_by = "owner call ended";
+}
+
+void JobTable::stop_owned(uint64_t num) {
+  if (owned_jobs_ == 0) return;
+  std::vector<std::string> ids;
+  for (auto& [id, j] : jobs_)
+    if (j->tie.owner_job == num && !j->done) ids.push_back(id);
+  for (const std::string& id : ids)
+    if (Job* j = find(id)) stops_.begin(*j, Call::End::cancel, "owner call ended");
+}
+
+void JobTable::job_over(Job& j) {
+  j.done = true;
+  // (Kept, unwatched: the report may still look at whether it ended.)
+  if (j.tie.owner_pidfd) poller_.unwatch(j.tie.owner_pidfd.get());
+  // Over on its own or stopped by a client: nothing for the call's pmon to
+  // stop. Stopped because that call ended: kept for it to list (it may be
+  // reading its records only now), removed with the job.
+  if (j.ended_by != "owner call ended") remove_call_record(std::exchange(j.tie.record, {}));
+  const RunResult& r = j.call->result();
+  if (!r.cleanup_verified) all_verified_ = false;
+  j.drain(scratch_);
+  streams_.pump(j);
+  if (j.in_watched) poller_.unwatch(j.in.get());
+  j.in.reset();
+  front_->job_ended(j);
+  answers_.settle(j);
+  if (j.forget) erase(j.id);
+  // A job killed by a signal nobody here sent, inside a call that may be
+  // ending at this moment: its report is made when asked for (report_text).
+  else if (!(j.ended_by.empty() && r.signal && (j.tie.owner_pidfd || !j.tie.owner_leaf.empty())))
+    to_report_.push_back(j.id);
+}
+
+void JobTable::erase(const std::string& id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  Job& j = *it->second;
+  if (!j.done) return;  // forgotten once over
+  remove_call_record(j.tie.record);
+  streams_.end_all_of(j);
+  if (j.tie.owner_job != 0) --owned_jobs_;
+  job_keys_.erase(j.num);
+  jobs_.erase(it);
+}
+
+}  // namespace pmon::serve

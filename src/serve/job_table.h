@@ -1,0 +1,137 @@
+// The service's jobs: each one created for a client, read, written,
+// waited on and stopped through this table's API, which speaks the typed
+// requests, results and errors of serve/job_api.h and knows no protocol.
+// What is owed to requests that wait goes to the front end (Answers).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "confine/boundary.h"
+#include "serve/answers.h"
+#include "serve/job.h"
+#include "serve/job_api.h"
+#include "serve/options.h"
+#include "serve/owner_call.h"
+#include "serve/poller.h"
+#include "serve/request_budget.h"
+#include "serve/stops.h"
+#include "serve/streams.h"
+
+namespace pmon::serve {
+
+// Who asks: a connection, its socket (-1 for --stdio), whose peer a create
+// looks at, the tally of its requests waiting for their answer, and the
+// request's id, which an answer given later goes to (discarded: a
+// notification's, never answered).
+struct Asker {
+  uint64_t conn = 0;
+  int sock = -1;
+  std::shared_ptr<RequestBudget::Tally> waiting;
+  Json id;
+};
+
+class JobTable : private StopHost {
+ public:
+  JobTable(Backend& backend, const ServeOptions& opts, Poller& poller, RequestBudget& waiting, const SpawnBase& base);
+  void set_front(Front* front);
+
+  // --- what the front ends ask ---
+  bool shutting_down() const { return shutting_down_; }
+  std::expected<Job*, JobError> create(const Asker& a, const CreateParams& p);
+  std::expected<Job*, JobError> get(const std::string& id);
+  // A job that is over with backpressure may have output left in its
+  // pipes: it is read first (a reply with nothing new and an exit status
+  // then means there is no more).
+  void catch_up(Job& j);
+  std::expected<StreamStart, JobError> open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since, bool follow);
+  OutputRead read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, uint64_t max);
+  Answers& answers() { return answers_; }
+  // The requests that wait: each is let in with its share of the memory
+  // budget, or refused naming the limit it would pass, and answered
+  // through the front end once due (Front::answer).
+  // New output of `j` past `since` (and `stderr_since`), or the job's
+  // end, for up to p.wait_ms.
+  std::optional<JobError> wait_output(const Asker& a, Job& j, const OutputParams& p);
+  // Its exit status: now when it is over, else once it is (or at timeout_ms).
+  std::expected<std::optional<ExitStatus>, JobError> wait_exit(const Asker& a, Job& j,
+                                                               std::optional<uint64_t> timeout_ms);
+  // A process of it listening on TCP `port` (or any), within timeout_ms
+  // (default 30 s); at once when one already does, or the job is over.
+  std::optional<JobError> wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
+                                    std::optional<uint64_t> timeout_ms);
+  // The whole tree stopped and verified gone: now when it is over, else
+  // once it is; `release` forgets the job too.
+  std::expected<std::optional<Stopped>, JobError> kill(const Asker& a, Job& j, bool release);
+  // A job with stdin closed whose answer is due once it is over (then it
+  // is forgotten), or after background_after_ms (it goes on as a job).
+  std::expected<Job*, JobError> run(const Asker& a, const CreateParams& p,
+                                    std::optional<uint64_t> background_after_ms);
+  std::optional<JobError> write(Job& j, const std::string& data, bool eof);
+  std::optional<JobError> resize(Job& j, PtySize size);
+  std::vector<JobInfo> list(const std::optional<std::string>& session);
+  // Its section-4 report, once over: dumped (kept), or as a value.
+  std::expected<const std::string*, JobError> report_text(Job& j);
+  Json report(const Job& j) const;
+  // Stops every job of `session` created on `conn`; how many.
+  size_t close_session(uint64_t conn, const std::string& session);
+  // The request `id` on `conn` is not answered; a run it waited for is stopped.
+  void cancel(uint64_t conn, const Json& id);
+
+  // --- what the service loop asks ---
+  void on_event(uint64_t t, uint32_t events);
+  void on_time();
+  int64_t next_deadline() const;
+  bool stops_queued() const { return stops_.queued(); }
+  bool stop_slice_was_full() const { return stops_.slice_was_full(); }
+  void run_stops() { stops_.run_slice(); }
+  // Jobs just over have the report they will have: made once their exit
+  // has been sent (while their client reads that), kept for terminal/report.
+  void make_reports();
+  // A connection's end ends what it owns (unless kept).
+  void connection_closed(uint64_t conn);
+  // Every job is stopped, verified gone and forgotten; nothing new starts.
+  void shutdown();
+  bool empty() const { return jobs_.empty(); }
+  bool all_verified() const { return all_verified_; }
+
+ private:
+  Job* find(const std::string& id);
+  std::optional<JobError> admit(const Asker& a, Waiter& w);
+  static Waiter waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_t> within_ms);
+  Job* job_by_num(uint64_t num) override;
+  void note_owner_end(Job& j) override;
+  void stop_owned(uint64_t num) override;
+  void job_over(Job& j) override;
+  // Stopped (when running) and forgotten once over.
+  void dismiss(Job& j, const char* why);
+  void erase(const std::string& id);
+  std::optional<JobError> output_fits(const CreateParams& p) const;
+
+  Backend& backend_;
+  const ServeOptions& opts_;
+  Poller& poller_;
+  RequestBudget& waiting_;
+  const SpawnBase& spawn_base_;
+  MemoryBudget output_budget_;  // the jobs' output buffers; declared before jobs_, which give it back
+  Answers answers_;
+  Streams streams_;
+  Stops stops_;
+  Front* front_ = nullptr;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  std::map<uint64_t, std::string> job_keys_;  // numeric id -> terminal id
+  uint64_t next_job_ = 1;
+  PeerCalls peer_calls_;
+  size_t owned_jobs_ = 0;  // jobs tied to another job (CallTie::owner_job)
+  std::vector<std::string> to_report_;  // jobs just over whose report is made after the replies go
+  std::vector<char> scratch_;           // for a pipe whose buffer keeps nothing
+  bool shutting_down_ = false;
+  bool all_verified_ = true;
+};
+
+}  // namespace pmon::serve

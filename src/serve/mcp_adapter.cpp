@@ -1,0 +1,129 @@
+#include "serve/mcp_adapter.h"
+
+#include <algorithm>
+
+namespace pmon::serve {
+
+void McpAdapter::on_line(Conn& c, std::string_view line) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+  const uint64_t cid = c.id;
+  auto parsed = mcp::parse_message(line);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    if (bad->answer) conns_.send(cid, error_line(bad->id, bad->error));
+    return;
+  }
+  const mcp::Message& m = std::get<mcp::Message>(parsed);
+  if (m.notification) {
+    // notifications/cancelled: the request is not answered; a run it was
+    // waiting for is stopped (the model no longer wants it).
+    if (m.method == "notifications/cancelled" && m.params.contains("requestId"))
+      jobs_.cancel(cid, m.params["requestId"]);
+    return;  // notifications/initialized and any other: nothing to answer
+  }
+  auto reply = [&](const Json& result) { conns_.send(cid, result_line(m.id, result)); };
+  auto fail = [&](const RpcError& e) { conns_.send(cid, error_line(m.id, e)); };
+  if (m.method == "initialize") return reply(mcp::initialize_result(m.params));
+  if (m.method == "ping") return reply(Json::object());
+  if (m.method == "tools/list") return reply(mcp::tools_list());
+  if (m.method != "tools/call") return fail({rpc::kMethodNotFound, "unknown method '" + m.method + "'"});
+  if (jobs_.shutting_down()) return reply(mcp::tool_error("pmon is stopping"));
+  auto parsed_call = mcp::parse_tool_call(m.params);
+  if (auto* err = std::get_if<mcp::CallError>(&parsed_call))
+    return err->protocol ? fail({rpc::kInvalidParams, err->message}) : reply(mcp::tool_error(err->message));
+  Reply r = call(c, m.id, std::get<mcp::ToolCall>(parsed_call));
+  if (auto* res = std::get_if<Json>(&r)) reply(*res);
+}
+
+McpAdapter::Reply McpAdapter::call(Conn& c, const Json& id, const mcp::ToolCall& call) {
+  return std::visit([&](const auto& args) { return handle(c, id, args); }, call.args);
+}
+
+// run: a job whose answer is its summary when it ends, or, past
+// background_after, what it wrote so far (it then goes on as a job).
+McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const mcp::RunArgs& a) {
+  if (auto j = jobs_.run(asker(c, id), a.create, a.background_after_ms); !j) return mcp::tool_error(j.error());
+  return Later{};
+}
+
+McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const CreateParams& p) {
+  auto j = jobs_.create(asker(c, id), p);
+  if (!j) return mcp::tool_error(j.error());
+  return mcp::start_result((*j)->id);
+}
+
+McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const OutputParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return mcp::tool_error(j.error());
+  jobs_.catch_up(**j);
+  return mcp::output_result(jobs_.read_output(**j, p.since, p.stderr_since, p.max_bytes));
+}
+
+McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const WaitForExitParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return mcp::tool_error(j.error());
+  auto status = jobs_.wait_exit(asker(c, id), **j, p.timeout_ms);
+  if (!status) return mcp::tool_error(status.error());
+  if (!*status) return Later{};
+  return mcp::wait_result(*status);
+}
+
+McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const WriteParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return mcp::tool_error(j.error());
+  if (auto e = jobs_.write(**j, p.data, p.eof)) return mcp::tool_error(*e);
+  return mcp::write_result(p.data.size());
+}
+
+// kill
+McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const TerminalParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return mcp::tool_error(j.error());
+  auto stopped = jobs_.kill(asker(c, id), **j, false);
+  if (!stopped) return mcp::tool_error(stopped.error());
+  if (!*stopped) return Later{};
+  return mcp::kill_result(**stopped);
+}
+
+McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const ListParams& p) {
+  return mcp::list_result(jobs_.list(p.session_id));
+}
+
+McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const WaitForPortParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return mcp::tool_error(j.error());
+  if (auto e = jobs_.wait_port(asker(c, id), **j, p.port, p.timeout_ms)) return mcp::tool_error(*e);
+  return Later{};
+}
+
+// The newest bytes of a long output (a read is bounded; its end is what
+// tells most), said to be cut.
+mcp::RunSummary McpAdapter::run_summary(Job& j) {
+  const uint64_t max = jobs_.answers().reply_bytes(OutputParams::kDefaultMaxBytes);
+  const uint64_t first = j.buffer.first_kept();
+  const uint64_t from = j.buffer.total() > max ? std::max(first, j.buffer.total() - max) : 0;
+  OutputRead o = jobs_.read_output(j, from > first ? std::optional(from) : std::nullopt, std::nullopt,
+                                   OutputParams::kDefaultMaxBytes);
+  mcp::RunSummary s;
+  s.id = j.id;
+  s.output = std::move(o.out.text);
+  s.truncated = o.out.truncated || from > first;
+  if (!j.done) return s;
+  s.exit = j.exit_status();
+  s.report = jobs_.report(j);
+  s.cleanup_verified = j.call->result().cleanup_verified;
+  return s;
+}
+
+void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
+  Json result;
+  if (auto* status = std::get_if<ExitStatus>(&due)) result = mcp::wait_result(*status);
+  else if (std::holds_alternative<StillRunning>(due)) result = mcp::wait_result(std::nullopt);
+  else if (auto* stopped = std::get_if<Stopped>(&due)) result = mcp::kill_result(*stopped);
+  else if (auto* read = std::get_if<OutputRead>(&due)) result = mcp::output_result(*read);
+  else if (auto* port = std::get_if<ListeningPort>(&due)) result = mcp::port_result(*port);
+  else if (auto* err = std::get_if<JobError>(&due)) result = mcp::tool_error(*err);
+  else result = mcp::run_result(run_summary(job));
+  conns_.send(w.conn, result_line(w.id, result));
+}
+
+}  // namespace pmon::serve

@@ -1,0 +1,46 @@
+// The MCP front end of pmon serve (pmon mcp): each line read as an MCP
+// message (serve/mcp.h), a tool call answered by the handler for its
+// arguments' type on the job table, and the typed result worded as that
+// tool's result. Requests that wait are answered here too, as the job
+// table finds them due.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <variant>
+
+#include "serve/front_end.h"
+#include "serve/mcp.h"
+
+namespace pmon::serve {
+
+class McpAdapter final : public FrontEnd {
+ public:
+  using FrontEnd::FrontEnd;
+
+  void on_line(Conn& c, std::string_view line) override;
+  void answer(const Waiter& w, Job& job, Due due) override;
+  // MCP has no such notification; its clients ask (wait, output, list).
+  void job_ended(Job&) override {}
+
+ private:
+  // A tool's result now, or later (a waiter answers it).
+  struct Later {};
+  using Reply = std::variant<Later, Json>;
+
+  Reply call(Conn& c, const Json& id, const mcp::ToolCall& call);
+  // One handler a tool (the type of its arguments says which).
+  Reply handle(Conn& c, const Json& id, const mcp::RunArgs& a);
+  Reply handle(Conn& c, const Json& id, const CreateParams& p);
+  Reply handle(Conn& c, const Json& id, const OutputParams& p);
+  Reply handle(Conn& c, const Json& id, const WaitForExitParams& p);
+  Reply handle(Conn& c, const Json& id, const WriteParams& p);
+  Reply handle(Conn& c, const Json& id, const TerminalParams& p);
+  Reply handle(Conn& c, const Json& id, const ListParams& p);
+  Reply handle(Conn& c, const Json& id, const WaitForPortParams& p);
+
+  // A run's answer: the newest of its output, and its end once over.
+  mcp::RunSummary run_summary(Job& j);
+};
+
+}  // namespace pmon::serve

@@ -1,0 +1,176 @@
+// The tools of pmon mcp, one row each: its name, the type of its
+// arguments (read by mcp.cpp's read_args overload for it, answered by the
+// adapter's overload for it: serve/mcp_adapter.h), and how the model sees
+// it (title, description, input and output schemas). tools/list is these
+// rows; the arguments a call may pass, and those it must, are its input
+// schema's; its structuredContent matches its output schema. Written for a
+// model that finds tools by search. Every result is also given as text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <tuple>
+
+#include "serve/job_api.h"
+#include "serve/table.h"
+
+namespace pmon::serve::mcp {
+
+// run: a shell job, waited for up to its timeout, or until
+// background_after (then it goes on as a job).
+struct RunArgs {
+  CreateParams create;
+  std::optional<uint64_t> background_after_ms;
+};
+
+template <class A>
+struct Tool {
+  std::string_view name;
+  const char* spec;  // a JSON object: title, description, inputSchema, outputSchema
+};
+
+inline constexpr std::tuple kTools{
+    Tool<RunArgs>{"run", R"JSON({
+      "title": "Run a shell command",
+      "description": "Runs a shell command (sh -c) and waits for it. Returns its output (stdout and stderr as a terminal shows them; head and tail when long), its exit code or signal, and any processes it left running, which are stopped: nothing it started outlives the call. With background_after_s, a command still running after that long goes on as a job: the result then has its id and running: true, for output, wait and kill.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "command": {"type": "string", "description": "a shell command line"},
+          "cwd": {"type": "string", "description": "working directory"},
+          "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "variables set on top of the environment"},
+          "timeout_s": {"type": "number", "minimum": 0, "description": "stop the whole tree after this many seconds (default 120)"},
+          "background_after_s": {"type": "number", "minimum": 0, "description": "keep a command still running after this many seconds as a job and return"},
+          "memory_max": {"type": ["integer", "string"], "description": "most memory the command may use: bytes, or a string with K, M or G (powers of 1024), e.g. \"512M\"; past it the whole command is killed"},
+          "pids_max": {"type": "integer", "minimum": 1, "description": "most processes and threads it may have at once"},
+          "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"}
+        },
+        "required": ["command"],
+        "additionalProperties": false
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "running": {"type": "boolean"},
+          "id": {"type": "string"},
+          "output": {"type": "string"},
+          "truncated": {"type": "boolean"},
+          "exit_code": {"type": ["integer", "null"]},
+          "signal": {"type": ["string", "null"]},
+          "timed_out": {"type": "boolean"},
+          "leftovers": {"type": "array", "items": {"type": "object", "properties": {"pid": {"type": "integer"}, "command": {"type": "string"}, "action": {"type": "string"}}}},
+          "cleanup_verified": {"type": "boolean"},
+          "duration_ms": {"type": "number"},
+          "oom_killed": {"type": ["boolean", "null"], "description": "killed for going past memory_max (null: no memory_max)"},
+          "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max)"}
+        },
+        "required": ["running", "output", "truncated"]
+      }
+    })JSON"},
+    Tool<CreateParams>{"start", R"JSON({
+      "title": "Start a background job",
+      "description": "Starts a shell command as a job that runs on (a dev server, a watcher) and returns its id at once. The job and everything it starts are stopped when killed, and when this session ends.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "command": {"type": "string", "description": "a shell command line"},
+          "cwd": {"type": "string"},
+          "env": {"type": "object", "additionalProperties": {"type": "string"}},
+          "pty": {"type": "boolean", "description": "run it on a pseudo-terminal"},
+          "name": {"type": "string", "description": "a label shown by list"},
+          "memory_max": {"type": ["integer", "string"], "description": "most memory the command may use: bytes, or a string with K, M or G (powers of 1024), e.g. \"512M\"; past it the whole command is killed"},
+          "pids_max": {"type": "integer", "minimum": 1, "description": "most processes and threads it may have at once"},
+          "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"}
+        },
+        "required": ["command"],
+        "additionalProperties": false
+      },
+      "outputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+    })JSON"},
+    Tool<OutputParams>{"output", R"JSON({
+      "title": "Read a job's output",
+      "description": "The output of a job, from the byte offset since (all that is kept when omitted, up to 4 MiB a call; more: true when there is more to read); pass the returned next as since to get only what is new.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "since": {"type": "integer", "minimum": 0}},
+        "required": ["id"],
+        "additionalProperties": false
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "output": {"type": "string"}, "truncated": {"type": "boolean"}, "next": {"type": "integer"},
+          "more": {"type": "boolean"}, "running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}
+        },
+        "required": ["output", "truncated", "next", "running"]
+      }
+    })JSON"},
+    Tool<WaitForExitParams>{"wait", R"JSON({
+      "title": "Wait for a job to end",
+      "description": "Waits for a job to end (up to timeout_s seconds when given) and returns its exit code or signal, or running: true if it still runs.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "timeout_s": {"type": "number", "minimum": 0}},
+        "required": ["id"],
+        "additionalProperties": false
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {"running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}},
+        "required": ["running"]
+      }
+    })JSON"},
+    Tool<WriteParams>{"write", R"JSON({
+      "title": "Write to a job's stdin",
+      "description": "Writes data to a job's stdin; eof: true closes it afterwards.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "data": {"type": "string"}, "eof": {"type": "boolean"}},
+        "required": ["id", "data"],
+        "additionalProperties": false
+      },
+      "outputSchema": {"type": "object", "properties": {"written": {"type": "integer"}}, "required": ["written"]}
+    })JSON"},
+    Tool<TerminalParams>{"kill", R"JSON({
+      "title": "Kill a job",
+      "description": "Stops a job and every process it started, and confirms they are gone. Its output stays readable.",
+      "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false},
+      "outputSchema": {"type": "object", "properties": {"cleanup_verified": {"type": "boolean"}}, "required": ["cleanup_verified"]}
+    })JSON"},
+    Tool<ListParams>{"list", R"JSON({
+      "title": "List jobs",
+      "description": "Every job of this session: its status and the TCP ports its processes listen on.",
+      "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "jobs": {"type": "array", "items": {"type": "object", "properties": {
+            "id": {"type": "string"}, "name": {"type": ["string", "null"]}, "command": {"type": "string"},
+            "status": {"type": "string"}, "pid": {"type": "integer"}, "ports": {"type": "array", "items": {"type": "integer"}},
+            "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}}}}
+        },
+        "required": ["jobs"]
+      }
+    })JSON"},
+    Tool<WaitForPortParams>{"wait_for_port", R"JSON({
+      "title": "Wait until a job listens",
+      "description": "Waits until a process of the job listens on a TCP port (the given one, or any) and returns it; fails after timeout_s (default 30) or when the job ends first.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "port": {"type": "integer", "minimum": 1, "maximum": 65535}, "timeout_s": {"type": "number", "minimum": 0}},
+        "required": ["id"],
+        "additionalProperties": false
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {"port": {"type": "integer"}, "address": {"type": "string"}, "pid": {"type": "integer"}},
+        "required": ["port", "address", "pid"]
+      }
+    })JSON"},
+};
+
+// Every tool's arguments, one type a tool.
+using ToolArgs = variant_of<decltype(kTools)>;
+
+}  // namespace pmon::serve::mcp

@@ -1,0 +1,164 @@
+#include "serve/methods.h"
+
+namespace pmon::serve {
+
+namespace {
+
+RpcError rpc_error(const JobError& e) {
+  return {e.invalid_params ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal")};
+}
+
+}  // namespace
+
+void Methods::on_line(Conn& c, std::string_view line) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+  const uint64_t cid = c.id;
+  auto parsed = parse_request(line);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    if (bad->answer) conns_.send(cid, error_line(bad->id, bad->error));
+    return;
+  }
+  Request& r = std::get<Request>(parsed);
+  // A notification is never answered, not even later (a wait_for_exit or
+  // kill it asked for): the answers owed to this id come out empty.
+  if (r.notification) r.id = Json(Json::value_t::discarded);
+  Reply a = jobs_.shutting_down() ? Reply(RpcError{rpc::kServerError, "the service is stopping"})
+                                  : std::visit([&](const auto& p) { return handle(c, r.id, p); }, r.params);
+  if (r.notification) return;
+  if (auto* res = std::get_if<Json>(&a)) conns_.send(cid, result_line(r.id, *res));
+  else if (auto* err = std::get_if<JobError>(&a)) conns_.send(cid, error_line(r.id, rpc_error(*err)));
+  else if (auto* rerr = std::get_if<RpcError>(&a)) conns_.send(cid, error_line(r.id, *rerr));
+  else if (auto* l = std::get_if<Line>(&a)) conns_.send(cid, std::move(l->text));
+  else if (auto* with = std::get_if<WithFd>(&a)) conns_.send(cid, result_line(r.id, with->result), std::move(with->fd));
+}
+
+Methods::Reply Methods::handle(Conn& c, const Json& id, const CreateParams& p) {
+  auto j = jobs_.create(asker(c, id), p);
+  if (!j) return j.error();
+  return Json{{"terminalId", (*j)->id}};
+}
+
+Methods::Reply Methods::handle(Conn& c, const Json& id, const OutputParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return j.error();
+  Job& job = **j;
+  jobs_.catch_up(job);
+  if (p.stream) {
+    if (!c.passes_fds)
+      return RpcError{rpc::kInvalidParams,
+                      "invalid params: 'stream' needs a Unix socket connection (pmon serve --listen); "
+                      "read without it"};
+    if (p.stderr_since)
+      return RpcError{rpc::kInvalidParams, "invalid params: 'stream' reads the job's output, not its stderr; "
+                                           "read stderr with 'stderrSince' and no 'stream'"};
+    auto s = jobs_.open_stream(c.id, job, p.since, p.follow);
+    if (!s) return s.error();
+    return WithFd{{{"stream", true}, {"since", s->since}, {"truncated", s->truncated}}, Fd(s->fd)};
+  }
+  if (!p.wait_ms || job.done || job.has_new_output(p.since, p.stderr_since)) {
+    if (id.is_discarded()) return Later{};  // a notification's: nothing is read
+    return Line{output_line(id, jobs_.read_output(job, p.since, p.stderr_since, p.max_bytes))};
+  }
+  if (auto e = jobs_.wait_output(asker(c, id), job, p)) return *e;
+  return Later{};
+}
+
+Methods::Reply Methods::handle(Conn& c, const Json& id, const WaitForExitParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return j.error();
+  auto status = jobs_.wait_exit(asker(c, id), **j, p.timeout_ms);
+  if (!status) return status.error();
+  if (!*status) return Later{};
+  return exit_status_json(*status);
+}
+
+Methods::Reply Methods::handle(Conn&, const Json&, const WriteParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return j.error();
+  if (auto e = jobs_.write(**j, p.data, p.eof)) return *e;
+  return Json::object();
+}
+
+Methods::Reply Methods::handle(Conn&, const Json&, const ResizeParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return j.error();
+  if (auto e = jobs_.resize(**j, p.size)) return *e;
+  return Json::object();
+}
+
+Methods::Reply Methods::handle(Conn& c, const Json& id, const KillParams& p) { return stop(c, id, p, false); }
+Methods::Reply Methods::handle(Conn& c, const Json& id, const ReleaseParams& p) { return stop(c, id, p, true); }
+
+Methods::Reply Methods::stop(Conn& c, const Json& id, const TerminalParams& p, bool release) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return j.error();
+  auto stopped = jobs_.kill(asker(c, id), **j, release);
+  if (!stopped) return stopped.error();
+  if (!*stopped) return Later{};
+  return Json{{"cleanupVerified", (*stopped)->cleanup_verified}};
+}
+
+Methods::Reply Methods::handle(Conn&, const Json&, const ListParams& p) {
+  Json arr = Json::array();
+  for (const JobInfo& j : jobs_.list(p.session_id)) arr.push_back(job_json(j));
+  return Json{{"terminals", arr}};
+}
+
+Methods::Reply Methods::handle(Conn&, const Json& id, const ReportParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return j.error();
+  auto text = jobs_.report_text(**j);
+  if (!text) return text.error();
+  return Line{result_line_of_text(id, **text)};
+}
+
+Methods::Reply Methods::handle(Conn& c, const Json& id, const WaitForPortParams& p) {
+  auto j = jobs_.get(p.terminal_id);
+  if (!j) return j.error();
+  if (auto e = jobs_.wait_port(asker(c, id), **j, p.port, p.timeout_ms)) return *e;
+  return Later{};
+}
+
+// Answered at once; the stops are verified as each job ends (its report).
+Methods::Reply Methods::handle(Conn& c, const Json&, const SessionCloseParams& p) {
+  return Json{{"stopping", jobs_.close_session(c.id, p.session_id)}};
+}
+
+std::string Methods::output_line(const Json& id, OutputRead read) {
+  std::string line = output_result_line(id, read.out, read.err ? &*read.err : nullptr, exit_status_json(read.exit),
+                                        conns_.take_line_spare());
+  jobs_.answers().recycle(std::move(read.out.text));
+  return line;
+}
+
+void Methods::answer(const Waiter& w, Job&, Due due) {
+  if (w.id.is_discarded()) return;  // a notification's (on_line)
+  std::string line;
+  if (auto* status = std::get_if<ExitStatus>(&due)) {
+    line = result_line(w.id, exit_status_json(*status));
+  } else if (std::holds_alternative<StillRunning>(due)) {
+    Json res = exit_status_json(std::nullopt, std::nullopt);
+    res["running"] = true;
+    line = result_line(w.id, res);
+  } else if (auto* stopped = std::get_if<Stopped>(&due)) {
+    line = result_line(w.id, {{"cleanupVerified", stopped->cleanup_verified}});
+  } else if (auto* read = std::get_if<OutputRead>(&due)) {
+    line = output_line(w.id, std::move(*read));
+  } else if (auto* port = std::get_if<ListeningPort>(&due)) {
+    line = result_line(w.id, port_json(*port));
+  } else if (auto* err = std::get_if<JobError>(&due)) {
+    line = error_line(w.id, rpc_error(*err));
+  }
+  conns_.send(w.conn, std::move(line));
+}
+
+void Methods::job_ended(Job& j) {
+  const RunResult& r = j.call->result();
+  Json note = {{"terminalId", j.id},
+               {"exitStatus", exit_status_json(r.exit_code, r.signal)},
+               {"cleanupVerified", r.cleanup_verified}};
+  if (j.session) note["sessionId"] = *j.session;
+  conns_.send(j.creator, notification_line("terminal/exited", note));
+}
+
+}  // namespace pmon::serve
