@@ -32,8 +32,7 @@ argument, e.g. Claude Code:
   CLAUDE_CODE_SHELL_PREFIX=pmon-shell
 
 pmon-shell is pmon under another name (a link to it); 'pmon shell' is the
-same. Options of pmon run are set through the environment, e.g.
-PMON_DIE_WITH_PARENT.
+same.
 
 Exit status: LINE's own, as 'pmon run' gives it (128+N when it died by
 signal N; 125 when pmon itself failed, 126 not executable, 127 not found).
