@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds pmon's release artifacts into dist/ (or --out DIR):
 #   pmon-VERSION-x86_64-linux.tar.gz, pmon-VERSION-aarch64-linux.tar.gz
-#       bin/pmon (static, stripped), libexec/pmon/pmon-systemd (the helper,
+#       bin/pmon (static, stripped), bin/pmon-shell (a link to it), libexec/pmon/pmon-systemd (the helper,
 #       stripped), share/man/man1/*.1.gz, LICENSE, README.md
 #   pmon_VERSION_amd64.deb           the Debian package (cpack)
 #   pmon-runtime-VERSION.tgz, pmon-runtime-linux-x64-VERSION.tgz,
@@ -122,6 +122,7 @@ tarball() { # $1: arch, $2: pmon, $3: pmon-systemd, $4: tarball path
   local name=pmon-$version-$1-linux d=$work/stage-$1
   rm -rf "$d"; mkdir -p "$d/$name/bin" "$d/$name/libexec/pmon" "$d/$name/share/man/man1"
   cp "$2" "$d/$name/bin/pmon"
+  ln -s pmon "$d/$name/bin/pmon-shell"  # pmon-shell LINE: 'pmon shell LINE'
   cp "$3" "$d/$name/libexec/pmon/pmon-systemd"
   cp "$man"/*.1.gz "$d/$name/share/man/man1/"
   cp LICENSE "$d/$name/LICENSE"

@@ -52,7 +52,15 @@ std::optional<std::vector<std::string>> parse_command_line(CLI::App& app,
 // in one short warning line unless -q; -v gives every reason in full.
 void report_passed_over(const Selection& sel, bool verbose, bool quiet);
 
-int run_main(const std::vector<std::string>& args);
+// How pmon run is asked for: as 'pmon run', or for pmon-shell ('pmon
+// shell'), which always dies with its parent and says nothing unless the
+// command left something running.
+struct RunFront {
+  bool shell = false;
+};
+int run_main(const std::vector<std::string>& args, const RunFront& front = {});
+int shell_main(const std::vector<std::string>& args);
+int hook_rewrite_main(const std::vector<std::string>& args);
 int init_main(const std::vector<std::string>& args);
 int supervise_main(const std::vector<std::string>& args);
 int gc_main(const std::vector<std::string>& args);

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/cli.h"
@@ -14,6 +15,10 @@ constexpr const char* kUsage =
     "\n"
     "usage:\n"
     "  pmon run [options] -- CMD [ARG...]        run CMD; when it ends, stop everything it started\n"
+    "  pmon shell LINE                           run a shell line as 'pmon run --die-with-parent -q' would\n"
+    "                                            (pmon-shell LINE is the same: a shell prefix for agent harnesses)\n"
+    "  pmon hook-rewrite [options]               a PreToolUse hook: rewrites a harness's shell command to run\n"
+    "                                            under pmon-shell (hook JSON on stdin, the answer on stdout)\n"
     "  pmon supervise [options] -- CMD [ARG...]  restart CMD when it fails; each run's processes are stopped first\n"
     "  pmon init [options] -- CMD [ARG...]       be a container's first process (PID 1): reap, forward signals\n"
     "  pmon [init options] -- CMD [ARG...]       the same as 'pmon init' (what 'docker run --init' starts)\n"
@@ -45,6 +50,13 @@ bool init_options_then_command(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  // pmon answering to the name pmon-shell (a link installed next to it):
+  // 'pmon shell', for harnesses whose shell prefix is one path.
+  if (argc > 0) {
+    std::string_view name = argv[0];
+    if (size_t slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+    if (name == "pmon-shell") return pmon::cli::shell_main(args);
+  }
   if (args.empty()) pmon::cli::die("missing subcommand; see 'pmon --help'");
   const std::string& sub = args[0];
   if (sub == "-h" || sub == "--help") {
@@ -60,6 +72,8 @@ int main(int argc, char** argv) {
   if (sub == "--" || init_options_then_command(args)) return pmon::cli::init_main(args);
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "run") return pmon::cli::run_main(rest);
+  if (sub == "shell") return pmon::cli::shell_main(rest);
+  if (sub == "hook-rewrite") return pmon::cli::hook_rewrite_main(rest);
   if (sub == "init") return pmon::cli::init_main(rest);
   if (sub == "supervise") return pmon::cli::supervise_main(rest);
   if (sub == "gc") return pmon::cli::gc_main(rest);

@@ -20,7 +20,9 @@
 #include "core/run.h"
 #include "core/units.h"
 #include "serve/call_records.h"
+#include "serve/harness.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace pmon::cli {
 
@@ -35,11 +37,14 @@ constexpr const char* kRunFooter = R"(
 When CMD exits, whatever it started that still runs is stopped (SIGNAL, then
 SIGKILL after --grace) and confirmed gone, unless --wait-tree is given; either
 way the report lists it. SIGTERM, SIGINT or SIGHUP to pmon stop the whole
-tree before pmon exits; a second one skips the grace period.
+tree before pmon exits; a second one skips the grace period. With
+--die-with-parent (or PMON_DIE_WITH_PARENT=1 in the environment), the exit
+or death of the program that started pmon does the same.
 
 Exit status (as coreutils timeout):
   the command's own exit code when it exited
   128+N  the command died by signal N, or pmon was cancelled by signal N
+  129    --die-with-parent: the program that started pmon exited
   124    --timeout fired (the whole tree was stopped)
   125    pmon itself failed: bad option, confinement unavailable, or the
          tree could not be confirmed gone
@@ -68,9 +73,44 @@ std::string list_procs(const std::vector<Leftover>& v) {
   return s;
 }
 
+// --die-with-parent: a pidfd of the process that started pmon (ppid, read
+// as pmon started), which the driver polls with the rest of the call.
+//
+// Why a pidfd rather than PR_SET_PDEATHSIG: the parent-death signal is sent
+// when the *thread* that forked pmon exits, so a harness that starts
+// commands from a worker thread would stop a call that its process still
+// waits for; a pidfd of the parent process becomes readable only once the
+// whole process has exited. And it is identity-checked: the parent is named
+// before, and getppid() asked after the pidfd is opened. If the parent died
+// in between, pmon was reparented already and getppid() differs (the pidfd
+// might name a stranger that got the number); if it still says ppid, the
+// pidfd is of the parent. Kernels without pidfd_open (before 5.3) get the
+// parent-death signal instead (SIGHUP, which cancels the call like one
+// sent by hand), with the same check after it is armed.
+//
+// Returns the pidfd (or an empty Fd when the signal was armed); dies when
+// the parent has already exited or cannot be watched.
+Fd watch_parent(pid_t ppid) {
+  if (ppid <= 0) die("run: --die-with-parent: the program that started pmon is outside its PID namespace; it cannot be watched");
+  auto pfd = sys::pidfd_open(ppid);
+  const int err = pfd ? 0 : pfd.error().value();
+  if (err == ENOSYS) {
+    if (::prctl(PR_SET_PDEATHSIG, static_cast<unsigned long>(SIGHUP), 0UL, 0UL, 0UL) != 0)
+      die(std::string("run: --die-with-parent: prctl: ") + std::strerror(errno));
+  } else if (err != 0 && err != ESRCH) {
+    die("run: --die-with-parent: cannot watch the parent process: " + pfd.error().message());
+  }
+  // ESRCH: the parent is gone already (and pmon was reparented first).
+  if (::getppid() != ppid || err == ESRCH)
+    die("run: --die-with-parent: the program that started pmon has already exited; the command was not started");
+  return pfd ? std::move(*pfd) : Fd();
+}
+
 }  // namespace
 
-int run_main(const std::vector<std::string>& args) {
+int run_main(const std::vector<std::string>& args, const RunFront& front) {
+  // The parent as pmon started: the one --die-with-parent watches.
+  const pid_t ppid = ::getppid();
   CLI::App app{"Run CMD so that nothing it starts outlives it.", "pmon run"};
   app.footer(std::string(kRunFooter) + kDurationWords + kSizeWords + kSignalWords + kBackendWords);
   app.prefix_command();
@@ -99,6 +139,10 @@ int run_main(const std::vector<std::string>& args) {
   app.add_option("--pdeathsig", pdeathsig_s,
                  "a signal CMD gets if pmon itself dies, or none (the default)")
       ->type_name("SIGNAL");
+  bool die_with_parent = false;
+  app.add_flag("--die-with-parent", die_with_parent,
+               "when the program that started pmon exits or is killed, stop CMD and everything it started "
+               "(the same as PMON_DIE_WITH_PARENT=1 in the environment)");
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
@@ -121,6 +165,12 @@ int run_main(const std::vector<std::string>& args) {
   }
   opts.wait_tree = wait_tree;
   opts.limits = limits.parse("run");
+  if (const char* env = std::getenv("PMON_DIE_WITH_PARENT")) {
+    auto on = parse_switch(env);
+    if (!on) die(std::string("run: PMON_DIE_WITH_PARENT: '") + env + "' is not 1 or 0");
+    die_with_parent = die_with_parent || *on;
+  }
+  if (front.shell) die_with_parent = true;
 
   // A report that cannot be written is a bad option: say so before the
   // command runs, not after its side effects (and 125 at the end).
@@ -133,6 +183,10 @@ int run_main(const std::vector<std::string>& args) {
     if (::access(dir.c_str(), W_OK) != 0)
       die("run: --report: cannot write the report to " + report_path + ": " + std::strerror(errno));
   }
+
+  // Before the call is accepted: a parent gone already means no call.
+  Fd parent_fd;
+  if (die_with_parent) parent_fd = watch_parent(ppid);
 
   // Signals arrive as data on a signalfd; the child gets its mask reset.
   sigset_t set;
@@ -174,10 +228,11 @@ int run_main(const std::vector<std::string>& args) {
   auto sel = confine.try_select("run");
   if (!sel)
     return not_started_call(confine.tried(), SpawnError{125, 0, "confinement unavailable: " + sel.error()}, {});
-  report_passed_over(*sel, verbose > 0, quiet);
+  report_passed_over(*sel, verbose > 0, quiet || front.shell);
   if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
 
   opts.signal_fd = sigfd.get();
+  opts.parent_fd = parent_fd.get();
   opts.own_all_children = true;
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
@@ -215,8 +270,25 @@ int run_main(const std::vector<std::string>& args) {
   // the crash guard has nothing left to guard.
   if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
   if (!res) return not_started_call(sel->backend->kind(), res.error(), ctx);
+  // The parent's end of our stderr may be gone with it: a line of ours
+  // must not end pmon before its report is written.
+  if (die_with_parent) ::signal(SIGPIPE, SIG_IGN);
+  const bool parent_exited = res->stop.reason == to_string(StopReason::parent_exited);
 
-  if (!quiet) {
+  // pmon-shell tells only what the line left running (and what got out).
+  if (front.shell && !quiet) {
+    const std::vector<Leftover>& left = res->leftovers;
+    if (!left.empty() && !wait_tree && !parent_exited && res->outcome != Outcome::cancelled)
+      std::fprintf(stderr, "pmon: the command exited and left %s running; stopped %s%s\n",
+                   count_of(left.size(), "process", "processes").c_str(), left.size() == 1 ? "it" : "them",
+                   kill_note(left).c_str());
+    if (!res->escaped.empty())
+      std::fprintf(stderr, "pmon: warning: %s got out of the %s backend's hold; found below pmon, %s %s: %s\n",
+                   count_of(res->escaped.size(), "process", "processes").c_str(),
+                   std::string(to_string(res->confinement)).c_str(),
+                   !res->cleanup_verified ? "tried to stop" : "stopped", res->escaped.size() == 1 ? "it" : "them",
+                   list_procs(res->escaped).c_str());
+  } else if (!quiet) {
     const std::vector<Leftover>& left = res->leftovers;
     const std::string others = left.empty()      ? ""
                                : left.size() == 1 ? " and the process it started"
@@ -224,6 +296,8 @@ int run_main(const std::vector<std::string>& args) {
     if (res->timed_out)
       std::fprintf(stderr, "pmon: timed out after %s; stopped the command%s%s\n", timeout_s.c_str(), others.c_str(),
                    kill_note(left).c_str());
+    else if (parent_exited)
+      std::fprintf(stderr, "pmon: the program that started pmon exited; stopped the tree\n");
     else if (res->outcome == Outcome::cancelled)
       std::fprintf(stderr, "pmon: cancelled by %s; stopped the tree\n", signal_name(res->cancel_signal).c_str());
     else if (!res->leftovers.empty() && !wait_tree)

@@ -15,12 +15,24 @@ namespace pmon {
 
 using namespace call_detail;
 
+namespace {
+// The stop a caller's end (other than main_exited) begins.
+StopReason stop_reason_of(CallEnd why) noexcept {
+  switch (why) {
+    case CallEnd::timeout: return StopReason::timeout;
+    case CallEnd::parent_exited: return StopReason::parent_exited;
+    default: return StopReason::cancel;
+  }
+}
+}  // namespace
+
 std::string_view to_string(StopReason r) noexcept {
   switch (r) {
     case StopReason::none: return "";
     case StopReason::leftovers: return "leftovers";
     case StopReason::timeout: return "timeout";
     case StopReason::cancel: return "cancel";
+    case StopReason::parent_exited: return "parent_exited";
     case StopReason::escaped: return "escaped";
   }
   return "?";
@@ -39,9 +51,9 @@ void CallMachine::begin_end(End why) {
     res.timed_out = true;
     return start_stop(StopReason::timeout);
   }
-  if (why == End::cancel) {
+  if (why == End::cancel || why == End::parent_exited) {
     cancelled = true;
-    return start_stop(StopReason::cancel);
+    return start_stop(stop_reason_of(why));
   }
   auto e = b->empty();
   if (e && *e) {
@@ -150,6 +162,9 @@ void CallMachine::wrap_up() {
   if (reason == StopReason::cancel) {
     res.outcome = Outcome::cancelled;
     res.cancel_signal = cancel_sig != 0 ? cancel_sig : SIGTERM;
+  } else if (reason == StopReason::parent_exited) {
+    // No signal asked for it: cancel_signal stays unknown (0, null).
+    res.outcome = Outcome::cancelled;
   }
   res.leftovers = leftovers.take();
   res.escaped = std::move(escaped);
@@ -311,11 +326,11 @@ void Call::end(End why, int signal) {
       if (why == End::main_exited) return;
       if (why == End::timeout) s.res.timed_out = true;
       else s.cancelled = true;
-      return s.start_stop(why == End::timeout ? StopReason::timeout : StopReason::cancel);
+      return s.start_stop(stop_reason_of(why));
     case Phase::escapes_waiting:
       if (why == End::main_exited) return;
       if (why == End::timeout) s.res.timed_out = true;
-      return s.start_escape_stop(why == End::timeout ? StopReason::timeout : StopReason::cancel);
+      return s.start_escape_stop(stop_reason_of(why));
     default: return;
   }
 }

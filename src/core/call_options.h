@@ -29,6 +29,9 @@ struct RunOptions {
   // "cancel" (an eventfd or pipe; the binding's way).
   int signal_fd = -1;
   int cancel_fd = -1;
+  // A pidfd of the process that started this one (--die-with-parent):
+  // readable once it has exited, which ends the call (parent_exited).
+  int parent_fd = -1;
   // This process owns every child it has (the CLI): reap orphans that were
   // reparented to it, and stop the live descendants that escaped the
   // boundary as the call ends.
@@ -57,11 +60,12 @@ struct RunOptions {
 
 
 // Why a stop began; turned into words only in the report.
-enum class StopReason { none, leftovers, timeout, cancel, escaped };
+enum class StopReason { none, leftovers, timeout, cancel, parent_exited, escaped };
 std::string_view to_string(StopReason r) noexcept;
 
-// How a call's caller ends it: its main process exited, its time is up, or
-// it is cancelled.
-enum class CallEnd { main_exited, timeout, cancel };
+// How a call's caller ends it: its main process exited, its time is up, it
+// is cancelled, or the process that started the caller exited (a cancel
+// that no signal asked for).
+enum class CallEnd { main_exited, timeout, cancel, parent_exited };
 
 }  // namespace pmon

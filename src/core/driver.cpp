@@ -26,6 +26,7 @@ void Driver::attach(Call& call) {
   call_ = &call;
   signal_fd_ = call.options().signal_fd;
   cancel_fd_ = call.options().cancel_fd;
+  parent_fd_ = call.options().parent_fd;
   capture_ = call.options().capture;
 }
 
@@ -74,6 +75,19 @@ void Driver::on_cancel_fd(Call* call) {
   if (r > 0 && call) call->escalate();
 }
 
+// The parent's pidfd became readable: it has exited. Heard once (a pidfd
+// stays readable); the call is ended as a cancel no signal asked for, and a
+// call that already ends goes on as it was.
+void Driver::on_parent_exit(Call* call) {
+  parent_exited_ = true;
+  if (cancelled_) return;
+  cancelled_ = true;
+  if (call && !call->finished()) {
+    call->end(Call::End::parent_exited);
+    cancelled_now_ = true;
+  }
+}
+
 bool Driver::wait_once(Call* call, int64_t until) {
   cancelled_now_ = false;
   const Watch w = call ? call->watch() : Watch{};
@@ -86,7 +100,7 @@ bool Driver::wait_once(Call* call, int64_t until) {
   bool due_polled = false;
   for (;;) {
     std::vector<pollfd> fds;
-    int sig_i = -1, cancel_i = -1;
+    int sig_i = -1, cancel_i = -1, parent_i = -1;
     if (signal_fd_ >= 0) {
       sig_i = static_cast<int>(fds.size());
       fds.push_back({signal_fd_, POLLIN, 0});
@@ -94,6 +108,10 @@ bool Driver::wait_once(Call* call, int64_t until) {
     if (cancel_fd_ >= 0 && !cancel_done_) {
       cancel_i = static_cast<int>(fds.size());
       fds.push_back({cancel_fd_, POLLIN, 0});
+    }
+    if (parent_fd_ >= 0 && !parent_exited_) {
+      parent_i = static_cast<int>(fds.size());
+      fds.push_back({parent_fd_, POLLIN, 0});
     }
     // The pipes are read whenever we wait, so a writer never blocks on a
     // full pipe while we wait for it to exit.
@@ -136,6 +154,10 @@ bool Driver::wait_once(Call* call, int64_t until) {
     }
     if (cancel_i >= 0 && fds[cancel_i].revents != 0) {
       on_cancel_fd(call);
+      woke = true;
+    }
+    if (parent_i >= 0 && fds[parent_i].revents != 0) {
+      on_parent_exit(call);
       woke = true;
     }
     if (cancelled_now_) return true;

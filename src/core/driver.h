@@ -26,7 +26,8 @@ struct SignalPolicy {
 
 class Driver {
  public:
-  // Uses the call's signal_fd, cancel_fd and capture (RunOptions).
+  // Uses the call's signal_fd, cancel_fd, parent_fd and capture
+  // (RunOptions).
   explicit Driver(Call& call, SignalPolicy policy = {});
   // No call yet (or between calls): only the caller's signalfd.
   Driver(int signal_fd, SignalPolicy policy);
@@ -60,20 +61,25 @@ class Driver {
   void detach() noexcept { call_ = nullptr; }
   // The first stop signal read, 0 before.
   int first_signal() const noexcept { return first_signal_; }
+  // The parent_fd said the parent exited.
+  bool parent_exited() const noexcept { return parent_exited_; }
 
  private:
   void drain_signals(Call* call);
   void on_cancel_fd(Call* call);
+  void on_parent_exit(Call* call);
 
   Call* call_;
   SignalPolicy policy_;
   int signal_fd_ = -1;
   int cancel_fd_ = -1;
+  int parent_fd_ = -1;
   Capture* capture_ = nullptr;
   int first_signal_ = 0;
   bool cancelled_ = false;  // a cancel came (a signal, the cancel fd, finish)
   bool cancel_done_ = false;
   bool cancelled_now_ = false;
+  bool parent_exited_ = false;
 };
 
 // Processes of this one's that may still be on their way to become its

@@ -21,7 +21,9 @@ int RunResult::status() const noexcept {
   switch (outcome) {
     case Outcome::not_started: return error_status;
     case Outcome::timeout: return 124;
-    case Outcome::cancelled: return 128 + cancel_signal;
+    // Cancelled without a signal (the parent exited): as a shell whose
+    // terminal hung up.
+    case Outcome::cancelled: return 128 + (cancel_signal != 0 ? cancel_signal : SIGHUP);
     case Outcome::signaled: return 128 + signal.value_or(0);
     case Outcome::exited: return exit_code.value_or(0);
   }

@@ -31,6 +31,7 @@ dpkg --root="$root" --force-depends -i "$deb" > "$t/dpkg.log" 2>&1 || fail "dpkg
 p=$root/usr/bin/pmon
 [ -x "$p" ] || fail "no usr/bin/pmon in the package"
 [ "$("$p" --version)" = "pmon $version" ] || fail "pmon --version says '$("$p" --version)', the package $version"
+[ "$(readlink "$root/usr/bin/pmon-shell")" = pmon ] || fail "no usr/bin/pmon-shell linked to pmon in the package"
 [ -x "$root/usr/libexec/pmon/pmon-systemd" ] || fail "no usr/libexec/pmon/pmon-systemd"
 "$p" doctor > "$t/doctor" || fail "pmon doctor from the package failed: $(cat "$t/doctor")"
 ! grep -q 'pmon-systemd.*is neither in' "$t/doctor" || fail "the packaged pmon does not find its helper: $(grep systemd "$t/doctor")"

@@ -51,6 +51,14 @@ TEST(RunResultStatus, CancelledIs128PlusTheCancellingSignal) {
   }
 }
 
+// Cancelled with no signal asked (--die-with-parent: the parent exited):
+// as a shell whose terminal hung up.
+TEST(RunResultStatus, CancelledWithoutASignalIs129) {
+  RunResult r = verified(Outcome::cancelled);
+  r.cancel_signal = 0;
+  EXPECT_EQ(r.status(), 128 + SIGHUP);
+}
+
 // A tree that could not be confirmed gone is pmon's failure, whatever the
 // command did: never a silent success.
 TEST(RunResultStatus, UnverifiedCleanupIs125) {

@@ -1,0 +1,153 @@
+# pmon run --die-with-parent (and PMON_DIE_WITH_PARENT=1, and pmon-shell):
+# a parent shell starts pmon, whose command leaves a setsid daemon and a
+# plain child running; the parent is SIGKILLed (a harness crash). The whole
+# call, pmon with it, must then be gone, the report saying why. Without the
+# flag (the control, killed at the same moment) the call lives on. And when
+# pmon is SIGKILLed together with its parent, its crash guard stops the call.
+# pmon-shell passes a line's output and exit status through, says nothing of
+# its own, and dies with its parent too. pmon hook-rewrite answers a
+# PreToolUse hook's JSON.
+. "$(dirname "$0")/common.inc"
+
+# The call's command: a setsid daemon, a plain child and the main shell each
+# append "pid start-time" to $1 once in place, then wait.
+{
+  echo 'rec=$1'
+  echo "setsid sh -c 'rec=\$0; $RECORD_SH; exec sleep 1000' \"\$rec\" &"
+  echo "sh -c 'rec=\$0; $RECORD_SH; exec sleep 1000' \"\$rec\" &"
+  echo "$RECORD_SH"
+  echo 'wait'
+} > "$t/work.sh"
+
+SHELL_LINK=$t/bin/pmon-shell
+mkdir -p "$t/bin"
+ln -s "$PMON" "$SHELL_LINK"
+
+# Up to $2 tenths of a second for "$1" (a command) to succeed.
+wait_for() {
+  local i
+  for i in $(seq "$2"); do
+    eval "$1" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# Starts a parent shell that runs pmon as "$@" (the call's command appended),
+# with the records in $t/$label.*: sets $parent (the parent's pid) and $pm
+# (pmon's), both recorded, once the call's three processes are in place.
+start_call() {
+  label=$1; shift
+  local rec=$t/$label.rec
+  # The parent forks pmon and waits (the trailing command keeps bash from
+  # exec'ing it): pmon's parent is this shell, not the test.
+  bash -c '"$@"; echo parent-went-on' parent "$@" bash "$t/work.sh" "$rec" \
+    > "$t/$label.out" 2> "$t/$label.err" < /dev/null &
+  parent=$!
+  record_pid "$parent"
+  wait_for '[ -f "$rec" ] && [ "$(wc -l < "$rec")" -ge 3 ]' $((100 * TIME_SCALE)) ||
+    fail "$label: the call never got going: $(cat "$t/$label.err")"
+  record_file "$rec"
+  pm=$(cat "/proc/$parent/task/$parent/children")
+  pm=${pm%% *}
+  [ -n "$pm" ] || fail "$label: the parent shell has no child"
+  record_pid "$pm"
+  pm_st=$(start_time_of "$pm")
+}
+
+# Up to 10 s for everything $label recorded, and pmon, to be gone.
+wait_gone() {
+  local label=$1
+  wait_for '[ -z "$(alive_in "$t/$label.rec")" ] && ! alive "$pm" "$pm_st"' $((100 * TIME_SCALE)) || {
+    echo "still alive: $(alive_in "$t/$label.rec" | tr '\n' ' ') pmon: $(alive "$pm" "$pm_st" && echo "$pm")" >&2
+    fail "$label: the call outlived its parent's SIGKILL by 10 s: $(cat "$t/$label.err")"
+  }
+}
+
+report_reason() {
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["stop"]["reason"], r["outcome"], r["cleanup_verified"])' "$1"
+}
+
+# (a) --die-with-parent, next to (d) the control without it: both parents
+# are SIGKILLed at once; when (a)'s call is gone, the control's is running.
+start_call ctl "$PMON" run -q --
+ctl_pm=$pm ctl_pm_st=$pm_st ctl_parent=$parent
+start_call flag "$PMON" run --die-with-parent --report "$t/flag.json" --
+kill -KILL "$parent" "$ctl_parent"
+wait "$parent" "$ctl_parent" 2>/dev/null || true
+wait_gone flag
+[ "$(report_reason "$t/flag.json")" = "parent_exited cancelled True" ] ||
+  fail "flag: report: $(report_reason "$t/flag.json")"
+echo "ok: --die-with-parent: the parent's SIGKILL stopped the call (3 processes and pmon gone; report says parent_exited)"
+[ "$(alive_in "$t/ctl.rec" | wc -l)" = 3 ] && alive "$ctl_pm" "$ctl_pm_st" ||
+  fail "control: without --die-with-parent the call did not outlive its parent: $(alive_in "$t/ctl.rec")"
+kill -TERM "$ctl_pm"
+pm=$ctl_pm pm_st=$ctl_pm_st wait_gone ctl
+echo "ok: control: without it the call outlived its parent (then stopped by its recorded pmon)"
+
+# (b) PMON_DIE_WITH_PARENT=1.
+start_call env env PMON_DIE_WITH_PARENT=1 "$PMON" run --
+kill -KILL "$parent"; wait "$parent" 2>/dev/null || true
+wait_gone env
+echo "ok: PMON_DIE_WITH_PARENT=1: the same"
+rc=0; PMON_DIE_WITH_PARENT=maybe "$PMON" run -- true 2> "$t/bad.err" || rc=$?
+[ $rc = 125 ] && grep -q "PMON_DIE_WITH_PARENT: 'maybe'" "$t/bad.err" || fail "PMON_DIE_WITH_PARENT=maybe: $rc $(cat "$t/bad.err")"
+
+# (c) pmon-shell: the line's output and status pass through, nothing of
+# pmon's own; what the line leaves running is stopped and said in one line.
+rc=0; "$SHELL_LINK" 'echo out; echo err >&2; exit 7' > "$t/sh.out" 2> "$t/sh.err" || rc=$?
+[ $rc = 7 ] && [ "$(cat "$t/sh.out")" = out ] && [ "$(cat "$t/sh.err")" = err ] ||
+  fail "pmon-shell: exit $rc, stdout '$(cat "$t/sh.out")', stderr '$(cat "$t/sh.err")'"
+rc=0; "$PMON" shell 'kill -TERM $$' 2> "$t/sh2.err" || rc=$?
+[ $rc = 143 ] && [ ! -s "$t/sh2.err" ] || fail "pmon shell (killed line): exit $rc, stderr '$(cat "$t/sh2.err")'"
+rc=0; "$SHELL_LINK" -- sh -c 'exit 3' || rc=$?
+[ $rc = 3 ] || fail "pmon-shell -- CMD: exit $rc"
+rc=0; "$SHELL_LINK" 'sleep 1000 & echo $! > '"$t/bg"'; echo started' > "$t/sh3.out" 2> "$t/sh3.err" || rc=$?
+[ $rc = 0 ] && [ "$(cat "$t/sh3.out")" = started ] || fail "pmon-shell with a background job: exit $rc $(cat "$t/sh3.err")"
+[ "$(cat "$t/sh3.err")" = "pmon: the command exited and left 1 process running; stopped it" ] ||
+  fail "pmon-shell with a background job: stderr '$(cat "$t/sh3.err")'"
+[ ! -d "/proc/$(cat "$t/bg")" ] || [ "$(state_of "$(cat "$t/bg")")" = Z ] || fail "pmon-shell: the background sleep lives on"
+echo "ok: pmon-shell: output and exit status pass through; a background job is stopped and said"
+
+start_call shell "$SHELL_LINK" 
+kill -KILL "$parent"; wait "$parent" 2>/dev/null || true
+wait_gone shell
+[ ! -s "$t/shell.err" ] || fail "pmon-shell: said '$(cat "$t/shell.err")'"
+echo "ok: pmon-shell: the parent's SIGKILL stopped the call"
+
+# The parent and pmon SIGKILLed at once: pmon's crash guard stops the call
+# (the backends that have one).
+for b in $(backends); do
+  case $b in cgroup | pidns) ;; *) continue ;; esac
+  start_call "both-$b" "$PMON" run --die-with-parent --confine "$b" --
+  kill -KILL "$parent" "$pm"
+  wait "$parent" 2>/dev/null || true
+  wait_gone "both-$b"
+  echo "ok: $b: parent and pmon SIGKILLed at once: the guard stopped the call"
+done
+
+# (e) pmon hook-rewrite: Claude Code's PreToolUse JSON for Bash.
+printf '%s' '{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"npm test; echo '"'"'ok'"'"'","timeout":60000}}' |
+  "$PMON" hook-rewrite --decision ask > "$t/hook.out" || fail "hook-rewrite exit $?"
+python3 - "$t/hook.out" <<'PY' || fail "hook-rewrite: $(cat "$t/hook.out")"
+import json, subprocess, sys
+h = json.load(open(sys.argv[1]))["hookSpecificOutput"]
+assert h["hookEventName"] == "PreToolUse", h
+assert h["permissionDecision"] == "ask", h
+assert h["updatedInput"]["timeout"] == 60000, h
+cmd = h["updatedInput"]["command"]
+# The rewritten line, run by a shell, hands pmon-shell the original line as one argument.
+words = subprocess.run(["bash", "-c", 'printf "%s\\0" ' + cmd], capture_output=True, text=True).stdout.split("\0")[:-1]
+assert words == ["pmon-shell", "npm test; echo 'ok'"], words
+PY
+# Codex's shape, an argv array; a command under pmon-shell already is left alone.
+printf '%s' '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":["bash","-lc","ls"]}}' |
+  "$PMON" hook-rewrite --decision allow --shell /usr/bin/pmon-shell > "$t/hook2.out"
+[ "$(python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["hookSpecificOutput"]; print(h["permissionDecision"], h["updatedInput"]["command"])' "$t/hook2.out")" = \
+  "allow ['/usr/bin/pmon-shell', '--', 'bash', '-lc', 'ls']" ] || fail "hook-rewrite argv: $(cat "$t/hook2.out")"
+printf '%s' '{"tool_input":{"command":"pmon-shell '"'"'ls'"'"'"}}' | "$PMON" hook-rewrite > "$t/hook3.out"
+[ ! -s "$t/hook3.out" ] || fail "hook-rewrite rewrote a pmon-shell line: $(cat "$t/hook3.out")"
+rc=0; echo 'not json' | "$PMON" hook-rewrite 2> /dev/null || rc=$?
+[ $rc = 125 ] || fail "hook-rewrite of non-JSON: exit $rc"
+echo "ok: hook-rewrite: Claude Code's and Codex's shapes"
+pass
