@@ -1,7 +1,8 @@
 // The tools of pmon mcp, one row each: its name, the type of its
 // arguments (read by mcp.cpp's read_args overload for it, answered by the
 // adapter's overload for it: serve/mcp_adapter.h), and how the model sees
-// it (title, description, input and output schemas). tools/list is these
+// it (title, description, annotations: whether it only reads, whether
+// what it does may destroy something, input and output schemas). tools/list is these
 // rows; the arguments a call may pass, and those it must, are its input
 // schema's; its structuredContent matches its output schema. Written for a
 // model that finds tools by search. Every result is also given as text.
@@ -33,6 +34,7 @@ struct Tool {
 inline constexpr std::tuple kTools{
     Tool<RunArgs>{"run", R"JSON({
       "title": "Run a shell command",
+      "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true},
       "description": "Runs a shell command (sh -c) and waits for it. Returns its output (stdout and stderr as a terminal shows them; head and tail when long), its exit code or signal, and any processes it left running, which are stopped: nothing it started outlives the call. With background_after_s, a command still running after that long goes on as a job: the result then has its id and running: true, for output, wait and kill.",
       "inputSchema": {
         "type": "object",
@@ -70,6 +72,7 @@ inline constexpr std::tuple kTools{
     })JSON"},
     Tool<CreateParams>{"start", R"JSON({
       "title": "Start a background job",
+      "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true},
       "description": "Starts a shell command as a job that runs on (a dev server, a watcher) and returns its id at once. The job and everything it starts are stopped when killed, and when this session ends.",
       "inputSchema": {
         "type": "object",
@@ -90,6 +93,7 @@ inline constexpr std::tuple kTools{
     })JSON"},
     Tool<OutputParams>{"output", R"JSON({
       "title": "Read a job's output",
+      "annotations": {"readOnlyHint": true, "openWorldHint": false},
       "description": "The output of a job, from the byte offset since (all that is kept when omitted, up to 4 MiB a call; more: true when there is more to read); pass the returned next as since to get only what is new.",
       "inputSchema": {
         "type": "object",
@@ -108,6 +112,7 @@ inline constexpr std::tuple kTools{
     })JSON"},
     Tool<WaitForExitParams>{"wait", R"JSON({
       "title": "Wait for a job to end",
+      "annotations": {"readOnlyHint": true, "openWorldHint": false},
       "description": "Waits for a job to end (up to timeout_s seconds when given) and returns its exit code or signal, or running: true if it still runs.",
       "inputSchema": {
         "type": "object",
@@ -123,6 +128,7 @@ inline constexpr std::tuple kTools{
     })JSON"},
     Tool<WriteParams>{"write", R"JSON({
       "title": "Write to a job's stdin",
+      "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false},
       "description": "Writes data to a job's stdin; eof: true closes it afterwards.",
       "inputSchema": {
         "type": "object",
@@ -134,12 +140,14 @@ inline constexpr std::tuple kTools{
     })JSON"},
     Tool<TerminalParams>{"kill", R"JSON({
       "title": "Kill a job",
+      "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false},
       "description": "Stops a job and every process it started, and confirms they are gone. Its output stays readable.",
       "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false},
       "outputSchema": {"type": "object", "properties": {"cleanup_verified": {"type": "boolean"}}, "required": ["cleanup_verified"]}
     })JSON"},
     Tool<ListParams>{"list", R"JSON({
       "title": "List jobs",
+      "annotations": {"readOnlyHint": true, "openWorldHint": false},
       "description": "Every job of this session: its status and the TCP ports its processes listen on.",
       "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
       "outputSchema": {
@@ -155,6 +163,7 @@ inline constexpr std::tuple kTools{
     })JSON"},
     Tool<WaitForPortParams>{"wait_for_port", R"JSON({
       "title": "Wait until a job listens",
+      "annotations": {"readOnlyHint": true, "openWorldHint": false},
       "description": "Waits until a process of the job listens on a TCP port (the given one, or any) and returns it; fails after timeout_s (default 30) or when the job ends first.",
       "inputSchema": {
         "type": "object",

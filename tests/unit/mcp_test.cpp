@@ -23,6 +23,22 @@ TEST(McpTools, EachHasAnInputAndAnOutputSchema) {
   }
 }
 
+// A client may run read-only tools without asking, and asks before a
+// destructive one: output, wait, list and wait_for_port only read; kill
+// and run and start may destroy.
+TEST(McpTools, EachSaysWhetherItOnlyReadsOrMayDestroy) {
+  for (const Json& t : tools_list()["tools"]) {
+    const std::string name = t["name"];
+    ASSERT_TRUE(t.contains("annotations")) << name;
+    const Json& a = t["annotations"];
+    const bool reads = name == "output" || name == "wait" || name == "list" || name == "wait_for_port";
+    EXPECT_EQ(a["readOnlyHint"], reads) << name;
+    if (!reads) {
+      EXPECT_EQ(a["destructiveHint"], name == "kill" || name == "run" || name == "start") << name;
+    }
+  }
+}
+
 std::string call_error(const Json& params) {
   auto r = parse_tool_call(params);
   auto* e = std::get_if<CallError>(&r);
