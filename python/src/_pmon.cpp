@@ -369,7 +369,7 @@ PYBIND11_MODULE(_pmon, m) {
           d["pid"] = x.pid;
           d["start_time"] = x.start_time;
           d["cmdline"] = x.cmdline;
-          d["action"] = x.action;
+          d["action"] = to_string(x.fate);
           l.append(d);
         }
         return l;

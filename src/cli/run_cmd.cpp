@@ -57,7 +57,7 @@ Values:
 // How the stop ended the leftovers: "", ", with SIGKILL" (the one), ", all
 // with SIGKILL", ", 1 of them with SIGKILL".
 std::string kill_note(const std::vector<Leftover>& v) {
-  size_t kill = std::count_if(v.begin(), v.end(), [](const Leftover& l) { return l.action == "SIGKILL"; });
+  size_t kill = std::count_if(v.begin(), v.end(), [](const Leftover& l) { return l.fate.kind == Fate::Kind::killed; });
   if (kill == 0) return "";
   if (kill == v.size()) return v.size() == 1 ? ", with SIGKILL" : ", all with SIGKILL";
   return ", " + std::to_string(kill) + " of them with SIGKILL";
@@ -273,7 +273,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   // The parent's end of our stderr may be gone with it: a line of ours
   // must not end pmon before its report is written.
   if (die_with_parent) ::signal(SIGPIPE, SIG_IGN);
-  const bool parent_exited = res->stop.reason == to_string(StopReason::parent_exited);
+  const bool parent_exited = res->stop.reason == StopReason::parent_exited;
 
   // pmon-shell tells only what the line left running (and what got out).
   if (front.shell && !quiet) {
@@ -318,7 +318,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
     std::vector<Leftover> survivors;
     for (const std::vector<Leftover>* v : {&res->leftovers, &res->escaped})
       for (const Leftover& l : *v)
-        if (l.action == "survived") survivors.push_back(l);
+        if (l.fate.kind == Fate::Kind::survived) survivors.push_back(l);
     std::fprintf(stderr, "pmon: could not confirm the tree is gone%s%s\n",
                  survivors.empty() ? "" : "; still running: ", list_procs(survivors).c_str());
   }

@@ -26,18 +26,6 @@ StopReason stop_reason_of(CallEnd why) noexcept {
 }
 }  // namespace
 
-std::string_view to_string(StopReason r) noexcept {
-  switch (r) {
-    case StopReason::none: return "";
-    case StopReason::leftovers: return "leftovers";
-    case StopReason::timeout: return "timeout";
-    case StopReason::cancel: return "cancel";
-    case StopReason::parent_exited: return "parent_exited";
-    case StopReason::escaped: return "escaped";
-  }
-  return "?";
-}
-
 void CallMachine::note_main_exit() {
   if (main_exited) return;
   reaper->reap();
@@ -87,10 +75,10 @@ void CallMachine::stop_context(StopContext& ctx) {
 
 void CallMachine::start_stop(StopReason why) {
   reason = why;
-  res.stop.reason = std::string(to_string(why));
+  res.stop.reason = why;
   StopContext ctx;
   stop_context(ctx);
-  trace("stopping the tree (" + res.stop.reason + "): " +
+  trace("stopping the tree (" + std::string(to_string(why)) + "): " +
         signal_name(opts.stop.steps.empty() ? SIGKILL : opts.stop.steps.front().signal) + ", then SIGKILL");
   machine = std::make_unique<StopMachine>(ctx, res.stop);
   phase = Phase::stopping;
@@ -102,7 +90,7 @@ void CallMachine::start_stop(StopReason why) {
 // cancel (then stopped).
 void CallMachine::check_tree() {
   if (b->empty().value_or(false)) {
-    leftovers.label_rest("waited");
+    leftovers.label_rest(Fate::waited());
     res.cleanup_verified = true;
     res.stop.empty_confirmed_ms = since_start_ms();
     return after_stop();

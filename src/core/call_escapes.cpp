@@ -71,7 +71,7 @@ void CallMachine::start_escapes() {
     // what is alive rather than call the call clean.
     for (const sys::ProcStat& p : sys::descendants_of(sys::scan_processes(), ::getpid()))
       if (!p.dead() && p.pid != child.pid && (backend == nullptr || p.pid != backend->helper_pid()))
-        escaped.push_back({p.pid, p.start_time, sys::read_cmdline(p.pid), "survived"});
+        escaped.push_back({p.pid, p.start_time, sys::read_cmdline(p.pid), Fate::survived()});
     if (!escaped.empty()) res.cleanup_verified = false;
     return wrap_up();
   }
@@ -90,7 +90,7 @@ void CallMachine::start_escapes() {
 
 void CallMachine::check_escapes() {
   if (below->empty().value_or(false)) {
-    found.label_rest("waited");
+    found.label_rest(Fate::waited());
     res.stop.empty_confirmed_ms = since_start_ms();
     return end_escapes(true);
   }
@@ -122,9 +122,9 @@ void CallMachine::end_escape_stop() {
   machine.reset();
   // One record for the call: the first signal and kill pmon sent, and when
   // everything was confirmed gone (never, if this failed).
-  if (res.stop.reason.empty()) {
+  if (res.stop.reason == StopReason::none) {
     res.stop = escape_record;
-    res.stop.reason = std::string(to_string(reason == StopReason::none ? StopReason::escaped : reason));
+    res.stop.reason = reason == StopReason::none ? StopReason::escaped : reason;
   } else {
     if (!res.stop.signal_sent_ms) res.stop.signal_sent_ms = escape_record.signal_sent_ms;
     if (!res.stop.kill_sent_ms) res.stop.kill_sent_ms = escape_record.kill_sent_ms;

@@ -59,9 +59,6 @@ struct RunOptions {
 };
 
 
-// Why a stop began; turned into words only in the report.
-enum class StopReason { none, leftovers, timeout, cancel, parent_exited, escaped };
-std::string_view to_string(StopReason r) noexcept;
 
 // How a call's caller ends it: its main process exited, its time is up, it
 // is cancelled, or the process that started the caller exited (a cancel

@@ -36,7 +36,7 @@ template <class J>
 J procs(const std::vector<Leftover>& v) {
   J a = J::array();
   for (const Leftover& l : v)
-    a.push_back({{"pid", l.pid}, {"start_time", l.start_time}, {"cmdline", l.cmdline}, {"action", l.action}});
+    a.push_back({{"pid", l.pid}, {"start_time", l.start_time}, {"cmdline", l.cmdline}, {"action", to_string(l.fate)}});
   return a;
 }
 
@@ -78,7 +78,7 @@ J report_object(const RunResult& r, const ReportContext& ctx) {
   j["leftovers"] = procs<json>(r.leftovers);
   j["escaped"] = procs<json>(r.escaped);
   j["stop"] = {
-      {"reason", r.stop.reason.empty() ? json(nullptr) : json(r.stop.reason)},
+      {"reason", r.stop.reason == StopReason::none ? json(nullptr) : json(to_string(r.stop.reason))},
       {"first_signal", signal_name(r.stop.first_signal)},
       {"signal_sent_ms", opt_ms<json>(r.stop.signal_sent_ms)},
       {"kill_sent_ms", opt_ms<json>(r.stop.kill_sent_ms)},

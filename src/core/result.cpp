@@ -2,7 +2,40 @@
 
 #include <algorithm>
 
+#include "core/units.h"
+
 namespace pmon {
+
+std::string_view to_string(StopReason r) noexcept {
+  switch (r) {
+    case StopReason::none: return "";
+    case StopReason::leftovers: return "leftovers";
+    case StopReason::timeout: return "timeout";
+    case StopReason::cancel: return "cancel";
+    case StopReason::parent_exited: return "parent_exited";
+    case StopReason::escaped: return "escaped";
+  }
+  return "?";
+}
+
+std::string to_string(const Fate& f) {
+  switch (f.kind) {
+    case Fate::Kind::unknown: return "";
+    case Fate::Kind::signalled: return signal_name(f.signal);
+    case Fate::Kind::killed: return "SIGKILL";
+    case Fate::Kind::waited: return "waited";
+    case Fate::Kind::survived: return "survived";
+  }
+  return "";
+}
+
+Fate fate_from_string(std::string_view s) {
+  if (s == "waited") return Fate::waited();
+  if (s == "survived") return Fate::survived();
+  if (s.starts_with("SIG"))
+    if (auto sig = parse_signal(s)) return Fate::signalled_by(*sig);
+  return {};
+}
 
 std::string_view to_string(Outcome o) noexcept {
   switch (o) {
@@ -50,7 +83,7 @@ void merge_escaped(std::vector<Leftover>& leftovers, std::vector<Leftover>& esca
   std::erase_if(escaped, [&](const Leftover& e) {
     for (Leftover& l : leftovers)
       if (l.pid == e.pid && l.start_time == e.start_time) {
-        l.action = e.action;
+        l.fate = e.fate;
         return true;
       }
     return false;

@@ -17,18 +17,46 @@
 
 namespace pmon {
 
+// What became of a process the call left behind.
+struct Fate {
+  enum class Kind : uint8_t {
+    unknown,    // not decided yet
+    signalled,  // ended by the stop's first signal (`signal`)
+    killed,     // ended by SIGKILL
+    waited,     // ended by itself while the call waited for the tree
+    survived,   // still there after the stop: a failure
+  };
+  Kind kind = Kind::unknown;
+  int signal = 0;  // for signalled
+
+  static Fate signalled_by(int sig) noexcept { return sig == SIGKILL ? Fate{Kind::killed, SIGKILL} : Fate{Kind::signalled, sig}; }
+  static Fate killed() noexcept { return {Kind::killed, SIGKILL}; }
+  static Fate waited() noexcept { return {Kind::waited, 0}; }
+  static Fate survived() noexcept { return {Kind::survived, 0}; }
+  bool decided() const noexcept { return kind != Kind::unknown; }
+  bool operator==(const Fate&) const = default;
+};
+
+// The report's word for it: the signal's name ("SIGTERM", "SIGKILL"),
+// "waited", "survived", or "" while undecided.
+std::string to_string(const Fate& f);
+// A report's word read back (a call's record of a job); unknown for any
+// other word.
+Fate fate_from_string(std::string_view s);
+
 struct Leftover {
   pid_t pid = 0;
   uint64_t start_time = 0;
   std::string cmdline;
-  // What ended it: "SIGTERM" (or whichever first signal), "SIGKILL",
-  // "waited" (--wait-tree), "survived" (still there: a failure), "none"
-  // (outside a weak boundary, left as it was).
-  std::string action;
+  Fate fate;
 };
 
+// Why a stop began; turned into words only in the report.
+enum class StopReason { none, leftovers, timeout, cancel, parent_exited, escaped };
+std::string_view to_string(StopReason r) noexcept;
+
 struct StopRecord {
-  std::string reason;  // "", "leftovers", "timeout", "cancel", ...
+  StopReason reason = StopReason::none;
   int first_signal = SIGTERM;
   std::optional<double> signal_sent_ms;  // since the call started
   std::optional<double> kill_sent_ms;

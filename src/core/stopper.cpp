@@ -73,14 +73,14 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
   }
 }
 
-void LeftoverTracker::label_dead(const std::string& action) {
+void LeftoverTracker::label_dead(Fate fate) {
   for (Tracked& t : tracked_)
-    if (t.info.action.empty() && !sys::pidfd_alive(t.pidfd.get())) t.info.action = action;
+    if (!t.info.fate.decided() && !sys::pidfd_alive(t.pidfd.get())) t.info.fate = fate;
 }
 
-void LeftoverTracker::label_rest(const std::string& action) {
+void LeftoverTracker::label_rest(Fate fate) {
   for (Tracked& t : tracked_)
-    if (t.info.action.empty()) t.info.action = action;
+    if (!t.info.fate.decided()) t.info.fate = fate;
 }
 
 void LeftoverTracker::wait_exited(int64_t deadline) const {
@@ -193,13 +193,13 @@ void StopMachine::end_step(bool emptied) {
     // those went in this step too, not in a later one.
     if (emptied) ctx_.leftovers->wait_exited(sys::monotonic_ns() + 100'000'000);
     const StopStep& step = ctx_.plan->steps[i_];
-    ctx_.leftovers->label_dead(step_is_kill() ? "SIGKILL" : signal_name(step.signal));
+    ctx_.leftovers->label_dead(step_is_kill() ? Fate::killed() : Fate::signalled_by(step.signal));
   }
   if (emptied) finish(true);
 }
 
 void StopMachine::finish(bool verified) {
-  if (ctx_.leftovers) ctx_.leftovers->label_rest(verified ? "SIGKILL" : "survived");
+  if (ctx_.leftovers) ctx_.leftovers->label_rest(verified ? Fate::killed() : Fate::survived());
   verified_ = verified;
   done_ = true;
 }

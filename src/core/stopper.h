@@ -40,10 +40,10 @@ class PollWaiter final : public StopWaiter {
 class LeftoverTracker {
  public:
   void snapshot(Boundary& b, pid_t exclude_pid);
-  // Gives `action` to every tracked process that has died since.
-  void label_dead(const std::string& action);
-  // Gives `action` to every tracked process without one.
-  void label_rest(const std::string& action);
+  // Gives `fate` to every tracked process that has died since.
+  void label_dead(Fate fate);
+  // Gives `fate` to every tracked process without one.
+  void label_rest(Fate fate);
   // Waits until every tracked process has finished exiting (its pidfd is
   // readable: the kernel has reparented its children by then), or until
   // the deadline. A boundary reads empty a moment before that.

@@ -175,7 +175,7 @@ std::string Supervisor::cleanup_error(const RunResult& r, pid_t pid) const {
   size_t n = 0;
   for (const std::vector<Leftover>* v : {&r.leftovers, &r.escaped})
     for (const Leftover& l : *v)
-      if (l.action == "survived" && n++ < 5)
+      if (l.fate.kind == Fate::Kind::survived && n++ < 5)
         list += (list.empty() ? "" : ", ") + std::to_string(l.pid) + " (" + l.cmdline.substr(0, 60) + ")";
   return "could not confirm child=" + std::to_string(pid) + "'s tree is gone" + (list.empty() ? "" : "; still running: " + list);
 }

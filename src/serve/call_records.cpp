@@ -135,7 +135,7 @@ std::vector<Leftover> procs_of(const Json& arr) {
     l.pid = p["pid"].get<pid_t>();
     l.start_time = p.value("start_time", uint64_t{0});
     l.cmdline = p.value("cmdline", std::string());
-    l.action = p.value("action", std::string());
+    l.fate = fate_from_string(p.value("action", std::string()));
     out.push_back(std::move(l));
   }
   return out;
@@ -261,7 +261,7 @@ std::vector<Leftover> stop_recorded_jobs(const std::vector<CallRecord>& records,
                            : res.value("stop", Json::object()).value("first_signal", Json()).is_string()
                                ? res["stop"]["first_signal"].get<std::string>()
                                : std::string("SIGTERM");
-      out.push_back({r.job_pid, r.job_start_time, r.command, action});
+      out.push_back({r.job_pid, r.job_start_time, r.command, fate_from_string(action)});
     }
     for (Leftover& l : procs_of(res.value("leftovers", Json())))
       if (l.pid != r.job_pid) out.push_back(std::move(l));

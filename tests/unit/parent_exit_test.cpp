@@ -24,7 +24,7 @@ TEST(ParentExit, StopsTheCallAndSaysWhy) {
   ::close(p[0]);
   ::close(p[1]);
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  EXPECT_EQ(r->stop.reason, "parent_exited");
+  EXPECT_EQ(r->stop.reason, StopReason::parent_exited);
   EXPECT_EQ(r->outcome, Outcome::cancelled);
   EXPECT_EQ(r->cancel_signal, 0);
   EXPECT_TRUE(r->cleanup_verified);
@@ -44,7 +44,7 @@ TEST(ParentExit, ACallThatEndsFirstIsNotStopped) {
   ::close(p[0]);
   ::close(p[1]);
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  EXPECT_EQ(r->stop.reason, "");
+  EXPECT_EQ(r->stop.reason, StopReason::none);
   EXPECT_EQ(r->outcome, Outcome::exited);
   EXPECT_EQ(r->status(), 3);
 }

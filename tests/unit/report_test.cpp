@@ -147,8 +147,8 @@ TEST(ReportJson, SignaledTimeoutCancelled) {
 
 TEST(ReportJson, Leftovers) {
   RunResult r = exited_result();
-  r.leftovers.push_back({101, 5000, "sleep 100", "SIGTERM"});
-  r.leftovers.push_back({102, 5001, "sh -c \"trap '' TERM\"", "SIGKILL"});
+  r.leftovers.push_back({101, 5000, "sleep 100", Fate::signalled_by(SIGTERM)});
+  r.leftovers.push_back({102, 5001, "sh -c \"trap '' TERM\"", Fate::killed()});
   json j = parse(r);
   const json& l = j.at("leftovers");
   ASSERT_EQ(l.size(), 2u);
@@ -165,7 +165,7 @@ TEST(ReportJson, Leftovers) {
 TEST(ReportJson, NonUtf8BytesStillGiveValidJson) {
   RunResult r = exited_result();
   r.command = {"printf", "\xff\xfe ok", "quote\" back\\ nl\n tab\t nul-free"};
-  r.leftovers.push_back({101, 5000, "cat \xc3(", "SIGTERM"});
+  r.leftovers.push_back({101, 5000, "cat \xc3(", Fate::signalled_by(SIGTERM)});
   std::string text;
   ASSERT_NO_THROW(text = report_json(r, {}));
   json j;
@@ -297,5 +297,17 @@ TEST_F(WriteAtomically, FallbackByNameFailsCleanly) {
   EXPECT_EQ(entries(), std::set<std::string>{"sub"});
 }
 
+
+// A fate reads back from the word the report gives it (a call's record
+// of a job is read from a report).
+TEST(ReportJson, AFateReadsBackFromItsWord) {
+  for (Fate f : {Fate::signalled_by(SIGTERM), Fate::signalled_by(SIGHUP), Fate::killed(), Fate::waited(), Fate::survived()})
+    EXPECT_EQ(fate_from_string(to_string(f)), f) << to_string(f);
+  EXPECT_EQ(to_string(Fate::signalled_by(SIGKILL)), "SIGKILL");
+  EXPECT_FALSE(fate_from_string("15").decided());
+  EXPECT_FALSE(fate_from_string("").decided());
+}
+
 }  // namespace
 }  // namespace pmon
+

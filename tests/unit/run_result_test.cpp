@@ -100,14 +100,14 @@ TEST(RunResultStatus, NotStartedIsTheErrorStatus) {
 // A process in both lists is a leftover that left the boundary during the
 // stop: it stays a leftover, with what finally ended it.
 TEST(MergeEscaped, ALeftoverThatLeftIsNotAlsoEscaped) {
-  std::vector<Leftover> left{{10, 100, "a", "SIGKILL"}, {11, 101, "b", "SIGTERM"}};
-  std::vector<Leftover> esc{{10, 100, "a", "SIGTERM"}, {12, 102, "c", "SIGKILL"},
+  std::vector<Leftover> left{{10, 100, "a", Fate::killed()}, {11, 101, "b", Fate::signalled_by(SIGTERM)}};
+  std::vector<Leftover> esc{{10, 100, "a", Fate::signalled_by(SIGTERM)}, {12, 102, "c", Fate::killed()},
                             // pid 11 again, but another process (pid reused)
-                            {11, 999, "d", "SIGTERM"}};
+                            {11, 999, "d", Fate::signalled_by(SIGTERM)}};
   merge_escaped(left, esc);
   ASSERT_EQ(left.size(), 2u);
-  EXPECT_EQ(left[0].action, "SIGTERM");
-  EXPECT_EQ(left[1].action, "SIGTERM");
+  EXPECT_EQ(left[0].fate, Fate::signalled_by(SIGTERM));
+  EXPECT_EQ(left[1].fate, Fate::signalled_by(SIGTERM));
   ASSERT_EQ(esc.size(), 2u);
   EXPECT_EQ(esc[0].pid, 12);
   EXPECT_EQ(esc[1].start_time, 999u);

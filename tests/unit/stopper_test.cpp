@@ -68,7 +68,7 @@ TEST(Stopper, AProcessStillExitingWhenTheBoundaryReadsEmptyEndedInThatStep) {
   EXPECT_FALSE(b.killed) << "empty after the first signal: no SIGKILL step";
   std::vector<Leftover> left = tracker.take();
   ASSERT_EQ(left.size(), 1u);
-  EXPECT_EQ(left[0].action, "SIGTERM");
+  EXPECT_EQ(left[0].fate, Fate::signalled_by(SIGTERM));
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);
 }
 
