@@ -228,13 +228,14 @@ std::string shell_line(const Json& argv) {
   return line;
 }
 
-// "running", "stopping", "exited 3", "killed SIGTERM".
+// "running", "waiting for input", "stopping", "exited 3", "killed SIGTERM".
 std::string status_line(const Json& t) {
   const Json& st = t["exitStatus"];
   if (st.is_object()) {
     if (st["exitCode"].is_number()) return "exited " + std::to_string(st["exitCode"].get<int>());
     if (st["signal"].is_string()) return "killed " + st["signal"].get<std::string>();
   }
+  if (t.value("waitingForInput", false)) return "waiting for input";
   return t.value("status", std::string("?"));
 }
 
@@ -367,8 +368,8 @@ int start_main(const std::vector<std::string>& args) {
 
 int jobs_main(const std::vector<std::string>& args) {
   CLI::App app{"List the jobs of the running pmon serve.", "pmon jobs"};
-  app.footer("\nSTATUS is running, stopping, 'exited N' or 'killed SIGNAL'; PORTS the TCP ports\n"
-             "the job's processes listen on.");
+  app.footer("\nSTATUS is running, 'waiting for input' (blocked reading its stdin), stopping,\n"
+             "'exited N' or 'killed SIGNAL'; PORTS the TCP ports the job's processes listen on.");
   bool json = false;
   SocketFlag sock;
   app.add_flag("--json", json, "the list as JSON");

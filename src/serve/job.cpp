@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -255,13 +257,43 @@ OutputRead Job::read(std::optional<uint64_t> since, std::optional<uint64_t> stde
 
 // The command first while it runs: a boundary may leave it out of its
 // members (pidns, whose main process is the status relay).
-std::vector<ListeningPort> Job::listening(PortTables& tables) {
-  if (done) return {};
+std::vector<pid_t> Job::running_pids() {
   std::vector<pid_t> pids;
+  if (done) return pids;
   if (main_watched) pids.push_back(call->command_pid());
   for (const sys::ProcStat& p : call->members())
     if (pids.empty() || p.pid != pids.front()) pids.push_back(p.pid);
-  return tables.listening_ports(pids);
+  return pids;
+}
+
+std::vector<ListeningPort> Job::listening(PortTables& tables) {
+  if (done) return {};
+  return tables.listening_ports(running_pids());
+}
+
+bool Job::waiting_for_input() {
+  if (done || !in) return false;
+  // What the job's readers have open: the pipe (either end's inode), or
+  // the pty's terminal side (its device number).
+  struct stat st {};
+  if (pty) {
+    int n = -1;
+    char path[32];
+    if (::ioctl(in.get(), TIOCGPTN, &n) != 0) return false;
+    std::snprintf(path, sizeof path, "/dev/pts/%d", n);
+    if (::stat(path, &st) != 0) return false;
+  } else if (::fstat(in.get(), &st) != 0) {
+    return false;
+  }
+  constexpr size_t kLooked = 64;  // a reader is among the first few
+  const std::vector<pid_t> pids = running_pids();
+  for (size_t i = 0; i < pids.size() && i < kLooked; ++i) {
+    auto fd = sys::blocked_read_fd(pids[i]);
+    if (!fd) continue;
+    auto f = sys::open_file_of(pids[i], *fd);
+    if (f && (pty ? f->rdev == st.st_rdev : f->dev == st.st_dev && f->ino == st.st_ino)) return true;
+  }
+  return false;
 }
 
 JobInfo Job::info(PortTables& tables) {
@@ -276,6 +308,7 @@ JobInfo Job::info(PortTables& tables) {
   o.pty = pty;
   o.session = session;
   o.ports = listening(tables);
+  o.waiting_for_input = waiting_for_input();
   if (done) {
     const RunResult& r = call->result();
     o.exit = exit_status();

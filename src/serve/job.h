@@ -158,6 +158,11 @@ struct Job {
                   std::string storage);
   // The TCP ports its processes listen on, in `tables`.
   std::vector<ListeningPort> listening(PortTables& tables);
+  // A process of it sleeps reading the stdin the service holds the other
+  // end of (its pipe, or its pty), which nobody has written: it waits for
+  // input, not for time.
+  bool waiting_for_input();
+  std::vector<pid_t> running_pids();
   JobInfo info(PortTables& tables);
 
   // The stop's watch: set up after a step that did not end it, dropped

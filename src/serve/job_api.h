@@ -113,6 +113,7 @@ struct OutputRead {
   OutputBuffer::Read out;
   std::optional<OutputBuffer::Read> err;  // a job with stderr apart
   std::optional<ExitStatus> exit;
+  bool waiting_for_input = false;  // filled in for MCP's output only
 };
 
 // A stop asked for is over: whether nothing of the job is left.
@@ -140,6 +141,7 @@ struct JobInfo {
   bool pty = false;
   std::optional<std::string> session;
   std::vector<ListeningPort> ports;
+  bool waiting_for_input = false;  // see Job::waiting_for_input
   std::optional<ExitStatus> exit;  // once over
   std::optional<uint64_t> cpu_usec;
   std::optional<uint64_t> memory_peak_bytes;

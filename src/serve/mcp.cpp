@@ -265,15 +265,22 @@ Json output_result(const OutputRead& r) {
   Json s = {{"output", r.out.text}, {"truncated", r.out.truncated}, {"next", r.out.next},
             {"more", r.out.more},   {"running", !r.exit},           {"exit_code", exit_code_json(r.exit)},
             {"signal", signal_json(r.exit)}};
-  const std::string state = r.exit ? ending_words(*r.exit) : std::string("running");
+  if (!r.exit) s["waiting_for_input"] = r.waiting_for_input;
+  const std::string state = r.exit ? ending_words(*r.exit)
+                            : r.waiting_for_input ? std::string(kWaitingWords)
+                                                  : std::string("running");
   return text_result(after_output(r.out.text, "[" + state + "; " + (r.out.more ? "more from next " : "next ") +
                                                   std::to_string(r.out.next) + "]"),
                      s);
 }
 
-Json wait_result(const std::optional<ExitStatus>& exit) {
+Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input) {
   Json s = {{"running", !exit}, {"exit_code", exit_code_json(exit)}, {"signal", signal_json(exit)}};
-  return text_result(exit ? ending_words(*exit) : "still running", s);
+  if (!exit) s["waiting_for_input"] = waiting_for_input;
+  return text_result(exit ? ending_words(*exit)
+                     : waiting_for_input ? "still running, and " + std::string(kWaitingWords)
+                                         : std::string("still running"),
+                     s);
 }
 
 Json write_result(uint64_t written) {
@@ -299,8 +306,8 @@ Json list_result(const std::vector<JobInfo>& jobs) {
       for (const std::string& w : t.command) cmd += (cmd.empty() ? "" : " ") + w;
     list.push_back({{"id", t.id}, {"name", t.name.empty() ? Json(nullptr) : Json(t.name)}, {"command", cmd},
                     {"status", t.status}, {"pid", t.pid}, {"ports", ports}, {"exit_code", exit_code_json(t.exit)},
-                    {"signal", signal_json(t.exit)}});
-    text += t.id + "  " + t.status + "  " + cmd;
+                    {"signal", signal_json(t.exit)}, {"waiting_for_input", t.waiting_for_input}});
+    text += t.id + "  " + (t.waiting_for_input ? std::string("waiting for input") : std::string(t.status)) + "  " + cmd;
     if (!t.ports.empty()) {
       text += "  ports";
       for (const ListeningPort& p : t.ports) text += " " + std::to_string(p.port);

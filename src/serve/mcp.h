@@ -65,7 +65,9 @@ struct RunSummary {
 Json run_result(const RunSummary& s);
 Json start_result(const std::string& id);
 Json output_result(const OutputRead& r);
-Json wait_result(const std::optional<ExitStatus>& exit);  // none: still running
+// none: still running (and, with waiting_for_input, blocked reading its
+// stdin: it waits for input, not for time).
+Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input = false);
 Json write_result(uint64_t written);
 Json kill_result(const Stopped& s);
 Json list_result(const std::vector<JobInfo>& jobs);
@@ -77,5 +79,7 @@ Json tool_error(const JobError& e);
 
 // Output longer than this is cut to its head and its tail.
 inline constexpr size_t kOutputLimit = 30000;
+// What a job blocked reading its stdin is said to do.
+inline constexpr std::string_view kWaitingWords = "waiting for input on its stdin (write to it, or kill it)";
 
 }  // namespace pmon::serve::mcp

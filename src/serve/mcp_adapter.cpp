@@ -55,7 +55,9 @@ McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const OutputParams& p) 
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
   jobs_.catch_up(**j);
-  return mcp::output_result(jobs_.read_output(**j, p.since, p.stderr_since, p.max_bytes));
+  OutputRead r = jobs_.read_output(**j, p.since, p.stderr_since, p.max_bytes);
+  r.waiting_for_input = (*j)->waiting_for_input();
+  return mcp::output_result(r);
 }
 
 McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const WaitForExitParams& p) {
@@ -117,9 +119,12 @@ mcp::RunSummary McpAdapter::run_summary(Job& j) {
 void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
   Json result;
   if (auto* status = std::get_if<ExitStatus>(&due)) result = mcp::wait_result(*status);
-  else if (std::holds_alternative<StillRunning>(due)) result = mcp::wait_result(std::nullopt);
+  else if (std::holds_alternative<StillRunning>(due)) result = mcp::wait_result(std::nullopt, job.waiting_for_input());
   else if (auto* stopped = std::get_if<Stopped>(&due)) result = mcp::kill_result(*stopped);
-  else if (auto* read = std::get_if<OutputRead>(&due)) result = mcp::output_result(*read);
+  else if (auto* read = std::get_if<OutputRead>(&due)) {
+    read->waiting_for_input = job.waiting_for_input();
+    result = mcp::output_result(*read);
+  }
   else if (auto* port = std::get_if<ListeningPort>(&due)) result = mcp::port_result(*port);
   else if (auto* err = std::get_if<JobError>(&due)) result = mcp::tool_error(*err);
   else result = mcp::run_result(run_summary(job));

@@ -105,7 +105,8 @@ inline constexpr std::tuple kTools{
         "type": "object",
         "properties": {
           "output": {"type": "string"}, "truncated": {"type": "boolean"}, "next": {"type": "integer"},
-          "more": {"type": "boolean"}, "running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}
+          "more": {"type": "boolean"}, "running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]},
+          "waiting_for_input": {"type": "boolean", "description": "it runs, blocked reading its stdin: it waits for input, not for time"}
         },
         "required": ["output", "truncated", "next", "running"]
       }
@@ -113,7 +114,7 @@ inline constexpr std::tuple kTools{
     Tool<WaitForExitParams>{"wait", R"JSON({
       "title": "Wait for a job to end",
       "annotations": {"readOnlyHint": true, "openWorldHint": false},
-      "description": "Waits for a job to end (up to timeout_s seconds when given) and returns its exit code or signal, or running: true if it still runs.",
+      "description": "Waits for a job to end (up to timeout_s seconds when given) and returns its exit code or signal, or running: true if it still runs (with waiting_for_input: true when it is blocked reading its stdin, which only write or kill ends).",
       "inputSchema": {
         "type": "object",
         "properties": {"id": {"type": "string"}, "timeout_s": {"type": "number", "minimum": 0}},
@@ -122,7 +123,8 @@ inline constexpr std::tuple kTools{
       },
       "outputSchema": {
         "type": "object",
-        "properties": {"running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}},
+        "properties": {"running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]},
+                       "waiting_for_input": {"type": "boolean", "description": "it runs, blocked reading its stdin"}},
         "required": ["running"]
       }
     })JSON"},
@@ -148,7 +150,7 @@ inline constexpr std::tuple kTools{
     Tool<ListParams>{"list", R"JSON({
       "title": "List jobs",
       "annotations": {"readOnlyHint": true, "openWorldHint": false},
-      "description": "Every job of this session: its status and the TCP ports its processes listen on.",
+      "description": "Every job of this session: its status (and whether it waits for input on its stdin) and the TCP ports its processes listen on.",
       "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
       "outputSchema": {
         "type": "object",
@@ -156,7 +158,8 @@ inline constexpr std::tuple kTools{
           "jobs": {"type": "array", "items": {"type": "object", "properties": {
             "id": {"type": "string"}, "name": {"type": ["string", "null"]}, "command": {"type": "string"},
             "status": {"type": "string"}, "pid": {"type": "integer"}, "ports": {"type": "array", "items": {"type": "integer"}},
-            "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}}}}
+            "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]},
+            "waiting_for_input": {"type": "boolean"}}}}
         },
         "required": ["jobs"]
       }

@@ -212,6 +212,7 @@ Json job_json(const JobInfo& j) {
             {"pty", j.pty},
             {"sessionId", or_null(j.session)},
             {"ports", ports},
+            {"waitingForInput", j.waiting_for_input},
             {"exitStatus", exit_status_json(j.exit)},
             {"cpuUsec", or_null(j.cpu_usec)},
             {"memoryPeakBytes", or_null(j.memory_peak_bytes)}};

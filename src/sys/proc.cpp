@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -143,6 +144,42 @@ Result<ProcStat> read_stat(pid_t pid) noexcept {
   }
   if (field < 22) return fail(EIO);
   return st;
+}
+
+std::optional<int> blocked_read_fd(pid_t pid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/syscall", pid);
+  auto text = read_file(path);
+  if (!text) return std::nullopt;
+  // "NR ARG0 ARG1 ... SP PC": NR in decimal, the rest in hex; "running" or
+  // "-1 ..." when it is not in a system call.
+  const std::string_view s = *text;
+  long nr = -1;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), nr);
+  if (ec != std::errc() || p == s.data() + s.size() || *p != ' ') return std::nullopt;
+  switch (nr) {
+    case SYS_read:
+    case SYS_readv:
+    case SYS_pread64:
+    case SYS_preadv:
+      break;
+    default:
+      return std::nullopt;
+  }
+  ++p;
+  if (s.end() - p > 2 && p[0] == '0' && p[1] == 'x') p += 2;
+  unsigned long fd = 0;
+  auto [q, ec2] = std::from_chars(p, s.data() + s.size(), fd, 16);
+  if (ec2 != std::errc() || q == p || fd > 1u << 20) return std::nullopt;
+  return static_cast<int>(fd);
+}
+
+std::optional<FileId> open_file_of(pid_t pid, int fd) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+  struct stat st {};
+  if (::stat(path, &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino, st.st_rdev};
 }
 
 std::string read_cmdline(pid_t pid) {

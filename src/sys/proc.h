@@ -44,6 +44,20 @@ Result<std::vector<pid_t>> read_nspid(pid_t pid) noexcept;
 // /proc/self leads); ENOENT when that namespace cannot see this process.
 Result<pid_t> pid_in_proc() noexcept;
 
+// The fd `pid` is blocked reading from, when it sleeps in read(2),
+// readv(2), pread64(2) or preadv(2) (from /proc/<pid>/syscall, which a
+// running process, or one in any other call, does not give).
+std::optional<int> blocked_read_fd(pid_t pid) noexcept;
+
+// What fd `fd` of `pid` is open on: its device and inode, and for a
+// device file the device it is (stat(2) through /proc/<pid>/fd).
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  dev_t rdev = 0;
+};
+std::optional<FileId> open_file_of(pid_t pid, int fd) noexcept;
+
 // /proc/<pid>/cmdline with NULs turned to spaces; "[comm]" when empty
 // (kernel threads, zombies).
 std::string read_cmdline(pid_t pid);

@@ -1,0 +1,101 @@
+# A job blocked reading the stdin nobody writes is told apart from a slow
+# one: terminal/list says waitingForInput (on a pipe and on a pty), pmon jobs
+# shows "waiting for input", and pmon mcp's list, output and wait say so;
+# a sleeping job is never said to wait for input; once written to, the job
+# goes on and ends.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+client_open c
+export PMON_SOCKET=$SOCK
+
+create() { jf "$(call c terminal/create "$1")" 'm["result"]["terminalId"]'; }
+# waiting ID: its waitingForInput in terminal/list.
+waiting() { jf "$(call c terminal/list)" '[t["waitingForInput"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$1"'"][0]'; }
+# until_waiting ID WANT: up to 10 s for waitingForInput to be WANT.
+until_waiting() {
+  local i
+  for i in $(seq 200); do
+    [ "$(waiting "$1")" = "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "job $1: waitingForInput never became $2"
+}
+
+reader=$(create '{"command":"sh","args":["-c","read -r x; echo got $x"]}')
+tty=$(create '{"command":"sh","args":["-c","read -r x; echo tty $x"],"pty":{"rows":24,"cols":80}}')
+# A child reads, not the main process: still the job's stdin.
+child=$(create '{"command":"sh","args":["-c","cat > /dev/null; echo done"]}')
+sleeper=$(create '{"command":"sleep","args":["1000"]}')
+
+until_waiting "$reader" true
+until_waiting "$tty" true
+until_waiting "$child" true
+# Running as long as the readers, the sleeper is never said to wait.
+[ "$(waiting "$sleeper")" = false ] || fail "a sleeping job is said to wait for input"
+echo "ok: terminal/list tells the readers (pipe, pty, a child) from a sleeper"
+
+"$PMON" jobs > "$t/jobs" || fail "pmon jobs failed"
+grep -q "^$reader .*waiting for input" "$t/jobs" || fail "pmon jobs does not show the reader waiting for input: $(cat "$t/jobs")"
+grep "^$sleeper " "$t/jobs" | grep -q "running" || fail "pmon jobs does not show the sleeper running: $(cat "$t/jobs")"
+echo "ok: pmon jobs shows it"
+
+# Written to, it reads, goes on, and ends.
+call c terminal/write '{"terminalId":"'"$reader"'","data":"hi\n"}' > /dev/null
+r=$(call c terminal/wait_for_exit '{"terminalId":"'"$reader"'"}')
+[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "the reader did not end after the write: $r"
+r=$(call c terminal/output '{"terminalId":"'"$reader"'"}')
+[ "$(jf "$r" 'm["result"]["output"]')" = "got hi" ] || fail "the reader's output: $r"
+[ "$(waiting "$reader")" = false ] || fail "an ended job is said to wait for input"
+for id in "$tty" "$child" "$sleeper"; do call c terminal/kill '{"terminalId":"'"$id"'"}' > /dev/null; done
+client_close c
+echo "ok: written to, it ends"
+
+# pmon mcp: list, output and wait say it of a started job that reads.
+python3 - "$PMON" > "$t/mcp.out" 2>&1 <<'PY' || fail "pmon mcp: $(cat "$t/mcp.out")"
+import json, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = 0
+def req(method, params):
+    global n
+    n += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == n:
+            return m["result"]
+def tool(name, args):
+    r = req("tools/call", {"name": name, "arguments": args})
+    assert not r.get("isError"), r
+    return r
+req("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+p.stdin.flush()
+jid = tool("start", {"command": "read -r x; echo got $x"})["structuredContent"]["id"]
+sid = tool("start", {"command": "sleep 1000"})["structuredContent"]["id"]
+for _ in range(200):
+    o = tool("output", {"id": jid})
+    if o["structuredContent"].get("waiting_for_input"):
+        break
+    time.sleep(0.05)
+else:
+    sys.exit("output never said waiting_for_input: %s" % o)
+assert "waiting for input" in o["content"][0]["text"], o
+w = tool("wait", {"id": jid, "timeout_s": 0.2})
+assert w["structuredContent"]["running"] and w["structuredContent"]["waiting_for_input"], w
+assert "waiting for input" in w["content"][0]["text"], w
+jobs = {j["id"]: j for j in tool("list", {})["structuredContent"]["jobs"]}
+assert jobs[jid]["waiting_for_input"] is True and jobs[sid]["waiting_for_input"] is False, jobs
+assert tool("output", {"id": sid})["structuredContent"]["waiting_for_input"] is False
+tool("write", {"id": jid, "data": "hi\n"})
+w = tool("wait", {"id": jid, "timeout_s": 10})
+assert w["structuredContent"]["exit_code"] == 0, w
+tool("kill", {"id": sid})
+p.stdin.close()
+p.wait(timeout=30)
+print("mcp ok")
+PY
+echo "ok: pmon mcp's list, output and wait say it"
+pass
