@@ -68,6 +68,7 @@ void clean_up(const GuardPlan& p) noexcept {
       long fd = r_openat(p.base_fd, name, O_RDONLY | O_DIRECTORY);
       if (fd < 0) return;
       (void)kill_cgroup(static_cast<int>(fd));
+      (void)thaw_cgroup(static_cast<int>(fd));  // if we died mid-pass (frozen)
       r_close(fd);
     });
     if (!any) return;

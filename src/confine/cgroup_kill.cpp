@@ -155,6 +155,14 @@ int kill_cgroup(int dirfd) noexcept {
   return err;
 }
 
+int thaw_cgroup(int dirfd) noexcept {
+  long fd = raw::openat(dirfd, "cgroup.freeze", O_WRONLY);
+  if (fd < 0) return static_cast<int>(-fd);
+  long n = raw_syscall(SYS_write, fd, reinterpret_cast<long>("0"), 1);
+  raw::close(fd);
+  return n == 1 ? 0 : n < 0 ? static_cast<int>(-n) : EIO;
+}
+
 int cgroup_events_empty(int events_fd) noexcept {
   char buf[256];
   long n = raw_syscall(SYS_pread64, events_fd, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
@@ -196,6 +204,7 @@ int kill_and_remove_cgroup(int parent_fd, const char* name, int timeout_ms) noex
     err = static_cast<int>(-events);
   } else {
     err = kill_cgroup_until_empty(static_cast<int>(dir), static_cast<int>(events), timeout_ms);
+    (void)thaw_cgroup(static_cast<int>(dir));
   }
   if (events >= 0) raw::close(events);
   raw::close(dir);

@@ -26,6 +26,12 @@ namespace pmon::confine {
 // write (0 when it worked); the pids are signalled whatever it says.
 int kill_cgroup(int dirfd) noexcept;
 
+// Writes "0" to cgroup.freeze of the cgroup `dirfd`: a leaf the supervisor
+// froze for a signal pass (CgroupBoundary::signal_all_but) and died before
+// thawing. cgroup.kill kills frozen tasks all the same; the thaw is for
+// whatever the leaf still holds, and for the record. 0 or an errno.
+int thaw_cgroup(int dirfd) noexcept;
+
 // "populated 0" in cgroup.events read through events_fd (pread at 0, which
 // also re-arms its POLLPRI): 1 yes, 0 no, -1 unreadable.
 int cgroup_events_empty(int events_fd) noexcept;

@@ -1,4 +1,11 @@
-// fork_storm COUNTERS CAP BUDGET RATE [SECONDS]
+// fork_storm COUNTERS CAP BUDGET RATE [SECONDS [term-forks]]
+//
+// With "term-forks" SIGTERM is caught instead of ignored: a process that gets
+// it forks one last child, which lives kTermChildMs and exits, and exits
+// itself (as a shell's `trap 'cleanup &' TERM` would). A storm member forked
+// after the stop's signal pass got no SIGTERM and storms on; one that got it
+// ends the storm's line. So the storm ends within the grace period only when
+// SIGTERM reached every member at once.
 //
 // A bounded fork storm. Every process of the storm ignores SIGTERM (so it
 // keeps forking through the grace period), forks up to four children and
@@ -98,7 +105,23 @@ int bounded_fork() {
   return p == 0 ? 1 : 0;
 }
 
+bool g_member = false;
+constexpr int kTermChildMs = 30;
+
+// SIGTERM in the term-forks mode (see the top). Async-signal-safe: _Fork,
+// nanosleep, lock-free atomics, _exit.
+void on_term(int) {
+  if (_Fork() == 0) {
+    timespec ts{0, kTermChildMs * 1'000'000L};
+    nanosleep(&ts, nullptr);
+    _exit(0);
+  }
+  if (g_member) g_c->live.fetch_sub(1);
+  _exit(0);
+}
+
 [[noreturn]] void storm_member() {
+  g_member = true;
   for (;;) {
     int made = 0;
     while (made < 4) {
@@ -126,7 +149,7 @@ int bounded_fork() {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: fork_storm COUNTERS CAP BUDGET RATE [SECONDS]\n");
+    std::fprintf(stderr, "usage: fork_storm COUNTERS CAP BUDGET RATE [SECONDS [term-forks]]\n");
     return 2;
   }
   int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -148,7 +171,14 @@ int main(int argc, char** argv) {
   g_end_ns = g_start_ns + (argc > 5 ? std::atoll(argv[5]) : 60) * 1'000'000'000LL;
   const int64_t tasks = machine_tasks();
   g_tasks_max = tasks < 0 ? INT64_MAX : tasks + kHeldMax;
-  signal(SIGTERM, SIG_IGN);
+  if (argc > 6 && std::strcmp(argv[6], "term-forks") == 0) {
+    struct sigaction sa {};
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+  } else {
+    signal(SIGTERM, SIG_IGN);
+  }
 
   for (;;) {
     int r = bounded_fork();
