@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small helpers shared by the benchmark programs: a monotonic clock,
 // order statistics and fixed-width table output. No policy, no pmon code.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_e11_cgroup: E11 on the cgroup backend — from SIGKILL of pmon to its
 // call's leaf being empty (cgroup.events "populated 0", which the guard
 // waits for) and to the leaf being removed (the guard's rmdir).

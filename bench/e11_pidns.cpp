@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // E11 on pidns: time from SIGKILL of a `pmon run --confine pidns` to every
 // process of its tree gone (each watched by a pidfd taken before the kill).
 // The tree is N plain sleepers plus a setsid daemon and a TERM-ignorer; the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The cgroup backend's graceful stop of a fork storm, with the leaf frozen
 # for the SIGTERM pass (the default) against without (PMON_NO_FREEZE=1, a
 # benchmarking knob read only by the stop's signal pass). Rounds interleave

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon's Node run() against child_process.execFile on `true`, in the same
 // process and run, alternating rounds; then the memory of 1000 started jobs.
 //   PMON=build/pmon node bench/node_run_vs_execfile.mjs [calls per round] [rounds]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pmon.run(["true"]) vs subprocess.run(["true"]): calls per second, in one
 interleaved run (rounds alternate, so machine load hits both alike), and the
 ratio pmon/subprocess (target >= 1.0). Also: the pipe-holder case, time from

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pmon serve figures (no asserts): job throughput against `pmon run` per
 call and against the Python package's pmon.run (when importable: run with
 PYTHONPATH=BUILD/python), SIGKILL of the service to every job gone, and 1000

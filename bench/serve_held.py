@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What clients can make pmon serve hold besides output (no asserts):
   lines  CONNS connections (default 1000) each send a request of almost
          1 MiB without its newline;

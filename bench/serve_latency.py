@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pmon serve: how long an idle client waits for the answer to a cheap
 request (terminal/list of a session with no jobs) sent every ~5 ms, from a
 process of its own, while another client loads the service (no asserts):

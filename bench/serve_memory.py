@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pmon serve's peak memory (no asserts): a job writes SIZE MiB of control
 bytes (NUL, each one six bytes in a JSON reply: \\u0000) with an
 outputByteLimit of as much, and one client reads all of it through

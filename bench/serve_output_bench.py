@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pmon serve output throughput (no asserts): a job writes SIZE bytes of
 text to stdout, read back through terminal/output with `since` (and
 `waitMs`, so no reader spins) until the job has ended and every byte is

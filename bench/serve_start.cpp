@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job start through `pmon serve`, driven by a compiled client (as a harness
 // written in Rust or C++ would drive it): a /bin/true job created, waited
 // for, reported and released over the socket, each request sent after the

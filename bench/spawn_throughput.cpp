@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_spawn_throughput: calls per second of the library's run_call() with
 // /bin/true, one call after another in this process, per backend, against
 // bare posix_spawn + waitpid of /bin/true in the same process. The modes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Stop times for trees that make the stop work hard, per backend and under
 # --isolate, from pmon's own report: the --timeout deadline to the boundary
 # verified empty (stop.empty_confirmed_ms - timeout), with --grace G:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_teardown: how long `pmon run --timeout T` takes from the deadline to
 // a boundary confirmed empty, for trees of sleeping processes and for a
 // bounded fork storm, per backend and --grace.

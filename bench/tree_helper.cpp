@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_tree: the process trees bench_teardown stops.
 //
 //   bench_tree sleep       N READY [FANOUT]  N processes (this one included),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_wall_time: whole-process wall time of `pmon run -- /bin/true` per
 // backend against bare /bin/true, `timeout 10 /bin/true` and
 // `tini -s -- /bin/true`, in one interleaved run: every round runs each

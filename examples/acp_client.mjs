@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // A minimal ACP client (the editor side) whose terminals are pmon jobs:
 // it starts an agent, sends it one prompt, prints what the agent says, and
 // runs every terminal the agent asks for under pmon. Whatever the agent

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A minimal agent-harness tool on pmon: "run this shell command for the model".
 
 The model asks for a shell command; the tool runs it with a deadline and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Types of pmon/acp (acp.mjs).
 import type { ClientApp } from '@agentclientprotocol/sdk';
 export * as acp from '@agentclientprotocol/sdk';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACP terminals served by pmon: an ACP client (the editor side, built with
 // @agentclientprotocol/sdk) hands the agent's terminal requests to pmon, so
 // a terminal's whole tree is stopped when the agent kills or releases it,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Types of the pmon Node package (index.mjs).
 
 export interface CommonOptions {

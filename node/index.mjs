@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon for Node: run commands so that nothing they start outlives them.
 //
 // Every call goes to one `pmon serve --stdio` child of this Node process,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the pmon Python package offline into PYTHON's site-packages
 # (default: Debian's /usr/bin/python3; pass a virtualenv's bin/python to
 # install into that virtualenv).

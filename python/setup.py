@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The pmon Python package (distribution pmon-runtime, module pmon), built as
 # python/install.sh builds it, in the same directory (build-python-<X.Y> at
 # the top of the repository): CMake configures the whole repository for this

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job, shown: a tool call starts a dev-server-like daemon that
 # escapes its process group (double fork + setsid). A process-group kill —
 # what agent harnesses do today — leaves it running; `pmon run` does not.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages pmon builds and tests with (only the missing
 # ones; needs root or sudo for that). Safe to run again.
 #   scripts/deps.sh           everything the test command needs

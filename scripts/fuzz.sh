@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fuzzes the two request parsers: builds tests/fuzz/ with clang (libFuzzer,
 # ASan, UBSan) in build-fuzz/, then runs each target for SECONDS (default
 # 60) on a copy of its seed corpus, tests/fuzz/corpus/TARGET/, which a run

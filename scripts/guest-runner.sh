@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs in the guest scripts/guest.sh boots, as the oneshot system service
 # guest-runner.service (root, systemd as PID 1): the e2e fixture's setup, each
 # scenario of /opt/pmon/scenarios, the fixture's leak check; then it writes

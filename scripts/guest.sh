@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pmon on the host most users have: pure cgroup v2 with systemd as PID 1, in
 # a qemu guest this script boots.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Packs pmon's npm packages (npm pack), offline:
 #   scripts/npm-pack.sh VERSION OUT_DIR X64_DIR ARM64_DIR
 # pmon-runtime (node/: the Node API, pmon mcp's launcher bin/pmon.mjs) with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the checks of a cross-built aarch64 pmon under qemu-aarch64-static
 # (user-mode emulation: the aarch64 program runs on this host's kernel):
 #   scripts/qemu-aarch64-check.sh BUILD_DIR

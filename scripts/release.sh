@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds pmon's release artifacts into dist/ (or --out DIR):
 #   pmon-VERSION-x86_64-linux.tar.gz, pmon-VERSION-aarch64-linux.tar.gz
 #       bin/pmon (static, stripped), bin/pmon-shell (a link to it), libexec/pmon/pmon-systemd (the helper,
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --check-reproducible) check_repro=1; shift ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "release.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

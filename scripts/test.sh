@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test command: installs what is missing, builds, runs every test.
 #   scripts/test.sh            RelWithDebInfo build in build/
 #   PMON_SANITIZE=1 scripts/test.sh   ASan+UBSan build in build-asan/ (no bench/)

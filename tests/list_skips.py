@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Lists every skipped test of a run, with its reason, from the JUnit files
 ctest (--output-junit), pytest (--junitxml) and node --test (its junit
 reporter, node.xml) wrote into RESULTS_DIR.

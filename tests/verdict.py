@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The last word of scripts/test.sh: what every suite's JUnit file in
 RESULTS_DIR says (ctest.xml, pytest.xml, node.xml), every skip with its
 reason (tests/list_skips.py), and one verdict line at the very end, so that

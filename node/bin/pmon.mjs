@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // The `pmon` command of the npm package (npx pmon-runtime mcp): runs the pmon
 // program of this platform's package with the same arguments, stdio and
 // exit status. Signals that would end this launcher are passed on, so a

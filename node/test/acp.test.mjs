@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACP: an agent written with the SDK asks for terminals; the example client
 // serves them with pmon. Killed and released → nothing left; left
 // unreleased when the connection closes → stopped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every job dies with the Node process that started it: process.exit, an
 // uncaught exception, SIGKILL of node.
 import { test, after } from 'node:test';

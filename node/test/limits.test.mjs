@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // memoryMax, pidsMax and cpuMax on run() and start(): passed to the job's
 // terminal/create, set on its cgroup leaf where the leaf can get the
 // controller (the command sees its own memory.max, pids.max, cpu.max), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon mcp, driven by the official MCP TypeScript SDK's own Client and
 // StdioClientTransport: the tools and their schemas (the SDK checks every
 // structuredContent against the tool's outputSchema), run leaving nothing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ```js blocks of the README and docs/ run as written: each as a module
 // of a project that installed this package (node_modules/pmon-runtime is
 // this directory), under pmon run (whatever it leaves is stopped). A ```text

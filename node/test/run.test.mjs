@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // run(): the escapes of a tool call, side by side with child_process.execFile,
 // many at once, and an abort mid-run.
 import { test } from 'node:test';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // start(): a job that runs on — a dev server and its port, stdin, output
 // as it comes.
 import { test } from 'node:test';

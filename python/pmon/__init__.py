@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pmon: run a command so that nothing it starts outlives the call.
 
 A drop-in for ``subprocess.run`` built on libpmon (a cgroup leaf per call, or

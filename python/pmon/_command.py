@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``pmon`` command of the Python package: the pmon program it carries.
 
 It replaces this Python process (``os.execv``), so pmon has the same pid,

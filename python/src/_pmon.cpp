@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon._pmon: the binding of libpmon. Thin: options in, results out, the GIL
 // released around everything that waits. Policy (subprocess compatibility,
 // exceptions, asyncio) lives in pmon/__init__.py.

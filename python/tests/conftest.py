@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the pmon Python tests. Real processes only; every process a test
 # learns about is recorded by pid AND start time and, if still there at the
 # end of the test, killed by that pid only after the start time matched.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon.run_async: pidfd and pipes through the event loop; cancellation stops
 # the whole tree, verified, before CancelledError propagates.
 import asyncio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # One process, several backends: the package keeps one per confine= value,
 # and two cgroup backends of one process name their leaves from the same
 # prefix (pmon-<pid>-<start time>-). Their leaves must never collide (a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Capture never hangs and never loses bytes; output_limit bounds memory.
 import os
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon.run against subprocess.run: the same call through both, the same
 # return codes, outputs and exceptions wherever both apply.
 import atexit

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Many calls at once: from threads (the GIL is released while waiting) and
 # from one asyncio loop (no thread per call).
 import asyncio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E11 for a library user: the Python process that runs pmon.run is
 # SIGKILLed in the middle of a call. The cgroup backend's guard stops the
 # call's whole tree and removes its leaf. The guard shares the interpreter's

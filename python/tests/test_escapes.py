@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # DESIGN.md section 1, E1-E10, through the Python API: whatever a call does to
 # get away, when pmon.run returns it is gone (pid + start time), reaped, and
 # reported in result.leftovers.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A process whose main thread has exited while another thread runs (state Z,
 # more than one thread, still in its cgroup) survives cgroup.kill on some
 # kernels. pmon.run stops it all the same when the main process exits and at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # memory_max=, pids_max=, cpu_max= on pmon.run, pmon.start and
 # pmon.run_async: set on the call's cgroup leaf where the leaf can get the
 # controller (the command sees its own memory.max, pids.max, cpu.max), and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The pidns backend and isolate=True through the Python API: the namespace's
 # init is the pmon executable installed beside the package (never python),
 # the call sees its own pid namespace, and an escaped daemon is stopped.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon.start: a handle for long-lived calls.
 import os
 import time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The README and docs/ run as written. Every ```sh block runs with bash from
 # the top of the checkout (pmon first on PATH), every ```python block as a
 # script, every ```json block parses; a ```text block right after one of

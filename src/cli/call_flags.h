@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The options every subcommand that starts calls shares, each declared once
 // and added to each: how the processes are held together (--confine,
 // --cgroup-root, --isolate), what a call may use (--memory-max, --pids-max,

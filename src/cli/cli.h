@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command line: parsing and printing only; the work is in libpmon.
 #pragma once
 

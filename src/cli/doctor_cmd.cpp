@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon doctor [--json]: what this host offers pmon, each mechanism probed
 // for real where it can be (a trivial child), and which backend auto picks.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon doctor inside a container: what the container gives pmon, and for
 // each thing it withholds one line naming the fix in the container's config.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon gc [--dry-run]: stop and remove the leaves of pmon processes that are
 // gone (crashed, SIGKILLed together with their crash guard, or an older pmon).
 #include <CLI/CLI.hpp>

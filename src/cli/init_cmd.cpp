@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon init [options] -- CMD [ARG...]
 #include <signal.h>
 #include <sys/prctl.h>

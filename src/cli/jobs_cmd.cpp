@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client verbs of pmon serve: start, jobs, logs, stop, wait, rm. Each
 // is one or a few JSON-RPC requests on the service's socket.
 #include <fcntl.h>

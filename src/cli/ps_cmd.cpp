@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon ps [--json] [--all]: the live calls on this host (the leaves whose
 // pmon owner is alive) and their process trees.
 #include <CLI/CLI.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon run --pty: the command runs on a new pseudo-terminal, and a thread of
 // pmon's copies the master's output to pmon's stdout and pmon's stdin to the
 // master (pmon's terminal in raw mode when stdin is one, so keys reach the

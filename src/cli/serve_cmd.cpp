@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon serve [--stdio | --listen PATH] [options]
 // pmon mcp [options]: the same service on stdio, speaking MCP
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon shell LINE (and pmon-shell LINE): a shell prefix for agent
 // harnesses. pmon hook-rewrite: a PreToolUse hook that puts a harness's
 // shell commands under pmon-shell.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon supervise [options] -- CMD [ARG...]: the restart supervisor of seed
 // 004 (DESIGN.md section 3).
 // Its stderr lines are a contract (byte for byte); anything else is -v.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every boundary shares: the names of the backends, how a command
 // starts in a boundary, and the limits of one without a cgroup.
 #include "confine/boundary.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The confinement boundary of one call: the set of processes that belong to
 // it, however they try to leave. One backend per file behind this interface.
 #pragma once

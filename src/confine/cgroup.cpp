@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cgroup: a fresh cgroup v2 leaf per call, entered at clone time
 // (CLONE_INTO_CGROUP), emptied with one write to cgroup.kill, and confirmed
 // empty from cgroup.events (pollable: POLLPRI on change, no sleep loop).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the cgroup backend makes its leaves: below pmon's own cgroup, in a
 // scope systemd delegates to it when that is not writable (or is a
 // manager's), or below a cgroup root the caller names; checked for what

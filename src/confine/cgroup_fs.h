@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where cgroup v2 lives on this host and where this process sits in it.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // E11 on the cgroup backend without namespaces: a small guard process that
 // outlives the supervisor and, when the supervisor dies, kills every leaf
 // the supervisor owns (cgroup_kill.h), waits for them to empty and removes

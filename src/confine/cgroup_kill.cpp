@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See cgroup_kill.h. Runs in the E11 guard too: raw syscalls, no errno, no
 // allocation, built without the stack protector (its canary is
 // thread-local).

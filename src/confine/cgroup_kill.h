@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Killing everything in a cgroup, for every path that does it: the stop's
 // kill step (CgroupBoundary::kill_all), the E11 guard after the supervisor
 // died, and `pmon gc`.

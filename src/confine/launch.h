@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting the main process of a call: clone3 with CLONE_PIDFD (and
 // CLONE_INTO_CGROUP when the boundary is a cgroup), so there is no instant in
 // which the child is outside its boundary or known only by number. How a

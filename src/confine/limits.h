@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one call may use, set on its cgroup leaf before anything runs in it:
 // memory.max (with memory.oom.group, so an out-of-memory call dies whole),
 // pids.max and cpu.max. An empty field sets nothing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pgroup: setsid + killpg, nothing more. Weak by design — a descendant that
 // calls setsid()/setpgid() is outside it — and reported as such.
 #include <signal.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "confine/pid1.h"
 
 #include <signal.h>

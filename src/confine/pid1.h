@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon as PID 1 of a PID namespace (pmon init in a container, the init of a
 // pidns call): its boundary is the namespace itself.
 #pragma once

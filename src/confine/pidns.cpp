@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pidns backend: see pidns.h. The init itself is `pmon __nsinit`
 // (core/nsinit.cpp); the clone and the namespace setup are in core/spawn.cpp
 // and core/child.cpp.

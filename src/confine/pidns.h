@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pidns: the call runs under pmon's own init as PID 1 of a new PID namespace
 // (plus a mount namespace with the namespace's /proc, and a user namespace
 // when pmon is unprivileged). The init is the boundary: signalling it

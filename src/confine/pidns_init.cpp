@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "confine/pidns_init.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `pmon __nsinit`: PID 1 of a pidns call's namespace (confine/pidns.h),
 // exec'd by spawn_in_pidns after the clone. A fresh image rather than the
 // init loop run in the forked child: pmon may be multithreaded (the launcher

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launch of a PID namespace call (PidnsBoundary::launch): pmon's own
 // init as PID 1, the command as its child, and the status relay.
 #include <dirent.h>

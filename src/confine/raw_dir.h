@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Directory and file helpers on raw syscalls, for the code that runs in the
 // E11 guard (cgroup_guard.cpp, cgroup_kill.cpp): no errno, no allocation.
 // Results are the kernel's: >= 0, or -errno. Both files are built without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the backends that find their members by scanning /proc
 // (subreaper, pgroup): signalling through verified pidfds and watching them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Talking to a systemd manager in this process, through libsystemd's sd-bus,
 // dlopen'ed on first use (systemd.h says who may).
 #include <dlfcn.h>

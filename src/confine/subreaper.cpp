@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // subreaper: the supervisor is PR_SET_CHILD_SUBREAPER, so every orphan of the
 // call is reparented to it and stays findable as a descendant. Stopping is a
 // scan-signal-reap drain loop: a scan is a snapshot, so the caller repeats

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Asking a systemd manager for a delegated cgroup (a transient scope with
 // Delegate=yes) when pmon's own cgroup is not writable: one D-Bus round trip
 // per pmon process, never per call.

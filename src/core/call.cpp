@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/call.h"
 
 #include "core/call_machine.h"

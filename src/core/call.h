@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One call as a state machine: spawned inside a fresh boundary, it runs
 // until its main process exits, its deadline passes or it is cancelled;
 // then whatever remains is stopped (or, with wait_tree, waited for), the

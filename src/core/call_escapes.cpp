@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The end of a call after its stop: processes of the call still on their
 // way to become our zombies, and what escaped the boundary (core/call.h).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine of one call, behind its handle (core/call.h): its state and
 // phases, held by call.cpp (start, run, stop, collect, result) and
 // call_escapes.cpp (the zombies on their way, what escaped the boundary).

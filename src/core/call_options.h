@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a call is asked to be (RunOptions), how its end is asked for
 // (CallEnd), and why its stop began (StopReason): the words of the call
 // machine (core/call_machine.h) and of its handle (core/call.h).

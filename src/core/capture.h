@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output capture of one call: pipes the child gets as stdin/stdout/stderr,
 // read by whoever waits for the call (run_call's poll loop, or the binding's
 // event loop), so capture never needs a thread and never blocks the stop.

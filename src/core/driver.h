@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one blocking loop of a process that runs calls (run, supervise, init,
 // the binding's blocking helpers): it waits on a call's watch and deadline,
 // the caller's signalfd (its inbox: SIGCHLD means "reap", the others are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/init.h"
 
 #include "confine/pid1.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon init: the PID-1 / subreaper shim, tree-wide. Starts one command, reaps
 // every zombie that lands on this process (adopted orphans included),
 // forwards signals to the command's whole boundary, and when the command

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding pmon's leaves on this host and telling whose they are. A leaf is
 // named pmon-<owner pid>-<owner start time>-<seq>: the owner is alive when a
 // process with that pid and that start time exists (a recycled pid has

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The versioned JSON report of one call (DESIGN §4).
 #pragma once
 

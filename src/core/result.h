@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a call ended with: the result every front end reports (the JSON
 // report, the CLI's lines and exit status, serve's terminal/report, the
 // Python and Node results).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One call from start to end, blocking: the machine of core/call.h driven
 // by core/driver.h until it is over.
 #pragma once

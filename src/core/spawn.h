@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting a call's command in a boundary just opened for it, with its limits.
 #pragma once
 

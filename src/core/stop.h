@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stop protocol as data: a list of steps, each an action on the whole
 // boundary and how long to wait for it to empty. run, supervise, init and the
 // binding all execute the same plan.

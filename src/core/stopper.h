@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Executes a StopPlan on a Boundary: signal, wait for empty, escalate,
 // verify. The caller supplies how to wait (its own event loop: a signalfd to
 // keep reaping, a second cancel to skip the grace), so run, supervise, init

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The restart supervisor of seed 004: run a command, restart it when it
 // fails, give up after a budget, and stop the current child's whole tree on
 // the deadline or on a signal. Every child gets a fresh Boundary, and what is

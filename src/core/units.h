@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing of the user-facing units: durations ("500ms", "2s", "1.5m", bare
 // seconds) and signals ("TERM", "SIGTERM", "15").
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon-systemd: talks to a systemd manager for the pmon executable, which
 // is linked statically and so must not dlopen libsystemd (confine/systemd.h).
 // Run by pmon only on the rare path where its own cgroup is not writable,

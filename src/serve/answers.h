@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What is owed to the requests that wait on a job (serve/job.h Waiter):
 // settled as the job changes (new output, its end, a port, a deadline),
 // each handed as a typed result to the front end that took the request,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Jobs asked for from inside a pmon call whose boundary cannot hold them
 // (the call runs under pidns, subreaper or pgroup, or the job's leaf could
 // not be made inside the call's). The service stops such a job when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service's clients: a connection on the listening socket, or --stdio.
 // Requests are read a line at a time (at most max_line bytes, within the
 // memory budget's share for half-read lines) and handed up; replies are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the fields of one JSON object (a request's params, a tool's
 // arguments) into typed values; the first problem is kept, naming the
 // field: "<what>: '<prefix><name>' <why>". Both front ends read with it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What both front ends (serve/methods.h: JSON-RPC, serve/mcp_adapter.h:
 // MCP) are: the lines of a client in, answers out, on the one job table;
 // each is told what is owed to its waiting requests (Front).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What agent harnesses hand pmon, and what pmon hands back: the words of
 // pmon-shell (a shell prefix takes one shell line) and of a PreToolUse hook
 // that rewrites a harness's shell command to run under pmon-shell. Pure:

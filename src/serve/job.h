@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One job of the service: a call (core/run.h Call) started in the
 // background, its output read from its pipes (or pty) into bounded
 // buffers, its stdin written as the client sends it, the requests waiting

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the job service is asked and what it answers, as types: both front
 // ends (JSON-RPC's terminal/* methods, MCP's tools) read their requests
 // into these, call the job table (serve/job_table.h) with them, and word

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service's jobs: each one created for a client, read, written,
 // waited on and stopped through this table's API, which speaks the typed
 // requests, results and errors of serve/job_api.h and knows no protocol.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON text at the speed of memcpy for the one thing that is big in pmon
 // serve's messages: a job's output. The service writes an output string
 // with append_json_string (no Json value, no copy of the text into one);

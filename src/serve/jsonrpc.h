@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON-RPC 2.0 as pmon serve and pmon mcp read and write it, one message
 // per line: a line read into its envelope (id, method, params) with the
 // nesting of what it holds bounded, and the lines of replies. What the

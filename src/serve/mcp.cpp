@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "serve/mcp.h"
 
 // The version 'pmon --version' prints (the fuzz build defines its own).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon mcp: the Model Context Protocol front end of the job service, data
 // in and data out. The same jobs as terminal/* (one engine: the job table);
 // here only what MCP adds: the handshake, the tools (serve/mcp_tools.h) and

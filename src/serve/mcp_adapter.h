@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MCP front end of pmon serve (pmon mcp): each line read as an MCP
 // message (serve/mcp.h), a tool call answered by the handler for its
 // arguments' type on the job table, and the typed result worded as that

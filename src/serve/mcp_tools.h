@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tools of pmon mcp, one row each: its name, the type of its
 // arguments (read by mcp.cpp's read_args overload for it, answered by the
 // adapter's overload for it: serve/mcp_adapter.h), and how the model sees

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON-RPC front end of pmon serve: each line read into a typed request
 // (serve/protocol.h), answered by the handler for its params' type on the
 // job table, and the typed result said in terminal/* terms. Requests that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What pmon serve (and pmon mcp) is started with, and how its memory
 // budget is shared out among what the service holds.
 #pragma once

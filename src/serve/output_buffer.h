@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The output of one job: one stream, addressed by byte offset from the job's
 // start, of which only the newest `limit` bytes are kept. Readers get text:
 // valid UTF-8, invalid bytes shown as U+FFFD, and an offset to ask from next

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which pmon call a client of the service runs inside. A job asked for from
 // inside a call belongs to that call: it is stopped when the call ends, so
 // the service is never a way out of a call's boundary.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service's one epoll: what each event is about travels in its tag, the
 // kind in the top byte and an id (a connection's, a job's, a stream's)
 // below. Every part of the service watches its fds here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which TCP ports a job's processes listen on: the socket inodes each
 // process holds (/proc/PID/fd) matched against the kernel's socket tables of
 // that process's own network namespace (/proc/PID/net/tcp and tcp6).

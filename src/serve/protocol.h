@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The terminal/* methods of pmon serve (JSON-RPC 2.0, one message per
 // line): one row a method in kMethods, from which the parsing of a line
 // into a typed request (validated in one place, naming the bad field) is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the requests of the service's clients make it hold, counted against
 // the memory budget: requests accepted and not yet answered (a wait for an
 // exit, a port, output), per connection and in all. A request is let in

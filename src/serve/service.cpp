@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service's loop and what wires its parts: the connections hand each
 // line to the front end (JSON-RPC methods, or MCP), which answers it on the
 // job table; the table hands what waiting requests are owed back to that

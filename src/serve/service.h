@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon serve: one process, one thread, one epoll, many jobs. Each job is a
 // full call (core/run.h Call: its own boundary, stop plan, verification and
 // report) started in the background, owned by the session that created it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Unix socket of pmon serve: where it lives by default, how it is made
 // safe to listen on, and how a client reaches it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stops of the service's jobs. A stop asked for (a kill, a timeout, an
 // owner's end, the main process's own exit) and each later step of it (its
 // watch fired, its deadline passed) wait in one queue, in the order they

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // terminal/output with `stream`: a job's bytes from `at` on, written as the
 // job wrote them into a pipe whose read end went to the client. It ends
 // (the pipe closed) when the job's output has ended and all of it is

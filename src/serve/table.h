@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Protocols as tables: a table is a tuple of rows, each a Row<T> with a
 // `name`, T being the type a row's requests are read into (one type a
 // row). From the table come the variant of every row's T and a lookup of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Between clone and exec: async-signal-safe calls only.
 #include "sys/child.h"
 

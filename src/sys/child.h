@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The code that runs in the child between clone and exec. It is treated as
 // signal-handler code: no allocation, no locks, no stdio — everything it
 // needs is computed by the parent before the clone.

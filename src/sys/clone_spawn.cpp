@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sys/clone_spawn.h"
 
 #include <linux/sched.h>

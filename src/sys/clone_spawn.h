@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Creating a child that only sets itself up and execs: clone3 with
 // CLONE_VM|CLONE_VFORK on a stack of its own, as posix_spawn does, so no
 // page tables are copied and no copy-on-write faults follow. The caller is

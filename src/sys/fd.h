@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A file descriptor with exactly one owner. Every fd pmon creates is
 // CLOEXEC at creation and lives in one of these.
 #pragma once

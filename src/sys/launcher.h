@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launcher thread: one long-lived thread of libpmon's own that clones
 // every child armed with a parent-death signal. PR_SET_PDEATHSIG fires when
 // the *thread* that created the child exits, not the process (seed 001,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading /proc. A process is named by (pid, start time): the pair is unique
 // for the life of the boot, a bare pid is not (pid_max wraps).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pseudo-terminals: a master pmon reads and writes, a slave a command gets
 // as its stdin, stdout, stderr and controlling terminal.
 #pragma once

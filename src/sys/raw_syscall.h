@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Syscalls without libc: no errno (a thread-local), no cancellation points,
 // no interposition. For code that runs where thread-local storage is not its
 // own: a child that shares our memory but not our thread (the E11 guard,

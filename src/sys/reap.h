@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reaping and the signals of a process that reaps for others (PID 1, a
 // subreaper): mechanism only, no policy.
 #pragma once

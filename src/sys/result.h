@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One error currency below the CLI and the binding: std::expected with an
 // errno-valued std::error_code. Nothing under src/ throws or logs.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thin wrappers of the process syscalls glibc 2.36 does not wrap (or wraps
 // without the arguments pmon needs). No policy here.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Bad input: each case gives exactly one line on stderr, starting "pmon: " and
 # naming the problem, the documented exit code, nothing on stdout, nothing
 # left running and no cgroup leaf of that pmon left behind.

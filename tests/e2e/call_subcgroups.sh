@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The call owns its leaf (it may write there, as a delegated user may), so it
 # can make cgroups of its own below it, move a daemon into one, and - after
 # moving itself out of the leaf, as cgroup v2's no-internal-processes rule

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Cancelling a call: SIGTERM, SIGINT or SIGHUP to pmon stop the whole tree
 # (an escaped setsid daemon included) before pmon exits, with 128+N and
 # outcome "cancelled"; a second signal skips the grace period; --timeout

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # --cgroup-root: every bad value fails closed (125, one line naming what is
 # wrong, the command never runs, no leaf is left), with --confine cgroup and
 # under auto alike (an explicit root asks for cgroup; falling back would hide

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon as a containerd container's entrypoint (label artifact: the release
 # tarball's pmon): an image from a local rootfs tarball (podman import, then
 # podman save into containerd's ctr images import; no registry), run with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cpack -G DEB builds pmon_<version>_<arch>.deb (or, with PMON_DIST, the
 # one scripts/release.sh made is taken); installed into a scratch root with
 # dpkg --root, its pmon runs (doctor, run), finds its helper in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/deps.sh waits while another process holds apt's locks (apt's
 # daily jobs do, for minutes after a machine boots) instead of failing at
 # once, and says what it waits for; each apt-get it runs is given

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon run --die-with-parent (and PMON_DIE_WITH_PARENT=1, and pmon-shell):
 # a parent shell starts pmon, whose command leaves a setsid daemon and a
 # plain child running; the parent is SIGKILLed (a harness crash). The whole

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon doctor: as root it finds cgroup2, probes clone3 into a leaf, pidfd and
 # cgroup.kill for real, picks cgroup, exits 0, and --json parses and agrees.
 # As an unprivileged user without a delegated cgroup, auto is not cgroup and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E10: a grandchild keeps the call's stdout and stderr open. A reader of
 # pmon's stdout/stderr must see EOF promptly once pmon returns (pmon stopped
 # the holder: after the main exits, and after --timeout), and every byte

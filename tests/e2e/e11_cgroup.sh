@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E11 on the cgroup backend, no namespaces: pmon is SIGKILLed mid-call (a
 # harness crash). Its guard writes cgroup.kill of the leaf: a setsid daemon,
 # a TERM-ignorer and everything else recorded in the leaf are gone within

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E11 on pidns: the supervisor itself is SIGKILLed (a harness crash). The
 # namespace init is armed with PR_SET_PDEATHSIG(SIGKILL), so the kernel kills
 # it, and with it the whole namespace: a setsid daemon, a TERM-ignorer, a

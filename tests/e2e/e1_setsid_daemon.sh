@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E1: a double fork + setsid() daemon is stopped with the call, on every
 # backend. pgroup's boundary misses it, but pmon is its subreaper: it is
 # found below pmon and stopped too, and the report says so (escaped, with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E2: a descendant that moves to a new process group with setpgid() (no
 # setsid) is stopped with the call, both when the main process exits and when
 # --timeout fires. killpg misses it, so under pgroup it is found below pmon

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E3: orphans reparented away from the call — `sh -c 'x &'` and `nohup x &`,
 # whose shell exits at once — are killed with the call AND reaped: the probe
 # pmon runs under (a subreaper) must inherit no live process and no zombie

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E4: pmon never signals a stranger. A leftover of the call ("victim") dies of
 # the first signal and is reaped; an outside process (not in the boundary,
 # not a descendant of pmon) immediately takes over its pid number — and,

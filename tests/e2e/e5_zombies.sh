@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E5: parents that never wait make many zombies. Whatever way the call ends —
 # the main exits leaving the zombie makers running, or --timeout stops a main
 # that is itself a zombie maker — nothing is left in Z state that pmon is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E6: the main process exits normally while its children keep running.
 # By default pmon stops them (TERM) and lists each in the report's leftovers
 # with the action that ended it; the exit status is the main's own. With

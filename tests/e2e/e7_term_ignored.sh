@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E7: SIGTERM ignored, caught-and-carried-on, or blocked (every blockable
 # signal) — pmon escalates to SIGKILL once --grace has passed, never before,
 # and the report shows it: stop.kill_sent_ms set, at least --grace after

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E8: SIGSTOPped processes, where a TERM stays pending, are still dead within
 # grace + kill: pmon follows the first signal with SIGCONT (so a stopped
 # process with TERM's default action dies of it during the grace: action

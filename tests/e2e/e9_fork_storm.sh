@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E9: a fork storm that goes on while it is being stopped converges to empty
 # on every backend (cgroup.kill; the subreaper's and pgroup's re-scan/kill
 # loop). The storm (tests/helpers/fork_storm) ignores SIGTERM, so it forks

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E9, the grace period: a fork storm whose processes catch SIGTERM, fork one
 # last short-lived child and exit (tests/helpers/fork_storm term-forks) is
 # over within --grace on the cgroup backend. The stop freezes the leaf, sends

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The exit-status contract (timeout(1)-compatible): the command's own code for
 # every 0..255, 128+N when it died by signal N, and the report's outcome,
 # exit_code and signal fields agree. Every available backend.

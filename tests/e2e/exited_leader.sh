@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A process whose main thread has exited while another thread runs (state Z
 # in /proc/PID/stat, more than one thread, still in its cgroup): a kernel may
 # not kill it through cgroup.kill alone. Every path that kills a tree ends

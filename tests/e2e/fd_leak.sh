@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # No fd of pmon's own (signalfd, pidfd, cgroup dir, cgroup.events, the exec
 # report pipe, the report file) reaches the command: it sees exactly the fds
 # its caller passed, including a deliberately inherited fd 7. And the child

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Suite fixture: "setup" starts an empty record; "check" fails when any
 # process a scenario recorded is still alive, or a pmon cgroup this run
 # made is left.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Where nothing can keep the E11 promise (pmon and its guard both SIGKILLed):
 # the leaf and its tree stay, `pmon gc --dry-run` names the leaf and touches
 # nothing, `pmon gc` kills the tree and removes the leaf, one line per leaf,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Help and messages in users' words: no internal labels (escape numbers,
 # seed names) in --help, -v or doctor output; every usage line shows the
 # command a subcommand runs; 'pmon --help' names every option of the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The hot path of the cgroup backend never walks /proc: a call whose main
 # process exits with nothing left behind is started, waited for and reaped
 # through its pidfd and the leaf's cgroup.events alone. (The main process's

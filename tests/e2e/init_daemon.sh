@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A double-forked setsid daemon left by the command is stopped and reaped
 # when the command exits (tini's "orphans live forever", dumb-init #191), as
 # a subreaper and as PID 1 of a pidns (with and without its own /proc);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon as a drop-in container init: 'pmon -- CMD' is 'pmon init -- CMD'
 # (what 'docker run --init' and 'podman run --init' start), and the
 # PMON_INIT_* variables set what the options set, an option given winning.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon init mirrors the command's status: every exit code 0-255 as is, and
 # 128+N for death by signal N; as a subreaper and as PID 1 of a new pidns.
 . "$(dirname "$0")/common.inc"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # As PID 1 of a PID namespace, pmon init -v says how many processes the
 # command left running, stopped or (--wait-all) waited for — also when the
 # /proc it sees is the host's (unshare --pid --fork without --mount-proc),

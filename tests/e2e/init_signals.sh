@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SIGTERM, SIGINT, SIGHUP and SIGUSR1 sent to pmon init reach a grandchild
 # that left the command's process group and session (--forward tree, the
 # default), as a subreaper and as PID 1 of a pidns, where the kernel would

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Zombie storm: parents that never wait() leave thousands of zombies, which
 # are reparented to pmon init when those parents exit. pmon init must reap
 # every one while the command still runs (tini #236: adopted orphans), as a

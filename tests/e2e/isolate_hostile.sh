@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # E12 under --isolate: hostile calls, as root (user namespace mapped 0 -> 0).
 #  - one writes its pid into every cgroup.procs it can reach (the view, the
 #    host's behind it after detaching the view, a fresh cgroup2 mount): the

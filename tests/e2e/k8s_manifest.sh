@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The example manifests in deploy/kubernetes/ are valid against the
 # Kubernetes API schemas of the npm package kubernetes-models (types,
 # required fields, enums; unknown fields are not caught), and a manifest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Limits fail closed: --memory-max, --pids-max and --cpu-max where the
 # call's cgroup leaf cannot get the controller (a hybrid host: cgroup v2 has
 # none of them; or a leaf parent that holds processes) end with 125 and one

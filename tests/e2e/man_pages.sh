@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The man pages are generated from the --help texts, so they say what
 # --help says: for pmon and every subcommand 'pmon --help' lists, the page
 # exists and names every option its --help names.

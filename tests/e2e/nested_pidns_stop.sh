@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A call that nests its own PID namespace (unshare --pid --fork) whose
 # processes ignore SIGTERM — the namespace's init and a busy child of it —
 # is stopped at --timeout and on a cancel (SIGTERM to pmon) in grace + the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Used by npm_package.sh: the official MCP SDK client starts the MCP server
 // the way a client's configuration would, `npx pmon-runtime mcp` in the
 // directory the packages were installed into; lists the tools, runs a call

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The npm packages as a user gets them (label artifact: CI runs it on the
 # artifacts of scripts/release.sh, PMON_DIST=dist): pmon-runtime and the
 # platform package install offline from their tarballs into a fresh

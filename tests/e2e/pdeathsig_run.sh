@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon run --pdeathsig: the command is armed (as its exec'd image sees it),
 # default none, bad values fail with 125; and when pmon itself is SIGKILLed
 # (a harness crash) the armed command gets the signal.

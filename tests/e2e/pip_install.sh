@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pip install ./python works offline with Debian's setuptools: into a
 # virtualenv with the system site packages, no index, no build isolation.
 # It builds the same module python/install.sh builds (the same CMake build

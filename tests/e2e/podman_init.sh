@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon as the init podman starts: podman run --init --init-path <pmon>
 # (label artifact: the release tarball's pmon). The image comes from a local
 # rootfs tarball (podman import). In the container: orphans are reaped (no

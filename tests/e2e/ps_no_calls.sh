@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon ps with no live call says so (an empty screen is no answer), and
 # pmon ps --json stays valid JSON with an empty list. The machine may run
 # other calls, so pmon looks from a cgroup namespace of this scenario's own:

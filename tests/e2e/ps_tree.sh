@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon ps lists a running call: its leaf, its owner and its process tree
 # (a setsid daemon included), in text and in --json; once the call is over
 # it is no longer listed.

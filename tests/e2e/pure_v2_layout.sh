@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A pure cgroup v2 host, emulated: in a private mount namespace the hybrid
 # tree under /sys/fs/cgroup is unmounted and cgroup2 is mounted there
 # instead (the host's mounts are untouched). pmon must find the mount from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The JSON report of DESIGN §4, field by field, with python3's json module:
 # every outcome, leftovers, stop times, cpu_usec on the cgroup backend, null
 # where the host does not account something, and the atomic write.

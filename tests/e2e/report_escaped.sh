@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What escapes the boundary is still the call's: pmon is its subreaper, finds
 # it below itself once the boundary is empty, and stops it like a leftover
 # (TERM, --grace, KILL, until gone). The report lists it under `escaped` with

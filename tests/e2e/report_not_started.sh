@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A report is written for every call pmon accepted, also when its command
 # never ran: not found (127), not executable (126), confinement that failed
 # (125). It says "not_started", carries the error line and the exit status,

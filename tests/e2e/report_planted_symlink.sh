@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # --report PATH in a directory others can write: whatever symlinks someone
 # planted beside PATH (at the temporary names pmon could use, and at PATH
 # itself), the file they point at is never opened for writing, and the report

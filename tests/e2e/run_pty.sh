@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon run --pty on every backend: the command's stdin, stdout and stderr are
 # a /dev/pts terminal that is its controlling terminal, 24x80 when pmon has
 # no terminal, exit codes pass through, pmon's stdin reaches it; a setsid

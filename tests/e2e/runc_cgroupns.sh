@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Inside a runc container with its own cgroup namespace and cgroup2 mounted
 # read-write at /sys/fs/cgroup, pmon run makes its leaf below the
 # container's cgroup (as the host sees it), a call's setsid daemon is

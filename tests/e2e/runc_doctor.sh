@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon doctor inside runc containers that withhold something pmon can use:
 # each gap is one line naming the fix in the OCI config, and the fix (the
 # full config) makes the line go.

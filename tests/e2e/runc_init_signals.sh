@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon as PID 1 of a runc container: 'runc kill ID TERM' reaches a setsid
 # daemon inside (tini signals its one child only: the control below), runc
 # run returns the main process's status, and a leftover that ignores TERM is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon as PID 1 of a real OCI container (runc): a storm of orphans that die
 # at once leaves no zombie behind, and runc run returns the main process's
 # status. Settings come from the image's environment (PMON_INIT_*).

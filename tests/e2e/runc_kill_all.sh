@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A detached runc container with pmon as PID 1 and daemons inside:
 # 'runc kill -a' then 'runc delete', or 'runc delete -f' on a running one,
 # leaves no process of it (host pid + start time) and none of its cgroups;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A locked-down runc container: runc's own spec, which on this kind of host
 # mounts no cgroup2 and gives no CAP_SYS_ADMIN (no writable cgroup, no PID
 # namespaces). pmon run --confine subreaper still stops a call's setsid

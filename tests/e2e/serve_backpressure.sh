@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # outputBackpressure: a job writing 50 MiB through a 1 MiB outputByteLimit
 # is read back byte for byte with `since` (its writes wait for the reader),
 # by a socket client and by `pmon logs -f`; without it the old semantics

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Bad input never takes the service down: malformed JSON, a message that is
 # no request, an unknown method, missing and ill-typed params (named), an
 # unknown terminal, a command that cannot start, a line over the limit, a

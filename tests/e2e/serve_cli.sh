@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The CLI verbs on a running service: pmon start (a job that outlives it,
 # its id on stdout), jobs, logs (-f follows until the job ends), stop, wait
 # (the job's exit status); $PMON_SOCKET or --socket names the service; with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The shell verbs say what happened in the CLI's own words:
 # - pmon wait exits as pmon run would: 124 for a job its --timeout stopped;
 # - pmon stop of a job that has ended says so (stopped before, by its

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A line pipe between stdin/stdout and a pmon serve socket (the tests' client).
 
 serve_client.py SOCKET   forwards each stdin line to the socket and each line

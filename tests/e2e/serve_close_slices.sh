@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A session/close of many jobs does not hold up other clients: the stops
 # begin a few at a time, and another connection's request, sent right
 # behind the close, is answered before the last of them has begun. Seen

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A dev server started as a job (python's http.server behind sh -c, with a
 # setsid daemon beside it): terminal/wait_for_port says which port it
 # listens on, terminal/list shows it, and terminal/release stops the whole

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A service out of file descriptors does not spin. Under a hard limit of
 # 64 open files it is flooded with 200 connections: it takes what fits,
 # then leaves the others waiting (a listener it kept watching would wake it

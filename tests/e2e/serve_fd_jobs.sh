@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The service raises its soft limit of open files to the hard one, so that
 # as many jobs fit as --max-jobs says (each holds about six fds); its jobs
 # get the limits it was started with. Under a soft limit of 128 (hard

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Requests half read count against the memory budget: 300 connections each
 # send a request of almost 1 MiB without its newline. The service holds
 # what its share (an eighth of --memory-budget, 32 MiB of the default 256M)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A job starts as any command should, however the service starts it: with
 # default signal dispositions (the service itself ignores SIGPIPE), an
 # empty signal mask, and the service's whole CPU mask (the service starts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A request line may be 1 MiB (1048576 bytes, its newline not counted):
 # one of exactly that is answered, one a byte longer is refused with an
 # error that says so, and the connection goes on.

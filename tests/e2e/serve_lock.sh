@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Services started at once on one socket path with a stale socket there
 # (a service that was SIGKILLed leaves one): exactly one runs and answers;
 # each other one exits 125 with the line "a service already runs on PATH".

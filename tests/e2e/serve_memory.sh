@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The memory budget: a service under RLIMIT_AS (prlimit --as) survives a
 # job writing 128 MiB of control bytes read by one client (each reply is
 # bounded: more, next), refuses a 1 GiB outputByteLimit naming it and the

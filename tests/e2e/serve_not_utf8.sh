@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # JSON carries text only. pmon start refuses an argument, a command name,
 # a current directory, a --name or an environment variable that is not
 # valid UTF-8, in one line that names it (exit 125, like other bad input;

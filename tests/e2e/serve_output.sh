@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A job's output: one stream for stdout and stderr; past outputByteLimit the
 # newest bytes are kept, cut where a character starts; reads with `since`
 # return every byte once; what a job wrote just before it was killed is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A job printing "é€😀" (2, 3 and 4 bytes) with outputBackpressure and an
 # outputByteLimit of 1, 2 or 3 bytes, too small for some of its characters:
 # a reader that follows with `since` still gets to the end (every one of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A job asked for from inside a pmon call belongs to that call, `keep` or
 # not: the service is never a way out. (1) `pmon run --timeout` of a shell
 # that `pmon start`s a sleeper (a kept job): once the run returns it is

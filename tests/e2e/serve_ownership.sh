@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A job lives as long as its owner says: the end of its connection stops
 # it (unless it was created with keep), session/close stops that session's
 # jobs, and SIGTERM to the service stops every job, kept ones too, before

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What the two request parsers refuse, on a real `pmon serve --stdio` and a
 # real `pmon mcp`: a message nested 100000 deep (an error with the request's
 # id, never a crash), a NUL byte in a job's command, args, cwd or env (an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Requests waiting for their answer are capped per connection: a client
 # that pipelines 1100 terminal/wait_for_exit on one job gets, at once, an
 # error for each past the first 1024 (naming the limit and what to do), a

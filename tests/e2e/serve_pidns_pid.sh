@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Under the pidns backend (and --isolate) a job's main process is pmon's
 # status relay, and the command runs below the namespace's init: still
 # terminal/list and `pmon jobs` show the command's own pid as the host sees

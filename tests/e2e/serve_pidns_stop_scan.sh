@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A session/close of 20 jobs on the pidns backend (and under --isolate)
 # costs the service per member of the jobs, not per process of the host
 # (200 more sleep here beside them): seen with strace, the stop never lists

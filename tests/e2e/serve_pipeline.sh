@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Input backpressure: a client that pipelines many terminal/output requests
 # on a job with a large output and reads as fast as it can gets every reply,
 # in order, and its job goes on; a client that sends 400 and reads nothing

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Two jobs of one service listen on 127.0.0.1, each on a port of its own:
 # in one the listener is the main process, in the other a child of the
 # main process (a shell that starts it and waits). terminal/wait_for_port

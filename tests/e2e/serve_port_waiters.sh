@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # 2000 terminal/wait_for_port requests pending on three jobs, 1000 from
 # each of two connections (one may have 1024 waiting), each job holding a
 # socket that does not listen yet, share the service's port scans: over a

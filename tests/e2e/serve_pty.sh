@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A pty job runs on a new pseudo-terminal, its controlling terminal: tty
 # names a /dev/pts/N, stty size follows terminal/resize (SIGWINCH), cat
 # echoes what terminal/write sends and ends at eof.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A JSON-RPC connection to a pmon serve socket, for the serve scenarios'
 own Python (import it with the scenario directory on PYTHONPATH)."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # SIGKILL of the service (a harness crash, or the OOM killer's pick): the
 # crash guard of the cgroup backend stops every job's leaf, kept or not,
 # each with its setsid daemon.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The shell verbs talk only to a service no other user can stand in for.
 # Without XDG_RUNTIME_DIR the default socket is /tmp/pmon-UID/serve.sock,
 # and anyone can make that directory first. A fake service of another uid

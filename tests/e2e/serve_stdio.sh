@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon serve --stdio: the client is whoever holds its stdin and stdout. EOF
 # on stdin stops every job (kept ones too) and the service exits 0; with
 # --die-with-parent the death of its parent does the same.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon serve --stdio and pmon mcp with stdin a regular file or /dev/null,
 # which epoll cannot watch: the requests in the file are read to its end
 # and answered like those of a pipe, then the end of the file stops the

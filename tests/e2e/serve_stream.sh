@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # terminal/output with `stream`: the job's bytes, as it wrote them, come
 # through a pipe whose read end is passed with the reply. Every byte once
 # (with backpressure), raw bytes kept, `follow: false` ends at what was

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A job whose tree ignores SIGTERM is killed once its grace is over, and the
 # one-thread service keeps serving everybody meanwhile: during the grace
 # another client lists the jobs and runs a job to its end, and the kill's

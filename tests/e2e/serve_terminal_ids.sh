@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Terminal ids cannot be guessed: 200 creates give 200 distinct ids, each
 # "t" and 16 hex digits, none of them a counter's value (t1, t2, ...) and
 # no run of them counting up; terminal/list still shows jobs in the order

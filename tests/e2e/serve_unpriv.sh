@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pmon serve as an unprivileged user in a cgroup subtree delegated to it:
 # its jobs get leaves under that subtree, run as the user and are stopped
 # with their setsid daemons. Only the service's own uid and root are

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A job blocked reading the stdin nobody writes is told apart from a slow
 # one: terminal/list says waitingForInput (on a pipe and on a pty), pmon jobs
 # shows "waiting for input", and pmon mcp's list, output and wait say so;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # stdin, stdout and stderr pass through pmon byte-exact (binary, several MB,
 # files and pipes), and --report - puts exactly one JSON object after the
 # command's output on stdout.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Seed 004's first canonical run, on both engines:
 #   pmon supervise --max-restarts 2 -- sh -c 'exit 1'
 # three spawns, the exact line sequence, exit 1; the two engines print the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A child that daemonizes a grandchild (setsid, reparented away) on every
 # start and then fails: no grandchild may survive any restart. Each start
 # checks that the previous start's daemon is gone (by pid + start time)

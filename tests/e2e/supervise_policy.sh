@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The restart policy and exit codes of pmon supervise: a clean exit 0 ends
 # supervision (exit 0); exits and signal deaths burn restarts; the deadline
 # interrupts a backoff (124); a command that cannot run ends it (127/126);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Signals to pmon supervise: SIGTERM during a restart delay ends it at once
 # (exiting (signal), 128+15, no further spawn); SIGINT while a child runs
 # stops the child's tree first (killed signal=15, 128+2).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The engines make the syscalls seed 004 claims, seen under strace:
 #   pidfd   — clone3 with CLONE_PIDFD (or pidfd_open), waitid(P_PIDFD, fd)
 #             for the child's status, pidfd_send_signal(fd, SIGTERM) on stop;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A child that ignores SIGTERM: the stop escalates to SIGKILL after --grace,
 # both for the main child on the deadline and for a grandchild left behind
 # by a failing child before a restart (give-up).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Seed 004's second canonical run, on both engines:
 #   pmon supervise --timeout-ms 400 -- sleep 9.99
 # prints "killed signal=15" (TERM reached the sleep: its blocked mask was

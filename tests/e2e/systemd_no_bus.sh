@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # systemd: an unprivileged pmon whose own cgroup is not writable asks a
 # systemd manager for a Delegate=yes scope. With no manager reachable (no
 # bus, no private socket) it says so in the one line that explains why

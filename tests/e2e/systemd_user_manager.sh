@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # systemd, for real: an unprivileged pmon whose own cgroup is not writable
 # asks a real systemd user manager for a Delegate=yes scope (over the session
 # bus, and over the manager's private socket), runs the call in a leaf inside

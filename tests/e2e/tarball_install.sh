@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The release tarballs as a user gets them (label artifact: PMON_DIST is the
 # directory scripts/release.sh filled): SHA256SUMS checks them; the x86_64
 # one, unpacked with the README's line into a prefix, gives a stripped

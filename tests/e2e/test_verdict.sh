@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The test command's last line is its verdict (tests/verdict.py): every
 # suite counted (passed, failed, skipped), the failures named on that line
 # and, above it, each with its reason; a suite that did not run, or a skip

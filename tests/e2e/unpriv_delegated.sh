@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # An unprivileged user inside a cgroup subtree delegated to it (the way
 # systemd's Delegate=yes or a chowned directory hands one out): --confine auto
 # picks cgroup, its leaf sits under the delegated directory, an E1 daemon and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # An unprivileged user with NO delegated cgroup (its process in the root
 # cgroup, or in a cgroup root made and kept): --confine auto falls back to
 # pidns (a user namespace) where the kernel allows it, else subreaper; the

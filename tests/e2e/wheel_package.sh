@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Python wheel as a user gets it (label artifact: CI runs it on the
 # wheel of scripts/release.sh, PMON_DIST=dist; without PMON_DIST it is built
 # here with python3 -m build): at most 5 MB, tagged manylinux for the glibc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What both fuzz targets check of what they are given and what they make.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: one line of an MCP client, as pmon mcp reads it.
 // mcp::parse_message, then what the service does with the message before
 // a job would start: a tools/call's arguments through parse_tool_call (a

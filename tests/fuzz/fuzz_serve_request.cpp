@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: one line of pmon serve's JSON-RPC, as the service reads it.
 // parse_request, then the reply lines that the result drives: the error
 // for a bad request; for a good one, a result naming its id and carrying

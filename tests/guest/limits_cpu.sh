@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): --cpu-max on a pure cgroup v2 host. A busy
 # loop (tests/helpers/burn_cpu, which spins until it has used 1 s of CPU)
 # under --cpu-max 0.5 gets at most 0.55 of a core: its CPU time over the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): --memory-max on a pure cgroup v2 host. A
 # call that allocates past --memory-max 100M is killed whole by the kernel
 # (memory.oom.group): the shell at its top and a sleeping child that uses

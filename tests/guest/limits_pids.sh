@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): --pids-max on a pure cgroup v2 host. A fork
 # storm (tests/helpers/fork_storm: every member ignores SIGTERM and forks
 # as fast as it may, its own cap far above the limit) under --pids-max 50

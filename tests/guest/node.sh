@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): the Node package's node --test suite
 # (node/test/*.test.mjs: run, start, limits, lifetime, the ACP and MCP SDK
 # clients) on a pure cgroup2 host with systemd as PID 1, as root in a

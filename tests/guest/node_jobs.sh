@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): the part of the Node package's suite that
 # depends on the host's cgroups, which `all` runs (the whole suite takes
 # longer than CI can give it on an emulated CPU: run tests/guest/node.sh by

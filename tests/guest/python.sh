@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): the Python package's pytest suite on a pure
 # cgroup2 host with systemd as PID 1, as root in a system service (so the
 # package's cgroup backend gets its leaves from a scope the system manager

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): systemd is PID 1 on a pure cgroup2 host.
 # pmon runs as root in a service of the system manager that is not
 # delegated (the guest runner unit): its own cgroup is writable but the

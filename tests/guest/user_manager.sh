@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): an unprivileged user with a lingering user
 # manager (loginctl enable-linger; user@UID.service is delegated to it) gets
 # a delegated scope from that manager, with memory accounting:

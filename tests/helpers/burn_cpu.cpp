@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // burn_cpu MS: spins until this process has used MS milliseconds of CPU time
 // (user + system), then exits 0. For the report's cpu_usec.
 #include <time.h>

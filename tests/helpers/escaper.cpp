@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // escaper OUT [-x exit:N|sleep|wait] SPEC...
 //
 // The main process of an escape scenario. For every SPEC it creates one

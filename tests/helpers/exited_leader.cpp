@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // exited_leader OUT [ignore-term] [daemon] [exit|pause|leader]
 //
 // A process whose main thread (the thread-group leader) has called

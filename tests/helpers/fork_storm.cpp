@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fork_storm COUNTERS CAP BUDGET RATE [SECONDS [term-forks]]
 //
 // With "term-forks" SIGTERM is caught instead of ignored: a process that gets

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hostile_escape MODE OUT — a deliberately hostile tool call (E12). Writes
 // one line per attempt to OUT ("<what> ok|<errno text>"), then sleeps until
 // killed (so the test can check from outside where it ended up).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // init_sigcatch LOG READY
 // Logs each SIGTERM/SIGINT/SIGHUP/SIGUSR1 it receives to LOG, one name a
 // line; creates READY once the handlers are in place; exits 0 after SIGTERM.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // init_zombie_storm WAVES PER_WAVE [WITNESS]
 // A zombie storm: each wave is a parent that forks PER_WAVE children which
 // exit at once, never waits for them, and exits itself, so its zombies are

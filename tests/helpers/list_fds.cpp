@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a process inherited, for the fd-leak and signal-reset tests.
 //
 //   list_fds OUT            writes "fd target" for every open fd, then the

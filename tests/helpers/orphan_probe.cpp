@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // orphan_probe OUT -- CMD [ARG...]
 //
 // Runs CMD (pmon) as a child of a subreaper that never reaps anything but CMD

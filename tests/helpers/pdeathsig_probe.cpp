@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pdeathsig_probe [--mark FILE] [--wait]
 // Prints "pdeathsig=N" (PR_GET_PDEATHSIG as this exec'd image sees it).
 // --mark: creates FILE first ("useful work" a stopped child must not do).

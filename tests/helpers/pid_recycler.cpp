@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pid_recycler PID START OUT [DEADLINE_MS]
 //
 // An outside process that steals a recycled pid. It waits for the process

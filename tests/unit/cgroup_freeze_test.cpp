@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup backend's signal pass freezes the leaf and thaws it again
 // (CgroupBoundary::signal_all_but), leaves alone a leaf someone else froze,
 // and a leaf left frozen (a supervisor that died mid-pass) is still killed,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // clone3_spawn: the vfork-style child runs on its own stack, sees our memory
 // until it execs, and leaves the caller's signal mask and stack intact.
 #include "sys/clone_spawn.h"

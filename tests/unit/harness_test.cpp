@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What pmon-shell runs for its arguments, the hook's rewrite of a
 // harness's PreToolUse JSON, and the environment switch's words.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Leaf names (pmon-<owner pid>-<owner start time>-<seq>), owner liveness by
 // pid + start time, and the StartTransientUnit message pmon sends systemd
 // (through the sd-bus table pmon dlopens).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve::append_json_string and serve::parse_json: the fast writer and
 // reader of the output strings, held to what nlohmann::json makes of the
 // same text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The limits' units (--memory-max, --pids-max, --cpu-max) and what is
 // written to cpu.max.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pmon mcp's protocol logic: revisions, tool-call arguments, result shapes.
 #include "serve/mcp.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve::OutputBuffer: the newest `limit` bytes of a job's output, cut at a
 // character start, read as valid UTF-8 by byte offset.
 #include "serve/output_buffer.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunOptions::parent_fd: once it is readable (the parent's pidfd, here a
 // pipe standing in for it) the driver stops the call, whose report says why:
 // stop reason parent_exited, outcome cancelled with no cancelling signal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timing cases of seed 001 for spawn()'s parent-death signal, each with
 // explicit synchronization points (a socket or pipe, never a sleep). The
 // test process is a subreaper, so it outlives every "parent" it forks,

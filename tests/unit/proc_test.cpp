@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sys::read_stat on real processes (a comm with spaces and ')'), and
 // sys::descendants_of on hand-made process tables; where the cgroup2 mount is.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sys::open_pty / resize_pty: both ends CLOEXEC, the slave a terminal of the
 // asked size that is nobody's controlling terminal, bytes both ways.
 #include "sys/pty.h"

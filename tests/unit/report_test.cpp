@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // report_json (DESIGN §4) for hand-built results, and write_atomically.
 #include <dirent.h>
 #include <gtest/gtest.h>

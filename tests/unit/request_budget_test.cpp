@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve::RequestBudget: requests waiting for their answer, capped per
 // connection and in bytes for all, each given back once however it ends.
 #include "serve/request_budget.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunResult::status(): the timeout(1)-compatible exit status of a call.
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON-RPC layer of pmon serve: every line becomes a typed request or
 // the error to answer, naming the field that is wrong.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The method and tool tables are the protocols: what the docs list
 // (docs/serve.md, docs/mcp.md) is exactly what they hold, and what each
 // reader requires is what its row (or its tool's input schema) says.

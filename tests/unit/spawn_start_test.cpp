@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spawn()'s hot-path options for a service that starts many children: the
 // dispositions it names are reset (and no others), and a child started on
 // the caller's CPU still gets the caller's whole CPU mask. Each child reads

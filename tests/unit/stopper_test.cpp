@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stop executor's account of what ended each leftover.
 #include <gtest/gtest.h>
 #include <signal.h>

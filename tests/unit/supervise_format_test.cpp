@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The supervisor's stderr lines (seed 004, byte for byte) and exit codes.
 #include <gtest/gtest.h>
 

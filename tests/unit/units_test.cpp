@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_duration, parse_signal and signal_name: the user-facing units.
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // node validate.mjs FILE.yaml...: each document of each file is checked
 // against the schema of its apiVersion/kind (kubernetes-models: types,
 // required fields, enums; it does not reject unknown fields). One line per
