@@ -28,7 +28,8 @@ TEST(McpTools, EachHasAnInputAndAnOutputSchema) {
 // destructive one: output, wait, list and wait_for_port only read; kill
 // and run and start may destroy.
 TEST(McpTools, EachSaysWhetherItOnlyReadsOrMayDestroy) {
-  for (const Json& t : tools_list()["tools"]) {
+  const Json list = tools_list();  // kept: a range over a temporary's member would outlive it
+  for (const Json& t : list["tools"]) {
     const std::string name = t["name"];
     ASSERT_TRUE(t.contains("annotations")) << name;
     const Json& a = t["annotations"];
