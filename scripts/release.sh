@@ -16,10 +16,12 @@
 #   scripts/release.sh [--out DIR] [--build DIR] [--check-reproducible]
 #
 # --build DIR   the x86_64 build to take pmon from (default build-release/,
-#               configured here); CI passes the build its tests ran on.
+#               configured here); CI passes the build its tests ran on
+#               (scripts/test.sh compiles it the way this script does).
 # --check-reproducible   builds pmon and its helper once more, in another
-#               directory and without ccache, and checks that the x86_64
-#               tarball made from that build is byte for byte the same.
+#               directory with every object compiled afresh, and checks
+#               that the x86_64 tarball made from it is byte for byte the
+#               same.
 # The aarch64 pmon is cross-built (g++-aarch64-linux-gnu, in build-aarch64/)
 # and checked under qemu-aarch64-static: its unit tests and a pmon run that
 # leaves a setsid daemon; what the emulator cannot run is listed.
@@ -59,13 +61,15 @@ version=$(cmake -DSOURCE_DIR="$repo" -DFALLBACK="$(sed -n 's/^project(pmon VERSI
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 echo "release: pmon $version (SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH)"
 
-# ccache, when installed, but without a base directory: with one, ccache
-# hands the compiler relative paths (../src/...), which the prefix maps do
-# not rewrite, and the programs would depend on where the build directory is.
-unset CCACHE_BASEDIR
+# ccache, when installed, keyed by what is compiled and not by where (as
+# scripts/test.sh builds build/): ccache hands the compiler paths relative to
+# the build directory, so that the programs do not depend on where it is. The
+# reproducibility check builds the same way, in another directory, with every
+# object compiled afresh (CCACHE_RECACHE), or without ccache when there is none.
 launcher=()
 if command -v ccache >/dev/null && [ "${CCACHE_DISABLE:-}" != 1 ]; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$repo CCACHE_NOHASHDIR=1
 fi
 release_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPMON_BENCH=OFF -DPMON_PYTHON_BINDING=OFF)
 
@@ -168,13 +172,13 @@ if [ $check_repro = 1 ]; then
   s=$(date +%s)
   rb=$repo/build-repro
   rm -rf "$rb"
-  CCACHE_DISABLE=1 cmake -S . -B "$rb" "${release_flags[@]}" -DBUILD_TESTING=OFF >/dev/null
-  nice cmake --build "$rb" -j"$(nproc)" --target pmon pmon-systemd >/dev/null
+  cmake -S . -B "$rb" "${release_flags[@]}" -DBUILD_TESTING=OFF "${launcher[@]}" >/dev/null
+  CCACHE_RECACHE=1 nice cmake --build "$rb" -j"$(nproc)" --target pmon pmon-systemd >/dev/null
   strip_to strip "$rb/pmon" "$work/pmon-x86_64-again"
   strip_to strip "$rb/pmon-systemd" "$work/pmon-systemd-x86_64-again"
   tarball x86_64 "$work/pmon-x86_64-again" "$work/pmon-systemd-x86_64-again" "$work/again.tar.gz"
   if cmp "$out/pmon-$version-x86_64-linux.tar.gz" "$work/again.tar.gz"; then
-    echo "release: reproducible: a second build of pmon (build-repro/, no ccache) made the same tarball, sha256 $(sha256sum < "$work/again.tar.gz" | cut -c1-16)..."
+    echo "release: reproducible: a second build of pmon (build-repro/, every object compiled afresh) made the same tarball, sha256 $(sha256sum < "$work/again.tar.gz" | cut -c1-16)..."
   else
     cmp -l "$work/x86_64/pmon" "$work/pmon-x86_64-again" | head -5 || true
     die "not reproducible: the second build's x86_64 tarball differs"

@@ -17,6 +17,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "confine/boundary.h"
 #include "confine/cgroup_base.h"
@@ -151,27 +154,27 @@ bool freeze_disabled() noexcept {
 // frozen by us. The freeze is a speed-up, not a guarantee: without
 // cgroup.freeze, when it cannot be written (EACCES), when the leaf is already
 // frozen (a frozen ancestor: not ours to thaw), or with PMON_NO_FREEZE set,
-// nothing is frozen and the pass goes unfrozen. A freeze that does not
-// settle ("frozen 1" in cgroup.events) within kSettleMs is not waited for:
-// the pass goes on, the members that did freeze still cannot fork, and the
-// thaw follows as usual. If pmon dies while the leaf is frozen, the guard's
-// cgroup.kill still kills the frozen tasks (a fatal signal ends a frozen
-// task on cgroup v2), and it thaws the leaf as well (cgroup_kill.h).
+// nothing is frozen and the pass goes unfrozen. The pass waits at most
+// kSettleMs for the freeze to settle ("frozen 1" in cgroup.events) before it
+// signals; a freeze still settling after that (many members, a slow
+// machine) is caught up with (catch_up): a member not yet frozen may still
+// fork, and its child, frozen at birth, was not in the listing. If pmon dies
+// while the leaf is frozen, the guard's cgroup.kill still kills the frozen
+// tasks (a fatal signal ends a frozen task on cgroup v2), and it thaws the
+// leaf as well (cgroup_kill.h).
 class FrozenPass {
  public:
   explicit FrozenPass(Leaf& leaf) noexcept : leaf_(leaf) {
-    char buf[256];
-    ssize_t n = retry_eintr([&] { return ::pread(leaf_.events.get(), buf, sizeof buf, 0); });
-    if (n <= 0) return;
-    std::string_view text(buf, static_cast<size_t>(n));
-    if (events_say(text, "populated", '0')) {
+    auto text = read_events();
+    if (!text) return;
+    if (events_say(*text, "populated", '0')) {
       empty_ = true;
       return;
     }
-    if (freeze_disabled() || events_say(text, "frozen", '1')) return;
+    if (freeze_disabled() || events_say(*text, "frozen", '1')) return;
     if (!write_freeze('1')) return;
     held_ = true;
-    wait_settled();
+    wait_settled(kSettleMs);
   }
   ~FrozenPass() {
     if (held_) (void)write_freeze('0');
@@ -182,8 +185,29 @@ class FrozenPass {
   bool held() const noexcept { return held_; }
   bool nothing_there() const noexcept { return empty_; }
 
+  // While the freeze has not settled, at most kCatchUpMs: pass() every
+  // kRelistMs (it signals the members it has not signalled yet), and once
+  // more when the freeze settles, when the listing is complete.
+  template <class F>
+  void catch_up(F&& pass) {
+    if (!held_ || settled_) return;
+    const int64_t deadline = sys::monotonic_ns() + int64_t{kCatchUpMs} * 1'000'000;
+    while (!settled_ && sys::monotonic_ns() < deadline) {
+      wait_settled(kRelistMs);
+      pass();
+    }
+  }
+
  private:
   static constexpr int kSettleMs = 20;
+  static constexpr int kCatchUpMs = 1000;
+  static constexpr int kRelistMs = 10;
+
+  std::optional<std::string_view> read_events() noexcept {
+    ssize_t n = retry_eintr([&] { return ::pread(leaf_.events.get(), buf_, sizeof buf_, 0); });
+    if (n <= 0) return std::nullopt;
+    return std::string_view(buf_, static_cast<size_t>(n));
+  }
 
   bool write_freeze(char v) noexcept {
     Fd fd(::openat(leaf_.dir.get(), "cgroup.freeze", O_WRONLY | O_CLOEXEC));
@@ -191,17 +215,18 @@ class FrozenPass {
     return retry_eintr([&] { return ::write(fd.get(), &v, 1); }) == 1;
   }
 
-  // Until cgroup.events says "frozen 1" (POLLPRI on each change), at most
-  // kSettleMs. The read re-arms the stop's POLLPRI on the same fd; the stop
-  // reads cgroup.events again right after the pass.
-  void wait_settled() noexcept {
-    const int64_t deadline = sys::monotonic_ns() + int64_t{kSettleMs} * 1'000'000;
+  // Until cgroup.events says "frozen 1" or "populated 0" (POLLPRI on each
+  // change), at most ms. The read re-arms the stop's POLLPRI on the same fd;
+  // the stop reads cgroup.events again right after the pass.
+  void wait_settled(int ms) noexcept {
+    const int64_t deadline = sys::monotonic_ns() + int64_t{ms} * 1'000'000;
     for (;;) {
-      char buf[256];
-      ssize_t n = retry_eintr([&] { return ::pread(leaf_.events.get(), buf, sizeof buf, 0); });
-      if (n <= 0) return;
-      std::string_view text(buf, static_cast<size_t>(n));
-      if (events_say(text, "frozen", '1') || events_say(text, "populated", '0')) return;
+      auto text = read_events();
+      if (!text) return;
+      if (events_say(*text, "frozen", '1') || events_say(*text, "populated", '0')) {
+        settled_ = true;
+        return;
+      }
       int64_t left = deadline - sys::monotonic_ns();
       if (left <= 0) return;
       pollfd pf{leaf_.events.get(), POLLPRI, 0};
@@ -210,7 +235,9 @@ class FrozenPass {
   }
 
   Leaf& leaf_;
+  char buf_[256];
   bool held_ = false;
+  bool settled_ = false;
   bool empty_ = false;
 };
 
@@ -261,18 +288,27 @@ class CgroupBoundary final : public Boundary {
     if (frozen.nothing_there()) return 0;
     // A listing read before the freeze may lack what was forked since.
     if (frozen.held()) listed = nullptr;
-    std::vector<std::pair<pid_t, Fd>> fds;
-    for (pid_t pid : listed ? *listed : pids())
-      if (pid != signalled || signalled <= 0)
-        if (auto fd = sys::pidfd_open(pid)) fds.emplace_back(pid, std::move(*fd));
-    if (fds.empty()) return 0;
-    std::vector<pid_t> still = *listed_pids();
+    std::vector<pid_t> done;  // signalled in this pass, sorted
     int sent = 0;
-    for (auto& [pid, fd] : fds)
-      if (std::binary_search(still.begin(), still.end(), pid) && sys::pidfd_send_signal(fd.get(), sig) == 0) {
-        ++sent;
-        if (then_sig != 0) (void)sys::pidfd_send_signal(fd.get(), then_sig);
-      }
+    auto pass = [&](const std::vector<pid_t>& candidates) {
+      std::vector<std::pair<pid_t, Fd>> fds;
+      for (pid_t pid : candidates)
+        if ((pid != signalled || signalled <= 0) && !std::binary_search(done.begin(), done.end(), pid))
+          if (auto fd = sys::pidfd_open(pid)) fds.emplace_back(pid, std::move(*fd));
+      if (fds.empty()) return;
+      std::vector<pid_t> still = *listed_pids();
+      const size_t before = done.size();
+      for (auto& [pid, fd] : fds)
+        if (std::binary_search(still.begin(), still.end(), pid) && sys::pidfd_send_signal(fd.get(), sig) == 0) {
+          ++sent;
+          done.push_back(pid);
+          if (then_sig != 0) (void)sys::pidfd_send_signal(fd.get(), then_sig);
+        }
+      std::sort(done.begin() + static_cast<ptrdiff_t>(before), done.end());
+      std::inplace_merge(done.begin(), done.begin() + static_cast<ptrdiff_t>(before), done.end());
+    };
+    pass(listed ? *listed : pids());
+    frozen.catch_up([&] { pass(pids()); });
     return sent;
   }
 
