@@ -292,6 +292,8 @@ int64_t Call::deadline() const noexcept {
   }
 }
 
+int64_t Call::timeout_at() const noexcept { return s_->timeout_at; }
+
 void Call::step() { s_->take_step(); }
 
 void Call::reap() {

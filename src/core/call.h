@@ -52,6 +52,10 @@ class Call {
   // timeout has passed, takes the next stop step).
   Watch watch();
   int64_t deadline() const noexcept;
+  // When the call's own timeout ends it (CLOCK_MONOTONIC ns; kForever: it
+  // has none, or has not started). A caller that steps the call only when
+  // it stops (pmon serve) starts the stop at this time.
+  int64_t timeout_at() const noexcept;
   void step();
   // SIGCHLD: collects the zombies that are the call's to collect (and, in
   // the phases that wait for them, moves on).

@@ -107,7 +107,6 @@ struct Job {
   // epoll as it is, or several in an epoll of their own inside ours.
   int stop_fd = -1;
   Fd stop_ep;
-  int64_t deadline = kForever;  // the job's own timeout
   int64_t rescan_at = kForever;
   std::chrono::system_clock::time_point started;
   std::string ended_by;  // why pmon stopped it: "kill", "release", ...

@@ -147,7 +147,6 @@ std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParam
   }
   if (from && from->call_pmon != 0 && j.tie.owner_leaf.empty() && !opts_.socket_path.empty())
     j.tie.leave_record(*from, opts_.socket_path, j.id, j.call->command_pid(), j.command);
-  if (p.timeout_ms) j.deadline = ms_from_now(*p.timeout_ms);
   // Our copies of the child's ends go, or EOF never comes.
   io->out_w.reset();
   io->err_w.reset();
@@ -433,7 +432,7 @@ int64_t JobTable::next_deadline() const {
   int64_t next = kForever;
   for (auto& [id, j] : jobs_) {
     // (Work queued for it is done without waiting.)
-    if (!j->done && !j->stopping()) next = std::min(next, j->deadline);
+    if (!j->done && !j->stopping()) next = std::min(next, j->call->timeout_at());
     if (j->call->finishing() && !j->step_queued) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
     next = std::min(next, answers_.next_due(*j));
   }
@@ -447,14 +446,14 @@ void JobTable::on_time() {
   std::vector<std::string> ids;
   for (auto& [id, j] : jobs_) {
     const bool finishing = j->call->finishing() && !j->step_queued;
-    if ((!j->done && !j->stopping() && now >= j->deadline) ||
+    if ((!j->done && !j->stopping() && now >= j->call->timeout_at()) ||
         (finishing && (now >= j->call->finish_deadline() || now >= j->rescan_at)) || !j->waiters.empty())
       ids.push_back(id);
   }
   for (const std::string& id : ids) {
     Job* j = find(id);
     if (!j) continue;
-    if (!j->done && !j->stopping() && now >= j->deadline) stops_.begin(*j, Call::End::timeout, "timeout");
+    if (!j->done && !j->stopping() && now >= j->call->timeout_at()) stops_.begin(*j, Call::End::timeout, "timeout");
     // A stop's deadline or rescan: its next step, in its turn.
     if (j->call->finishing() && !j->step_queued && (now >= j->call->finish_deadline() || now >= j->rescan_at))
       stops_.step_due(*j);
