@@ -14,6 +14,7 @@
 
 #include "confine/boundary.h"
 #include "confine/pidns.h"
+#include "confine/settings.h"
 #include "confine/systemd.h"
 #include "core/capture.h"
 #include "core/driver.h"
@@ -323,6 +324,8 @@ PYBIND11_MODULE(_pmon, m) {
   // The interpreter is a dynamically linked program: it reaches systemd
   // itself (no pmon-systemd helper next to python3).
   pmon::confine::use_in_process_sd_bus();
+  // Errors name what to change as a Python caller writes it.
+  pmon::use_setting_words({"cgroup_root=", "confine=\"cgroup\"", "isolate=True"});
 
   py::class_<Spec>(m, "Spec")
       .def(py::init<>())

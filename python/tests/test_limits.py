@@ -65,9 +65,12 @@ def test_limit_is_set_or_refused(tmp_path, kw, value, controller, file, shown, r
 def test_a_backend_without_a_cgroup_refuses_limits(tmp_path):
     ran = tmp_path / "ran"
     with pytest.raises(pmon.ConfinementError, match="cannot set the memory and cpu limits: limits need a cgroup, "
-                                                    "and the pgroup backend has none"):
+                                                    "and the pgroup backend has none") as refused:
         pmon.run(["sh", "-c", f"echo ran > {ran}"], confine="pgroup", memory_max=1 << 30, cpu_max=2)
     assert not ran.exists()
+    # The fix is named as a Python caller writes it, not as a command-line flag.
+    assert 'use the cgroup backend (confine="cgroup")' in str(refused.value)
+    assert "--" not in str(refused.value)
     assert isinstance(pmon.ConfinementError("x"), OSError)
 
 
@@ -110,6 +113,7 @@ def test_sizes_take_powers_of_1024():
 
 @pytest.mark.skipif(not cgroup_available(), reason="the cgroup backend is not available here")
 def test_cgroup_root_outside_the_mount_is_refused(tmp_path):
-    with pytest.raises(pmon.ConfinementError, match="is not below the cgroup2 mount"):
+    with pytest.raises(pmon.ConfinementError, match="is not below the cgroup2 mount") as refused:
         pmon.run(["true"], confine="cgroup", cgroup_root=str(tmp_path))
+    assert f"the cgroup root {tmp_path} (cgroup_root=)" in str(refused.value)
     assert os.path.isdir(tmp_path)

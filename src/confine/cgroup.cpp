@@ -26,6 +26,7 @@
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_guard.h"
 #include "confine/cgroup_kill.h"
+#include "confine/settings.h"
 #include "confine/systemd.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -576,7 +577,8 @@ class CgroupBackend final : public Backend {
     if (::faccessat(leaf_dir, file, F_OK, 0) == 0) return "";
     const std::string parent = base_path();
     const std::string head = std::string("cannot set the ") + controller + " limit: ";
-    const std::string fix = "point --cgroup-root at an empty delegated cgroup where it is enabled, or run without the limit";
+    const std::string fix = "set " + std::string(setting_word(Setting::cgroup_root)) +
+                            " to an empty delegated cgroup where it is enabled, or run without the limit";
     std::lock_guard lock(controller_mu_);
     auto available = sys::read_file_at(base_.get(), "cgroup.controllers");
     if (!available || !has_word(*available, controller)) {
@@ -691,7 +693,8 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
     return std::unexpected("cannot create a cgroup under " + base_path + ": " +
                            leaf.error().message() +
                            "; run pmon inside a delegated cgroup subtree (systemd "
-                           "Delegate=yes, or a chowned one) or pass --cgroup-root" + systemd_note);
+                           "Delegate=yes, or a chowned one) or set " +
+                           std::string(setting_word(Setting::cgroup_root)) + systemd_note);
   if (::faccessat(leaf->dir.get(), "cgroup.kill", W_OK, 0) != 0) {
     int e = errno;
     backend->remove_leaf(*leaf);
@@ -704,8 +707,8 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   if (type && type->rfind("domain invalid", 0) == 0) {
     backend->remove_leaf(*leaf);
     return std::unexpected("cannot run processes in a cgroup under " + base_path +
-                           ": it is a threaded subtree (cgroup.type); pass --cgroup-root "
-                           "with a domain cgroup");
+                           ": it is a threaded subtree (cgroup.type); set " +
+                           std::string(setting_word(Setting::cgroup_root)) + " to a domain cgroup");
   }
   backend->pool_fresh(std::move(*leaf));
   backend->start_guard();

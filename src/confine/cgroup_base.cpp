@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "confine/settings.h"
 #include "confine/systemd.h"
 
 namespace pmon::confine {
@@ -69,8 +70,8 @@ std::expected<LeafBase, std::string> choose_leaf_base(const std::string& cgroup_
     std::string r = cgroup_root;
     while (r.size() > 1 && r.back() == '/') r.pop_back();
     if (r != loc->mount && r.rfind(loc->mount + "/", 0) != 0)
-      return std::unexpected("--cgroup-root " + cgroup_root +
-                             " is not below the cgroup2 mount " + loc->mount);
+      return std::unexpected("the cgroup root " + cgroup_root + " (" + std::string(setting_word(Setting::cgroup_root)) +
+                             ") is not below the cgroup2 mount " + loc->mount);
     base_rel = r == loc->mount ? "/" : r.substr(loc->mount.size());
   }
   std::string base_path = base_rel == "/" ? loc->mount : loc->mount + base_rel;
@@ -86,8 +87,8 @@ std::expected<LeafBase, std::string> choose_leaf_base(const std::string& cgroup_
   if (!(own_writable && anc == own_checked) && ::access(anc_procs.c_str(), W_OK) != 0)
     return std::unexpected(
         "cannot move processes under " + base_path + ": " + anc_procs + " is not writable (" +
-        std::strerror(errno) + "); run pmon inside a delegated cgroup subtree or pass --cgroup-root "
-        "with one that contains pmon's own cgroup" + systemd_note);
+        std::strerror(errno) + "); run pmon inside a delegated cgroup subtree or set " +
+        std::string(setting_word(Setting::cgroup_root)) + " to one that contains pmon's own cgroup" + systemd_note);
 
   return LeafBase{std::move(*loc), std::move(base_rel), std::move(base_path), std::move(base),
                   std::move(systemd_note), std::move(fallback_note)};

@@ -2,7 +2,10 @@
 #include "confine/limits.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
+
+#include "confine/settings.h"
 
 namespace pmon {
 
@@ -28,7 +31,8 @@ std::string no_cgroup_for_limits(const Limits& l, std::string_view boundary) {
   const std::string names = limit_names(l);
   const bool several = names.find(' ') != std::string::npos;
   return "cannot set the " + names + " limit" + (several ? "s" : "") + ": limits need a cgroup, and " +
-         std::string(boundary) + " has none; use the cgroup backend (--confine cgroup) where cgroup v2 "
+         std::string(boundary) + " has none; use the cgroup backend (" +
+         std::string(setting_word(Setting::confine_cgroup)) + ") where cgroup v2 "
          "is delegated, or run without " + (several ? "them" : "it");
 }
 

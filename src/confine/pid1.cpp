@@ -6,6 +6,7 @@
 
 #include <unordered_map>
 
+#include "confine/settings.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -30,7 +31,8 @@ class Pid1Boundary final : public Boundary {
   void set_main(pid_t) noexcept override {}
 
   std::expected<void, std::string> set_limits(const Limits& limits) override {
-    return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace whose init is pmon (without --confine cgroup)"));
+    return std::unexpected(no_cgroup_for_limits(
+        limits, "a PID namespace whose init is pmon (without " + std::string(setting_word(Setting::confine_cgroup)) + ")"));
   }
 
   // For the record only (the stop does not need it), by pids of this

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "confine/cgroup_fs.h"
+#include "confine/settings.h"
 #include "sys/child.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
@@ -125,7 +126,7 @@ std::optional<uint64_t> PidnsBoundary::memory_peak_bytes() {
 }
 
 std::expected<void, std::string> PidnsBoundary::set_limits(const Limits& limits) {
-  if (!inner_) return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace without --isolate"));
+  if (!inner_) return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace without " + std::string(setting_word(Setting::isolate))));
   return inner_->set_limits(limits);
 }
 

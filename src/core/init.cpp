@@ -143,7 +143,7 @@ std::expected<InitResult, SpawnError> Initer::run() {
         res.leftovers ? count_of(*res.leftovers, "process", "processes") + " the command left running"
                       : "what the command left running (pmon cannot count it: the /proc here does not show "
                         "this PID namespace)";
-    trace(opts_.wait_all ? "waiting for " + left + " (--wait-all)" : "stopping " + left);
+    trace(opts_.wait_all ? "waiting for " + left + " to exit" : "stopping " + left);
   }
   const RunResult& r = d.finish(Call::End::main_exited);
   res.cleanup_verified = r.cleanup_verified;

@@ -26,7 +26,7 @@ expect_refused() {
 }
 
 # 1. Outside the cgroup2 mount.
-expect_refused "outside the mount" "--cgroup-root $t is not below the cgroup2 mount $CG" \
+expect_refused "outside the mount" "the cgroup root $t (--cgroup-root) is not below the cgroup2 mount $CG" \
   "$PMON" run --cgroup-root "$t"
 # A sibling whose name merely starts with the mount's is outside too.
 expect_refused "prefix of the mount" "is not below the cgroup2 mount" \

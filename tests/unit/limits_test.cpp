@@ -7,6 +7,7 @@
 #include <string>
 
 #include "confine/limits.h"
+#include "confine/settings.h"
 #include "core/units.h"
 
 namespace pmon {
@@ -95,6 +96,20 @@ TEST(LimitNames, ForMessages) {
   EXPECT_NE(no_cgroup_for_limits(l, "the pgroup backend").find("cannot set the memory, pids and cpu limits: limits "
                                                               "need a cgroup, and the pgroup backend has none"),
             std::string::npos);
+}
+
+// The fix a refusal names is in the caller's words: the command line's by
+// default, a Python caller's once the binding has said so.
+TEST(LimitNames, TheFixIsNamedInTheCallersWords) {
+  Limits l;
+  l.memory_max = 1;
+  EXPECT_NE(no_cgroup_for_limits(l, "the pgroup backend").find("(--confine cgroup)"), std::string::npos);
+  use_setting_words({"cgroup_root=", "confine=\"cgroup\"", "isolate=True"});
+  const std::string py = no_cgroup_for_limits(l, "the pgroup backend");
+  use_setting_words(kCommandLineWords);
+  EXPECT_NE(py.find("(confine=\"cgroup\")"), std::string::npos) << py;
+  EXPECT_EQ(py.find("--"), std::string::npos) << py;
+  EXPECT_EQ(setting_word(Setting::cgroup_root), "--cgroup-root");
 }
 
 }  // namespace
