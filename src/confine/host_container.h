@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// pmon doctor inside a container: what the container gives pmon, and for
-// each thing it withholds one line naming the fix in the container's config.
+// Inside a container: what the container gives pmon, and for each thing it
+// withholds one line naming the fix in the container's config (pmon doctor
+// shows them).
 #pragma once
 
 #include <optional>
@@ -8,18 +9,13 @@
 #include <vector>
 
 #include "confine/cgroup_fs.h"
+#include "confine/host_probe.h"
 
-namespace pmon::cli {
-
-struct DoctorLine {
-  std::string name;
-  bool ok = false;
-  std::string detail;
-};
+namespace pmon::confine {
 
 // What the doctor's probes found, as the container section needs it.
 struct ContainerProbe {
-  std::optional<confine::CgroupLocation> cgroup2;  // the cgroup2 mount, if any
+  std::optional<CgroupLocation> cgroup2;  // the cgroup2 mount, if any
   bool cgroup_writable = false;                    // a leaf could be made
   bool user_ns = false;
   bool pid_ns = false;
@@ -31,8 +27,8 @@ struct ContainerProbe {
 // system that is a subtree of another (what pivot_root into a bundle leaves).
 std::string container_evidence();
 
-// The container section of doctor: empty outside a container. The first
+// The container section of the host checks: empty outside a container. The first
 // line says what the container offers; one more line per gap, with its fix.
-std::vector<DoctorLine> container_lines(const ContainerProbe& probe);
+std::vector<HostCheck> container_lines(const ContainerProbe& probe);
 
-}  // namespace pmon::cli
+}  // namespace pmon::confine

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cli/doctor_container.h"
+#include "confine/host_container.h"
 
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "sys/proc.h"
 
-namespace pmon::cli {
+namespace pmon::confine {
 
 namespace {
 
@@ -57,8 +57,8 @@ std::string container_evidence() {
   return {};
 }
 
-std::vector<DoctorLine> container_lines(const ContainerProbe& probe) {
-  std::vector<DoctorLine> out;
+std::vector<HostCheck> container_lines(const ContainerProbe& probe) {
+  std::vector<HostCheck> out;
   std::string evidence = container_evidence();
   if (evidence.empty()) return out;
 
@@ -125,4 +125,4 @@ std::vector<DoctorLine> container_lines(const ContainerProbe& probe) {
   return out;
 }
 
-}  // namespace pmon::cli
+}  // namespace pmon::confine
