@@ -23,6 +23,7 @@
 
 #include "confine/boundary.h"
 #include "confine/cgroup_base.h"
+#include "confine/cgroup_freeze.h"
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_guard.h"
 #include "confine/cgroup_kill.h"
@@ -62,20 +63,6 @@ long child_cgroup_count(int dirfd) noexcept {
   return static_cast<long>(st.st_nlink) - 2;
 }
 
-std::optional<uint64_t> keyed_value(std::string_view s, std::string_view key) {
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t nl = s.find('\n', pos);
-    std::string_view line = s.substr(pos, nl == std::string_view::npos ? s.npos : nl - pos);
-    if (line.size() > key.size() && line.substr(0, key.size()) == key &&
-        line[key.size()] == ' ')
-      return std::strtoull(std::string(line.substr(key.size() + 1)).c_str(), nullptr, 10);
-    if (nl == std::string_view::npos) break;
-    pos = nl + 1;
-  }
-  return std::nullopt;
-}
-
 // A cgroup file through an fd kept open: pread at 0 has the kernel write it
 // afresh (no open and close per read).
 std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::string_view key) {
@@ -84,7 +71,7 @@ std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::str
   char buf[1024];
   ssize_t n = retry_eintr([&] { return ::pread(fd.get(), buf, sizeof buf, 0); });
   if (n <= 0) return std::nullopt;
-  return keyed_value(std::string_view(buf, static_cast<size_t>(n)), key);
+  return confine::keyed_value(std::string_view(buf, static_cast<size_t>(n)), key);
 }
 
 std::string strerr(int e) { return std::strerror(e); }
@@ -134,114 +121,6 @@ void remove_cgroup_tree(int parent, const char* name, bool childless = false) no
   }
 }
 
-// "frozen 1" / "populated 0" in a cgroup.events text.
-bool events_say(std::string_view text, std::string_view key, char value) {
-  auto v = keyed_value(text, key);
-  return v && *v == static_cast<uint64_t>(value - '0');
-}
-
-// PMON_NO_FREEZE=1 turns the freeze off: a benchmarking knob (bench/README.md),
-// so the unfrozen pass can be measured against the frozen one. Not an option.
-bool freeze_disabled() noexcept {
-  static const bool off = [] {
-    const char* v = std::getenv("PMON_NO_FREEZE");
-    return v && *v && std::strcmp(v, "0") != 0;
-  }();
-  return off;
-}
-
-// Freezes a leaf for one signal pass and thaws it when it goes out of scope,
-// whatever happens in between (an exception included): a leaf is never left
-// frozen by us. The freeze is a speed-up, not a guarantee: without
-// cgroup.freeze, when it cannot be written (EACCES), when the leaf is already
-// frozen (a frozen ancestor: not ours to thaw), or with PMON_NO_FREEZE set,
-// nothing is frozen and the pass goes unfrozen. The pass waits at most
-// kSettleMs for the freeze to settle ("frozen 1" in cgroup.events) before it
-// signals; a freeze still settling after that (many members, a slow
-// machine) is caught up with (catch_up): a member not yet frozen may still
-// fork, and its child, frozen at birth, was not in the listing. If pmon dies
-// while the leaf is frozen, the guard's cgroup.kill still kills the frozen
-// tasks (a fatal signal ends a frozen task on cgroup v2), and it thaws the
-// leaf as well (cgroup_kill.h).
-class FrozenPass {
- public:
-  explicit FrozenPass(Leaf& leaf) noexcept : leaf_(leaf) {
-    auto text = read_events();
-    if (!text) return;
-    if (events_say(*text, "populated", '0')) {
-      empty_ = true;
-      return;
-    }
-    if (freeze_disabled() || events_say(*text, "frozen", '1')) return;
-    if (!write_freeze('1')) return;
-    held_ = true;
-    wait_settled(kSettleMs);
-  }
-  ~FrozenPass() {
-    if (held_) (void)write_freeze('0');
-  }
-  FrozenPass(const FrozenPass&) = delete;
-  FrozenPass& operator=(const FrozenPass&) = delete;
-
-  bool held() const noexcept { return held_; }
-  bool nothing_there() const noexcept { return empty_; }
-
-  // While the freeze has not settled, at most kCatchUpMs: pass() every
-  // kRelistMs (it signals the members it has not signalled yet), and once
-  // more when the freeze settles, when the listing is complete.
-  template <class F>
-  void catch_up(F&& pass) {
-    if (!held_ || settled_) return;
-    const int64_t deadline = sys::monotonic_ns() + int64_t{kCatchUpMs} * 1'000'000;
-    while (!settled_ && sys::monotonic_ns() < deadline) {
-      wait_settled(kRelistMs);
-      pass();
-    }
-  }
-
- private:
-  static constexpr int kSettleMs = 20;
-  static constexpr int kCatchUpMs = 1000;
-  static constexpr int kRelistMs = 10;
-
-  std::optional<std::string_view> read_events() noexcept {
-    ssize_t n = retry_eintr([&] { return ::pread(leaf_.events.get(), buf_, sizeof buf_, 0); });
-    if (n <= 0) return std::nullopt;
-    return std::string_view(buf_, static_cast<size_t>(n));
-  }
-
-  bool write_freeze(char v) noexcept {
-    Fd fd(::openat(leaf_.dir.get(), "cgroup.freeze", O_WRONLY | O_CLOEXEC));
-    if (!fd) return false;
-    return retry_eintr([&] { return ::write(fd.get(), &v, 1); }) == 1;
-  }
-
-  // Until cgroup.events says "frozen 1" or "populated 0" (POLLPRI on each
-  // change), at most ms. The read re-arms the stop's POLLPRI on the same fd;
-  // the stop reads cgroup.events again right after the pass.
-  void wait_settled(int ms) noexcept {
-    const int64_t deadline = sys::monotonic_ns() + int64_t{ms} * 1'000'000;
-    for (;;) {
-      auto text = read_events();
-      if (!text) return;
-      if (events_say(*text, "frozen", '1') || events_say(*text, "populated", '0')) {
-        settled_ = true;
-        return;
-      }
-      int64_t left = deadline - sys::monotonic_ns();
-      if (left <= 0) return;
-      pollfd pf{leaf_.events.get(), POLLPRI, 0};
-      (void)::poll(&pf, 1, static_cast<int>((left + 999'999) / 1'000'000));
-    }
-  }
-
-  Leaf& leaf_;
-  char buf_[256];
-  bool held_ = false;
-  bool settled_ = false;
-  bool empty_ = false;
-};
-
 class CgroupBackend;
 
 class CgroupBoundary final : public Boundary {
@@ -285,7 +164,7 @@ class CgroupBoundary final : public Boundary {
 
   Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
                              const std::vector<pid_t>* listed = nullptr) override {
-    FrozenPass frozen(leaf_);
+    confine::FrozenPass frozen(leaf_.dir.get(), leaf_.events.get());
     if (frozen.nothing_there()) return 0;
     // A listing read before the freeze may lack what was forked since.
     if (frozen.held()) listed = nullptr;
