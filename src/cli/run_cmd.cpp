@@ -276,21 +276,29 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   if (die_with_parent) ::signal(SIGPIPE, SIG_IGN);
   const bool parent_exited = res->stop.reason == StopReason::parent_exited;
 
+  // What the command left running and was stopped; what got out of the
+  // backend's hold (found below pmon, and stopped or waited for).
+  const std::vector<Leftover>& left = res->leftovers;
+  auto say_left = [&] {
+    std::fprintf(stderr, "pmon: the command exited and left %s running; stopped %s%s\n",
+                 count_of(left.size(), "process", "processes").c_str(), left.size() == 1 ? "it" : "them",
+                 kill_note(left).c_str());
+  };
+  auto say_escaped = [&] {
+    if (res->escaped.empty()) return;
+    std::fprintf(stderr, "pmon: warning: %s got out of the %s backend's hold; found below pmon, %s %s: %s\n",
+                 count_of(res->escaped.size(), "process", "processes").c_str(),
+                 std::string(to_string(res->confinement)).c_str(),
+                 !res->cleanup_verified ? "tried to stop"
+                 : wait_tree            ? "waited for"
+                                        : "stopped",
+                 res->escaped.size() == 1 ? "it" : "them", list_procs(res->escaped).c_str());
+  };
   // pmon-shell tells only what the line left running (and what got out).
   if (front.shell && !quiet) {
-    const std::vector<Leftover>& left = res->leftovers;
-    if (!left.empty() && !wait_tree && !parent_exited && res->outcome != Outcome::cancelled)
-      std::fprintf(stderr, "pmon: the command exited and left %s running; stopped %s%s\n",
-                   count_of(left.size(), "process", "processes").c_str(), left.size() == 1 ? "it" : "them",
-                   kill_note(left).c_str());
-    if (!res->escaped.empty())
-      std::fprintf(stderr, "pmon: warning: %s got out of the %s backend's hold; found below pmon, %s %s: %s\n",
-                   count_of(res->escaped.size(), "process", "processes").c_str(),
-                   std::string(to_string(res->confinement)).c_str(),
-                   !res->cleanup_verified ? "tried to stop" : "stopped", res->escaped.size() == 1 ? "it" : "them",
-                   list_procs(res->escaped).c_str());
+    if (!left.empty() && !wait_tree && !parent_exited && res->outcome != Outcome::cancelled) say_left();
+    say_escaped();
   } else if (!quiet) {
-    const std::vector<Leftover>& left = res->leftovers;
     const std::string others = left.empty()      ? ""
                                : left.size() == 1 ? " and the process it started"
                                                   : " and the " + std::to_string(left.size()) + " processes it started";
@@ -301,19 +309,9 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
       std::fprintf(stderr, "pmon: the program that started pmon exited; stopped the tree\n");
     else if (res->outcome == Outcome::cancelled)
       std::fprintf(stderr, "pmon: cancelled by %s; stopped the tree\n", signal_name(res->cancel_signal).c_str());
-    else if (!res->leftovers.empty() && !wait_tree)
-      std::fprintf(stderr, "pmon: the command exited and left %s running; stopped %s%s\n",
-                   count_of(left.size(), "process", "processes").c_str(), left.size() == 1 ? "it" : "them",
-                   kill_note(left).c_str());
-    if (!res->escaped.empty())
-      std::fprintf(stderr, "pmon: warning: %s got out of the %s backend's hold; found below pmon, %s %s: %s\n",
-                   count_of(res->escaped.size(), "process", "processes").c_str(),
-                   std::string(to_string(res->confinement)).c_str(),
-                   !res->cleanup_verified ? "tried to stop"
-                   : wait_tree            ? "waited for"
-                                          : "stopped",
-                   res->escaped.size() == 1 ? "it" : "them",
-                   list_procs(res->escaped).c_str());
+    else if (!left.empty() && !wait_tree)
+      say_left();
+    say_escaped();
   }
   if (!res->cleanup_verified) {
     std::vector<Leftover> survivors;
