@@ -10,6 +10,11 @@ export interface CommonOptions {
   shell?: boolean | string;
   /** Milliseconds after which the whole tree is stopped (timedOut: true). */
   timeout?: number;
+  /**
+   * Milliseconds without output after which the whole tree is stopped (a hung command;
+   * timedOut and idleTimedOut: true). Time its writes wait for a reader does not count.
+   */
+  idleTimeout?: number;
   /** The first signal of a stop (default SIGTERM); SIGKILL follows after the service's grace. */
   killSignal?: NodeJS.Signals | number;
   /** A label shown in list(). */
@@ -79,6 +84,8 @@ export interface RunResult<T = string> {
   /** Output beyond maxBuffer was dropped (the newest bytes are kept). */
   truncated: boolean;
   timedOut: boolean;
+  /** It was stopped for printing nothing for idleTimeout ms (timedOut is then true too). */
+  idleTimedOut: boolean;
   /** Processes still in the call's boundary when its main process ended, and what was done to them. */
   leftovers: Leftover[];
   /** Nothing of the call is still alive. */

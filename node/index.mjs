@@ -209,6 +209,7 @@ function createParams(file, args, options, extra) {
     p.clearEnv = true;
   }
   if (options.timeout > 0) p.timeoutMs = Math.round(options.timeout);
+  if (options.idleTimeout > 0) p.idleTimeoutMs = Math.max(1, Math.round(options.idleTimeout));
   if (options.killSignal !== undefined) p.killSignal = options.killSignal;
   if (options.name) p.name = options.name;
   // Limits of the call's cgroup leaf; the service checks them and fails
@@ -289,6 +290,7 @@ export async function run(file, args, options) {
     stderr: decode(out.stderr.output, encoding),
     truncated: out.truncated || out.stderr.truncated,
     timedOut: report.timed_out === true,
+    idleTimedOut: report.stop?.reason === 'idle_timeout',
     leftovers: report.leftovers || [],
     cleanupVerified: report.cleanup_verified === true,
     report,

@@ -117,6 +117,13 @@ test('run: exit codes, signals, timeout, env, cwd, and tool errors', async () =>
   r = await call(client, 'run', { command: 'sleep 100', timeout_s: 0.3 });
   assert.equal(r.structuredContent.timed_out, true);
   assert.match(r.content[0].text, /timed out/);
+  assert.equal(r.structuredContent.idle_timed_out, false);
+  // Quiet for idle_timeout_s: stopped, though its timeout is far off.
+  r = await call(client, 'run', { command: 'echo hi; sleep 100', idle_timeout_s: 0.5 });
+  assert.equal(r.structuredContent.output, 'hi\n');
+  assert.equal(r.structuredContent.timed_out, true);
+  assert.equal(r.structuredContent.idle_timed_out, true);
+  assert.match(r.content[0].text, /no output for idle_timeout_s/);
   r = await call(client, 'run', { command: 'seq 1 100000' });
   assert.equal(r.structuredContent.truncated, true);
   assert.match(r.structuredContent.output, /^1\n2\n/);

@@ -110,6 +110,21 @@ test('timeout stops the whole tree and says timedOut', async () => {
   await assertNothingLeft(file, 'timeout');
 });
 
+test('idleTimeout stops a tree that has gone quiet, and not one that prints', async () => {
+  const file = tmp.path('idle');
+  const r = await run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { idleTimeout: 400 });
+  assert.equal(r.timedOut, true);
+  assert.equal(r.idleTimedOut, true);
+  assert.equal(r.report.stop.reason, 'idle_timeout');
+  assert.equal(r.cleanupVerified, true);
+  await assertNothingLeft(file, 'idle');
+  // A line every 50 ms for a second, past a 400 ms idle timeout: it ends by itself.
+  const busy = await run('sh', ['-c', 'for i in $(seq 20); do echo $i; sleep 0.05; done'], { idleTimeout: 400 });
+  assert.equal(busy.exitCode, 0);
+  assert.equal(busy.idleTimedOut, false);
+  assert.match(busy.stdout, /^20$/m);
+});
+
 test('killSignal is the first signal of the stop', async () => {
   const r = await run('sleep', ['100'], { timeout: 100, killSignal: 'SIGINT' });
   assert.equal(r.timedOut, true);

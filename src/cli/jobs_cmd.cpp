@@ -262,6 +262,7 @@ std::string ended_words(Client& c, const std::string& id, const Json& exit_statu
   const std::string b = by.get<std::string>();
   if (b == "kill") return "was already stopped";
   if (b == "timeout") return "was already stopped by its timeout";
+  if (b == "idle timeout") return "was already stopped: it printed nothing for its idle timeout";
   return "was already stopped (" + b + ")";
 }
 
@@ -313,12 +314,16 @@ int start_main(const std::vector<std::string>& args) {
                          "the call ends.\n\nValues:\n") +
              kDurationWords);
   app.prefix_command();
-  std::string name, timeout_s;
+  std::string name, timeout_s, idle_s;
   bool pty = false;
   SocketFlag sock;
   app.add_option("--name", name, "a name for the job (pmon jobs shows it)")->type_name("NAME");
   CLI::Option* timeout_opt =
       app.add_option("--timeout", timeout_s, "stop the job and everything it started after DURATION")
+          ->type_name("DURATION");
+  CLI::Option* idle_opt =
+      app.add_option("--idle-timeout", idle_s,
+                     "stop the job and everything it started when it has printed nothing for DURATION")
           ->type_name("DURATION");
   app.add_flag("--pty", pty, "run the job on a pseudo-terminal (24x80)");
   sock.add_to(app);
@@ -339,6 +344,13 @@ int start_main(const std::vector<std::string>& args) {
     auto d = parse_duration(timeout_s);
     if (!d) die("start: --timeout: " + describe_duration_error(timeout_s, d.error()));
     p["timeoutMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(*d).count();
+  }
+  if (idle_opt->count() > 0) {
+    auto d = parse_duration(idle_s);
+    if (!d) die("start: --idle-timeout: " + describe_duration_error(idle_s, d.error()));
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d).count();
+    if (ms < 1) die("start: --idle-timeout: '" + idle_s + "' is under a millisecond; give a longer DURATION");
+    p["idleTimeoutMs"] = ms;
   }
   if (pty) p["pty"] = {{"rows", 24}, {"cols", 80}};
   char cwd[4096];
@@ -481,7 +493,7 @@ int stop_main(const std::vector<std::string>& args) {
 int wait_main(const std::vector<std::string>& args) {
   CLI::App app{"Wait for a job to end; exits with its status, as pmon run would.", "pmon wait"};
   app.footer("\nExit status: the job's own exit code; 128+N when it died by signal N (143 after\n"
-             "'pmon stop'); 124 when its --timeout stopped it; 125 when what it started could\n"
+             "'pmon stop'); 124 when its --timeout or --idle-timeout stopped it; 125 when what it started could\n"
              "not be confirmed gone; 126 or 127 when its command could not be run.");
   std::string id;
   SocketFlag sock;

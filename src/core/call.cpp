@@ -21,10 +21,13 @@ namespace {
 StopReason stop_reason_of(CallEnd why) noexcept {
   switch (why) {
     case CallEnd::timeout: return StopReason::timeout;
+    case CallEnd::idle_timeout: return StopReason::idle_timeout;
     case CallEnd::parent_exited: return StopReason::parent_exited;
     default: return StopReason::cancel;
   }
 }
+
+bool is_time_up(CallEnd why) noexcept { return why == CallEnd::timeout || why == CallEnd::idle_timeout; }
 }  // namespace
 
 void CallMachine::note_main_exit() {
@@ -36,9 +39,9 @@ void CallMachine::note_main_exit() {
 // What the end of the call needs: nothing (nothing left, verified), the
 // tree to be waited for, or a stop.
 void CallMachine::begin_end(End why) {
-  if (why == End::timeout) {
+  if (is_time_up(why)) {
     res.timed_out = true;
-    return start_stop(StopReason::timeout);
+    return start_stop(stop_reason_of(why));
   }
   if (why == End::cancel || why == End::parent_exited) {
     cancelled = true;
@@ -96,9 +99,9 @@ void CallMachine::check_tree() {
     res.stop.empty_confirmed_ms = since_start_ms();
     return after_stop();
   }
-  if (timeout_at != kForever && sys::monotonic_ns() >= timeout_at) {
+  if (auto due = due_end(sys::monotonic_ns())) {
     res.timed_out = true;
-    start_stop(StopReason::timeout);
+    start_stop(stop_reason_of(*due));
   }
 }
 
@@ -180,7 +183,7 @@ void CallMachine::take_step() {
       note_main_exit();
       // The call's own timeout; a main process that exited already ended
       // the call, whichever the caller hears first.
-      if (!main_exited && timeout_at != kForever && now >= timeout_at) begin_end(End::timeout);
+      if (auto due = due_end(now); !main_exited && due) begin_end(*due);
       return;
     case Phase::waiting_tree: reaper->reap(); return check_tree();
     case Phase::stopping:
@@ -255,6 +258,7 @@ std::expected<void, SpawnError> Call::start() {
   s.trace("started pid " + std::to_string(s.child.pid) + " under " + std::string(to_string(s.res.confinement)) +
           (s.res.cgroup ? " in " + *s.res.cgroup : ""));
   s.timeout_at = s.opts.timeout ? s.t0 + s.opts.timeout->count() : kForever;
+  s.idle_at = s.opts.idle_timeout ? s.t0 + s.opts.idle_timeout->count() : kForever;
   s.phase = Phase::running;
   return {};
 }
@@ -283,7 +287,7 @@ int64_t Call::deadline() const noexcept {
   switch (s.phase) {
     case Phase::running:
     case Phase::waiting_tree:
-    case Phase::escapes_waiting: return s.timeout_at;
+    case Phase::escapes_waiting: return s.next_end_at();
     case Phase::stopping:
     case Phase::escapes_stopping: return s.machine->deadline();
     case Phase::collecting_main:
@@ -292,7 +296,22 @@ int64_t Call::deadline() const noexcept {
   }
 }
 
-int64_t Call::timeout_at() const noexcept { return s_->timeout_at; }
+int64_t Call::timeout_at() const noexcept { return s_->next_end_at(); }
+
+std::optional<CallEnd> Call::due_end(int64_t now) const noexcept { return s_->due_end(now); }
+
+void Call::note_output() {
+  CallMachine& s = *s_;
+  if (!s.opts.idle_timeout || s.idle_held) return;
+  s.idle_at = sys::monotonic_ns() + s.opts.idle_timeout->count();
+}
+
+void Call::hold_idle(bool held) {
+  CallMachine& s = *s_;
+  if (!s.opts.idle_timeout || s.idle_held == held) return;
+  s.idle_held = held;
+  s.idle_at = held ? kForever : sys::monotonic_ns() + s.opts.idle_timeout->count();
+}
 
 void Call::step() { s_->take_step(); }
 
@@ -311,16 +330,16 @@ void Call::end(End why, int signal) {
       s.note_main_exit();
       // A main process that already exited ended the call, whatever the
       // caller heard first (its timer and the pidfd can fire together).
-      if (why == End::timeout && s.main_exited) why = End::main_exited;
+      if (is_time_up(why) && s.main_exited) why = End::main_exited;
       return s.begin_end(why);
     case Phase::waiting_tree:
       if (why == End::main_exited) return;
-      if (why == End::timeout) s.res.timed_out = true;
+      if (is_time_up(why)) s.res.timed_out = true;
       else s.cancelled = true;
       return s.start_stop(stop_reason_of(why));
     case Phase::escapes_waiting:
       if (why == End::main_exited) return;
-      if (why == End::timeout) s.res.timed_out = true;
+      if (is_time_up(why)) s.res.timed_out = true;
       return s.start_escape_stop(stop_reason_of(why));
     default: return;
   }

@@ -56,6 +56,13 @@ class Call {
   // has none, or has not started). A caller that steps the call only when
   // it stops (pmon serve) starts the stop at this time.
   int64_t timeout_at() const noexcept;
+  // Which of its time limits has run out at `now` (timeout, idle_timeout).
+  std::optional<End> due_end(int64_t now) const noexcept;
+  // Output was seen: the idle timeout starts again. hold_idle(true): the
+  // caller does not read for now (its buffer is full), which is not the
+  // command's idleness; the idle time starts again when it reads (false).
+  void note_output();
+  void hold_idle(bool held);
   void step();
   // SIGCHLD: collects the zombies that are the call's to collect (and, in
   // the phases that wait for them, moves on).

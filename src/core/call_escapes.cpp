@@ -95,9 +95,9 @@ void CallMachine::check_escapes() {
     res.stop.empty_confirmed_ms = since_start_ms();
     return end_escapes(true);
   }
-  if (timeout_at != kForever && sys::monotonic_ns() >= timeout_at) {
+  if (auto due = due_end(sys::monotonic_ns())) {
     res.timed_out = true;
-    reason = StopReason::timeout;
+    reason = *due == CallEnd::idle_timeout ? StopReason::idle_timeout : StopReason::timeout;
     start_escape_stop(reason);
   }
 }

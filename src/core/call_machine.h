@@ -55,6 +55,18 @@ struct CallMachine {
   sys::Reaper* reaper;
   int64_t t0 = 0;
   int64_t timeout_at = call_detail::kForever;
+  // When no output for opts.idle_timeout ends it (kForever: none, or held
+  // while the caller does not read).
+  int64_t idle_at = call_detail::kForever;
+  bool idle_held = false;
+  // The end whose time has come at `now`, if any: timeout before
+  // idle_timeout.
+  std::optional<CallEnd> due_end(int64_t now) const noexcept {
+    if (timeout_at != call_detail::kForever && now >= timeout_at) return CallEnd::timeout;
+    if (idle_at != call_detail::kForever && now >= idle_at) return CallEnd::idle_timeout;
+    return std::nullopt;
+  }
+  int64_t next_end_at() const noexcept { return std::min(timeout_at, idle_at); }
   std::unique_ptr<Boundary> b;
   Child child;
   RunResult res;

@@ -22,6 +22,9 @@ struct RunOptions {
   // Set on the call's cgroup leaf before it starts; fails closed (125).
   Limits limits;
   std::optional<Nanos> timeout;
+  // Ended (idle_timeout) when no output has been seen for this long: the
+  // caller that reads the output says when it sees some (Call::note_output).
+  std::optional<Nanos> idle_timeout;
   StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
   bool wait_tree = false;
   // For the blocking helpers (core/driver.h): a signalfd the caller owns,
@@ -64,6 +67,6 @@ struct RunOptions {
 // How a call's caller ends it: its main process exited, its time is up, it
 // is cancelled, or the process that started the caller exited (a cancel
 // that no signal asked for).
-enum class CallEnd { main_exited, timeout, cancel, parent_exited };
+enum class CallEnd { main_exited, timeout, idle_timeout, cancel, parent_exited };
 
 }  // namespace pmon

@@ -12,6 +12,7 @@ std::string_view to_string(StopReason r) noexcept {
     case StopReason::none: return "";
     case StopReason::leftovers: return "leftovers";
     case StopReason::timeout: return "timeout";
+    case StopReason::idle_timeout: return "idle_timeout";
     case StopReason::cancel: return "cancel";
     case StopReason::parent_exited: return "parent_exited";
     case StopReason::escaped: return "escaped";

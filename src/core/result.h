@@ -53,7 +53,7 @@ struct Leftover {
 };
 
 // Why a stop began; turned into words only in the report.
-enum class StopReason { none, leftovers, timeout, cancel, parent_exited, escaped };
+enum class StopReason { none, leftovers, timeout, idle_timeout, cancel, parent_exited, escaped };
 std::string_view to_string(StopReason r) noexcept;
 
 struct StopRecord {

@@ -136,6 +136,7 @@ RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBas
     ro.stop.steps[0].signal = *p.kill_signal;
   ro.wait_tree = p.wait_tree;
   if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
+  if (p.idle_timeout_ms) ro.idle_timeout = std::chrono::milliseconds(*p.idle_timeout_ms);
   ro.limits = p.limits;
   return ro;
 }
@@ -161,6 +162,7 @@ void Job::pull(bool from_err, bool to_end, std::vector<char>& scratch) {
   Flow& flow = from_err ? err_flow : out_flow;
   if (!fd) return;
   Drained d;
+  const uint64_t before = buf.total();
   do {
     uint64_t room = std::numeric_limits<uint64_t>::max();
     if (backpressure) {
@@ -174,6 +176,9 @@ void Job::pull(bool from_err, bool to_end, std::vector<char>& scratch) {
       (void)::fcntl(fd.get(), F_SETPIPE_SZ, kLargePipe);  // as large as allowed; a pty is no pipe
     }
   } while (to_end && d == Drained::budget);
+  // Output seen: an idle timeout starts again. A pause for a reader (the
+  // buffer full of unread bytes) is not the command's idleness.
+  if (buf.total() != before && call) call->note_output();
   if (d == Drained::eof || (d == Drained::empty && done)) {
     if (!flow.paused) poller.unwatch(fd.get());
     fd.reset();
@@ -184,9 +189,11 @@ void Job::pull(bool from_err, bool to_end, std::vector<char>& scratch) {
   if (d == Drained::full && !flow.paused) {
     poller.unwatch(fd.get());
     flow.paused = true;
+    if (call) call->hold_idle(true);
   } else if (d != Drained::full && flow.paused) {
     poller.watch(fd.get(), EPOLLIN, tag(from_err ? Tag::job_err : Tag::job_out, num));
     flow.paused = false;
+    if (call) call->hold_idle(out_flow.paused || err_flow.paused);
   }
 }
 
@@ -233,6 +240,7 @@ void Job::note_delivered(uint64_t out_next, std::optional<uint64_t> err_next) {
   };
   resume(out, buffer, out_flow, Tag::job_out);
   if (err_buffer) resume(err, *err_buffer, err_flow, Tag::job_err);
+  if (call) call->hold_idle(out_flow.paused || err_flow.paused);
 }
 
 bool Job::has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const {

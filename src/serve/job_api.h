@@ -40,6 +40,10 @@ struct CreateParams {
   // so a reader that keeps up loses nothing.
   bool output_backpressure = false;
   std::optional<uint64_t> timeout_ms;
+  // pmon's: stopped (as by its timeout, stoppedBy "idle timeout") when no
+  // output has come for this long; a pause while readers catch up
+  // (outputBackpressure) does not count.
+  std::optional<uint64_t> idle_timeout_ms;
   std::optional<PtySize> pty;
   bool keep = false;
   bool wait_tree = false;

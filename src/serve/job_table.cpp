@@ -453,7 +453,9 @@ void JobTable::on_time() {
   for (const std::string& id : ids) {
     Job* j = find(id);
     if (!j) continue;
-    if (!j->done && !j->stopping() && now >= j->call->timeout_at()) stops_.begin(*j, Call::End::timeout, "timeout");
+    if (!j->done && !j->stopping())
+      if (auto due = j->call->due_end(now))
+        stops_.begin(*j, *due, *due == Call::End::idle_timeout ? "idle timeout" : "timeout");
     // A stop's deadline or rescan: its next step, in its turn.
     if (j->call->finishing() && !j->step_queued && (now >= j->call->finish_deadline() || now >= j->rescan_at))
       stops_.step_due(*j);

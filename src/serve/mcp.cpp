@@ -50,6 +50,8 @@ CreateParams shell_job(Args& a) {
   c.cwd = a.c_text("cwd");
   c.env = a.env_object("env");
   c.limits = a.limits("memory_max", "pids_max", "cpu_max");
+  c.idle_timeout_ms = a.seconds("idle_timeout_s");
+  if (c.idle_timeout_ms == 0u) c.idle_timeout_ms.reset();
   return c;
 }
 
@@ -236,18 +238,22 @@ Json run_result(const RunSummary& a) {
       leftovers.push_back({{"pid", l["pid"]}, {"command", l.value("cmdline", std::string())},
                            {"action", l.value("action", std::string())}});
   const bool timed_out = a.report.value("timed_out", false);
+  const bool idle = timed_out && a.report.contains("stop") && a.report["stop"].value("reason", Json()) == "idle_timeout";
   Json s = {{"running", false},
             {"output", out},
             {"truncated", truncated},
             {"exit_code", exit_code_json(a.exit)},
             {"signal", signal_json(a.exit)},
             {"timed_out", timed_out},
+            {"idle_timed_out", idle},
             {"leftovers", leftovers},
             {"cleanup_verified", a.cleanup_verified},
             {"duration_ms", a.report.value("duration_ms", 0.0)},
             {"oom_killed", a.report.value("oom_killed", Json(nullptr))},
             {"pids_max_hit", a.report.value("pids_max_hit", Json(nullptr))}};
-  std::string note = "[" + std::string(timed_out ? "timed out, " : "") + ending_words(*a.exit);
+  std::string note =
+      "[" + std::string(idle ? "no output for idle_timeout_s, stopped, " : timed_out ? "timed out, " : "") +
+      ending_words(*a.exit);
   if (!leftovers.empty()) {
     note += "; stopped " + std::to_string(leftovers.size()) + " process" + (leftovers.size() > 1 ? "es" : "") +
             " it left running:";

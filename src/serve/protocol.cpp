@@ -27,6 +27,8 @@ void read_params(FieldReader& f, CreateParams& c) {
   c.output_byte_limit = f.uint("outputByteLimit", false, kMaxOutputLimit).value_or(1 << 20);
   c.output_backpressure = f.flag("outputBackpressure");
   c.timeout_ms = f.uint("timeoutMs", false, kMaxMs);
+  c.idle_timeout_ms = f.uint("idleTimeoutMs", false, kMaxMs);
+  if (!f.error() && c.idle_timeout_ms == 0u) return f.bad("idleTimeoutMs", "must be at least 1 (leave it out for none)");
   c.pty = f.pty_size("pty", false);
   c.keep = f.flag("keep");
   c.wait_tree = f.flag("waitTree");

@@ -41,7 +41,7 @@ struct Method {
 inline constexpr std::tuple kMethods{
     Method<CreateParams>{"terminal/create",
                          "command, args?, env?, cwd?, sessionId?, outputByteLimit?, outputBackpressure?, "
-                         "timeoutMs?, pty?, keep?, name?, waitTree?, separateStderr?, clearEnv?, killSignal?, "
+                         "timeoutMs?, idleTimeoutMs?, pty?, keep?, name?, waitTree?, separateStderr?, clearEnv?, killSignal?, "
                          "memoryMax?, pidsMax?, cpuMax?",
                          "terminalId"},
     Method<OutputParams>{"terminal/output",

@@ -59,8 +59,13 @@ TEST(McpToolCall, RunIsAShellLineWithSecondsAsMilliseconds) {
   EXPECT_EQ(a.background_after_ms, 250u);
   ASSERT_EQ(a.create.env.size(), 1u);
   EXPECT_EQ(a.create.env[0].name, "A");
+  EXPECT_FALSE(a.create.idle_timeout_ms.has_value());
   auto d = parse_tool_call({{"name", "run"}, {"arguments", {{"command", "x"}}}});
   EXPECT_EQ(std::get<RunArgs>(std::get<ToolCall>(d).args).create.timeout_ms, 120'000u);
+  auto i = parse_tool_call({{"name", "start"}, {"arguments", {{"command", "x"}, {"idle_timeout_s", 30}}}});
+  EXPECT_EQ(std::get<CreateParams>(std::get<ToolCall>(i).args).idle_timeout_ms, 30'000u);
+  auto z = parse_tool_call({{"name", "run"}, {"arguments", {{"command", "x"}, {"idle_timeout_s", 0}}}});
+  EXPECT_FALSE(std::get<RunArgs>(std::get<ToolCall>(z).args).create.idle_timeout_ms.has_value());
 }
 
 TEST(McpToolCall, BadArgumentsNameTheField) {

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: Apache-2.0
+# An idle timeout stops a job that has printed nothing for that long, and
+# only such a job:
+# - a job that prints, then hangs silently with a setsid daemon beside it,
+#   is stopped by its idleTimeoutMs: its report says stop reason
+#   idle_timeout, stoppedBy "idle timeout", exit status 124 (pmon wait
+#   too), and its main process and daemon are gone (pid and start time);
+# - it was not stopped while it printed: all its lines are there;
+# - a job whose writes wait for a reader (outputBackpressure, a small
+#   outputByteLimit, nobody reading) is not idle: it still runs well past
+#   its idle timeout, then, read to the end, goes quiet and is stopped;
+# - pmon start --idle-timeout does the same from the shell;
+# - idleTimeoutMs 0 is refused, naming the field.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+export PMON_SOCKET=$SOCK
+client_open a
+
+# 1. Prints 20 lines 50 ms apart (a second of output, past its 600 ms idle
+# timeout were the lines not counted), then starts a daemon and hangs.
+printer='for i in $(seq 20); do echo "line $i"; sleep 0.05; done; echo quiet'
+params=$(create_params "$t/d1" '{"idleTimeoutMs": 600}' | python3 -c '
+import json, sys
+p = json.load(sys.stdin); p["args"][1] = sys.argv[1] + "\n" + p["args"][1]; print(json.dumps(p))' "$printer")
+r=$(call a terminal/create "$params")
+id=$(jf "$r" 'm["result"]["terminalId"]')
+daemon_of "$t/d1"
+main_of a "$id"
+r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id\",\"timeoutMs\":20000}")
+[ "$(jf "$r" 'm["result"].get("running", False)')" = false ] || fail "the silent job was not stopped by its idle timeout: $r"
+wait_gone "$mpid" "$mst" || fail "the job's main process $mpid is still running after its idle timeout"
+wait_gone "$dpid" "$dst" || fail "the job's daemon $dpid is still running after its idle timeout"
+r=$(call a terminal/report "{\"terminalId\":\"$id\"}")
+[ "$(jf "$r" 'm["result"]["stop"]["reason"]')" = idle_timeout ] || fail "stop reason is not idle_timeout: $r"
+[ "$(jf "$r" 'm["result"]["job"]["stoppedBy"]')" = "idle timeout" ] || fail "stoppedBy is not 'idle timeout': $r"
+[ "$(jf "$r" 'm["result"]["exit_status"]')" = 124 ] || fail "exit status of an idle-timed-out job is not 124: $r"
+[ "$(jf "$r" 'm["result"]["cleanup_verified"]')" = true ] || fail "cleanup not verified: $r"
+r=$(call a terminal/output "{\"terminalId\":\"$id\"}")
+out=$(jf "$r" 'm["result"]["output"]')
+echo "$out" | grep -qx 'line 20' || fail "the job was stopped while it still printed: $out"
+echo "$out" | grep -qx quiet || fail "the job was stopped before it went quiet: $out"
+rc=0; "$PMON" wait "$id" || rc=$?
+[ $rc = 124 ] || fail "pmon wait of a job its idle timeout stopped: exit $rc, want 124"
+echo "ok: a silent job stopped by its idle timeout, with its daemon; not while it printed"
+
+# 2. Writes 256 KiB through a 4 KiB outputByteLimit with backpressure, then
+# hangs. Nobody reads for three idle timeouts: its writes wait, it is not idle.
+gen='head -c 262144 /dev/zero | tr "\0" x; echo; echo written; exec sleep 1000'
+r=$(call a terminal/create "$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1]],
+  "outputByteLimit":4096,"outputBackpressure":True,"idleTimeoutMs":500}))' "$gen")")
+id2=$(jf "$r" 'm["result"]["terminalId"]')
+main_of a "$id2"
+r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id2\",\"timeoutMs\":1500}")
+[ "$(jf "$r" 'm["result"].get("running", False)')" = true ] ||
+  fail "a job waiting for its reader was stopped as idle: $r"
+# Read it all (one connection, since + waitMs); then it is quiet, and stopped.
+cat > "$t/read_all.py" <<'PY'
+import sys
+from serve_rpc import Rpc
+rpc, tid, nxt = Rpc(sys.argv[1]), sys.argv[2], 0
+for _ in range(5000):
+    r = rpc.call("terminal/output", {"terminalId": tid, "since": nxt, "waitMs": 2000})
+    nxt = r["next"]
+    if "written\n" in r["output"]:
+        print(nxt)
+        sys.exit(0)
+sys.exit("the output never ended with 'written' (next %d)" % nxt)
+PY
+PYTHONPATH="$(dirname "$0")" python3 "$t/read_all.py" "$SOCK" "$id2" > /dev/null ||
+  fail "the backpressured job's output was not read to its end"
+r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id2\",\"timeoutMs\":20000}")
+[ "$(jf "$r" 'm["result"].get("running", False)')" = false ] || fail "the quiet job was not stopped by its idle timeout: $r"
+wait_gone "$mpid" "$mst" || fail "the backpressured job's main process $mpid is still running"
+r=$(call a terminal/report "{\"terminalId\":\"$id2\"}")
+[ "$(jf "$r" 'm["result"]["stop"]["reason"]')" = idle_timeout ] || fail "stop reason is not idle_timeout: $r"
+echo "ok: a job waiting for its reader is not idle; once read and quiet it is stopped"
+
+# 3. The shell verb.
+id3=$("$PMON" start --idle-timeout 2s -- sleep 1000) || fail "pmon start --idle-timeout failed"
+main_of a "$id3"
+rc=0; "$PMON" wait "$id3" || rc=$?
+[ $rc = 124 ] || fail "pmon wait of a job pmon start --idle-timeout stopped: exit $rc, want 124"
+wait_gone "$mpid" "$mst" || fail "the main process $mpid of the pmon start job is still running"
+"$PMON" stop "$id3" > "$t/stop.out" 2>&1 || true
+grep -q 'idle timeout' "$t/stop.out" || fail "pmon stop does not say the idle timeout stopped it: $(cat "$t/stop.out")"
+rc=0; "$PMON" start --idle-timeout 0 -- true 2> "$t/e" || rc=$?
+[ $rc = 125 ] && grep -q -- '--idle-timeout' "$t/e" || fail "pmon start --idle-timeout 0: exit $rc, $(cat "$t/e")"
+echo "ok: pmon start --idle-timeout"
+
+# 4. idleTimeoutMs 0 is refused by name.
+r=$(call a terminal/create '{"command":"true","idleTimeoutMs":0}')
+jf "$r" 'm["error"]["message"]' | grep -q idleTimeoutMs || fail "idleTimeoutMs 0 not refused by name: $r"
+echo "ok: idleTimeoutMs 0 refused"
+
+client_close a
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $?"
+pass
