@@ -110,6 +110,11 @@ export interface StartOptions extends CommonOptions {
   separateStderr?: boolean;
   /** Bytes of output kept (the newest). Default 1 MiB. */
   outputByteLimit?: number;
+  /**
+   * With `name`: stop the running job of that name (its whole tree, verified gone) and start
+   * this one. Without it, start() of a name that runs returns that job (`existing: true`).
+   */
+  replace?: boolean;
 }
 
 export interface ExitStatus {
@@ -150,6 +155,8 @@ export interface JobInfo {
 
 export interface Job extends AsyncIterable<string> {
   readonly id: string;
+  /** start() found a running job of the same name and returned it; nothing new was started. */
+  readonly existing?: boolean;
   output(options?: { since?: number; stderrSince?: number; waitMs?: number }): Promise<OutputChunk>;
   wait(options?: { timeout?: number }): Promise<ExitStatus & { running?: true }>;
   write(data: string | Buffer, options?: { eof?: boolean }): Promise<{}>;
@@ -164,6 +171,9 @@ export interface Job extends AsyncIterable<string> {
 
 export function start(file: string, args?: readonly string[], options?: StartOptions): Promise<Job>;
 export function start(file: string, options?: StartOptions): Promise<Job>;
+
+/** One of this process's running jobs, by its name or a TCP port it listens on; rejects when none is. */
+export function find(options: { name?: string; port?: number }): Promise<Job>;
 
 /** Every job of this process. */
 export function list(): Promise<JobInfo[]>;

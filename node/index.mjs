@@ -420,10 +420,24 @@ export async function start(file, args, options) {
   const extra = {};
   if (options.separateStderr) extra.separateStderr = true;
   if (options.outputByteLimit) extra.outputByteLimit = options.outputByteLimit;
-  const { terminalId } = await s.request('terminal/create', createParams(file, args, options, extra));
+  if (options.replace) extra.replace = true;
+  const { terminalId, existing } = await s.request('terminal/create', createParams(file, args, options, extra));
   const job = new Job(s, terminalId, !!options.separateStderr);
-  if (options.input !== undefined) await job.end(options.input);
+  // A job of that name was running: it is returned, nothing new started.
+  job.existing = existing === true;
+  if (options.input !== undefined && !job.existing) await job.end(options.input);
   return job;
+}
+
+// find({name, port}): one of this process's running jobs, by its name or a
+// TCP port one of its processes listens on; rejects when none is.
+export async function find({ name, port } = {}) {
+  const s = getService();
+  const p = {};
+  if (name !== undefined) p.name = name;
+  if (port !== undefined) p.port = port;
+  const { terminalId } = await s.request('terminal/find', p);
+  return new Job(s, terminalId, false);
 }
 
 // Every job of this process: terminal/list's entries.

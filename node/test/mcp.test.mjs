@@ -169,6 +169,36 @@ test('start a dev server, wait_for_port, list shows the port, kill frees it', as
   await client.close();
 });
 
+test('start by name: already_running, replace frees the port first, kill by name and by port', async () => {
+  const { client } = await connect();
+  const web = 'exec python3 -m http.server 0 --bind 127.0.0.1';
+  const a = await call(client, 'start', { command: web, name: 'web' });
+  const p = await call(client, 'wait_for_port', { id: a.structuredContent.id, timeout_s: 20 });
+  const port = p.structuredContent.port;
+  const again = await call(client, 'start', { command: web, name: 'web' });
+  assert.equal(again.structuredContent.id, a.structuredContent.id);
+  assert.equal(again.structuredContent.already_running, true);
+  assert.match(again.content[0].text, /already running/);
+  // Replaced: the old server's port is free when the new job is reported started.
+  const b = await call(client, 'start', { command: `exec python3 -m http.server ${port} --bind 127.0.0.1`, name: 'web', replace: true });
+  assert.equal(b.isError, false, b.content[0].text);
+  assert.notEqual(b.structuredContent.id, a.structuredContent.id);
+  const w = await call(client, 'wait', { id: a.structuredContent.id });
+  assert.equal(w.structuredContent.running, false);
+  const p2 = await call(client, 'wait_for_port', { id: b.structuredContent.id, port, timeout_s: 20 });
+  assert.equal(p2.isError, false, p2.content[0].text);
+  const k = await call(client, 'kill', { port });
+  assert.equal(k.structuredContent.cleanup_verified, true);
+  assert.equal(await canBind(port), true, 'the port is free');
+  const none = await call(client, 'kill', { name: 'web' });
+  assert.equal(none.isError, true);
+  assert.match(none.content[0].text, /no running job of yours is named 'web'/);
+  const c = await call(client, 'start', { command: 'sleep 100', name: 'other' });
+  assert.equal((await call(client, 'kill', { name: 'other' })).structuredContent.cleanup_verified, true);
+  assert.equal((await call(client, 'wait', { id: c.structuredContent.id })).structuredContent.running, false);
+  await client.close();
+});
+
 // SIGTERM (15) is in the mask of ignored signals of /proc/PID/status.
 function ignoresTerm(pid) {
   const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^SigIgn:\s*([0-9a-f]+)$/m);

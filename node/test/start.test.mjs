@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { ESCAPER, records, gone, waitRecords, running, perFile, procStat } from './helpers.mjs';
-import { start, list } from '../index.mjs';
+import { start, list, find } from '../index.mjs';
 
 const { tmp, started } = perFile();
 
@@ -50,6 +50,31 @@ test('a started dev server: waitForPort, ports, kill frees the port', async () =
   const st = await job.wait();
   assert.equal(st.signal, 'SIGTERM');
   await job.release();
+});
+
+test('a name is one job: start returns the running one; replace stops its tree first; find by name and port', async () => {
+  const file = tmp.path('named');
+  const first = await start(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { name: 'api' });
+  const recs = await waitRecords(file, 2);
+  started.push(...recs);
+  assert.equal(first.existing, false);
+  const again = await start('sleep', ['1000'], { name: 'api' });
+  assert.equal(again.existing, true);
+  assert.equal(again.id, first.id);
+  assert.equal((await list()).filter((t) => t.name === 'api').length, 1);
+  const server = await start('python3', ['-m', 'http.server', '0', '--bind', '127.0.0.1'], { name: 'api', replace: true });
+  assert.equal(server.existing, false);
+  assert.notEqual(server.id, first.id);
+  assert.deepEqual(running(recs), [], 'the replaced tree runs on after start resolved');
+  assert.equal((await first.report()).job.stoppedBy, 'replaced');
+  const { port } = await server.waitForPort({ timeout: 20000 });
+  assert.equal((await find({ name: 'api' })).id, server.id);
+  assert.equal((await find({ port })).id, server.id);
+  await assert.rejects(find({ name: 'nope' }), /no running terminal of yours is named 'nope'/);
+  assert.equal((await (await find({ port })).kill()).cleanupVerified, true);
+  await assert.rejects(find({ port }), /no running terminal of yours listens on TCP port/);
+  await first.release();
+  await server.release();
 });
 
 test('waitForPort rejects when the job ends first', async () => {

@@ -56,6 +56,9 @@ std::string cli_words(const std::string& message) {
     return message.substr(0, message.size() - kRelease.size()) +
            "; remove jobs that have ended with 'pmon rm ID' ('pmon jobs' lists them), or start the service with "
            "a larger --max-jobs";
+  const std::string kNone = "no running terminal of yours";
+  if (message.starts_with(kNone))
+    return "no running job" + message.substr(kNone.size()) + " on this service; 'pmon jobs' lists them";
   const std::string kTerminal = "terminal '";
   if (message.starts_with(kTerminal)) return "job '" + message.substr(kTerminal.size());
   return message;
@@ -315,9 +318,15 @@ int start_main(const std::vector<std::string>& args) {
              kDurationWords);
   app.prefix_command();
   std::string name, timeout_s, idle_s;
-  bool pty = false;
+  bool pty = false, replace = false;
   SocketFlag sock;
-  app.add_option("--name", name, "a name for the job (pmon jobs shows it)")->type_name("NAME");
+  app.add_option("--name", name,
+                 "a name for the job (pmon jobs shows it); while a job of that name runs, its id is printed "
+                 "and nothing new is started")
+      ->type_name("NAME");
+  app.add_flag("--replace", replace,
+               "with --name: stop the running job of that name (and all it started, confirmed gone), then start "
+               "CMD");
   CLI::Option* timeout_opt =
       app.add_option("--timeout", timeout_s, "stop the job and everything it started after DURATION")
           ->type_name("DURATION");
@@ -340,6 +349,8 @@ int start_main(const std::vector<std::string>& args) {
             {"args", std::vector<std::string>(command->begin() + 1, command->end())},
             {"keep", true}};
   if (!name.empty()) p["name"] = name;
+  if (replace && name.empty()) die("start: --replace needs --name: the job it replaces is the one of that name");
+  if (replace) p["replace"] = true;
   if (timeout_opt->count() > 0) {
     auto d = parse_duration(timeout_s);
     if (!d) die("start: --timeout: " + describe_duration_error(timeout_s, d.error()));
@@ -375,7 +386,11 @@ int start_main(const std::vector<std::string>& args) {
   p["env"] = env;
   Client c = sock.connect();
   Json r = c.call("terminal/create", p);
-  std::printf("%s\n", r["terminalId"].get<std::string>().c_str());
+  const std::string id = r["terminalId"].get<std::string>();
+  if (r.value("existing", false))
+    std::fprintf(stderr, "pmon: job %s named '%s' is already running; nothing new was started (--replace starts "
+                 "CMD in its place)\n", id.c_str(), name.c_str());
+  std::printf("%s\n", id.c_str());
   return 0;
 }
 
@@ -468,15 +483,30 @@ int logs_main(const std::vector<std::string>& args) {
 
 int stop_main(const std::vector<std::string>& args) {
   CLI::App app{"Stop a job and everything it started (its output stays readable).", "pmon stop"};
-  app.footer("\nA job that has already ended is left as it is, and pmon says so. Exit 0 when\n"
-             "the job is confirmed gone, 125 otherwise.");
-  std::string id;
+  app.footer("\nA job that has already ended is left as it is, and pmon says so. --name and\n"
+             "--port look only among the service's jobs, never at other processes. Exit 0\n"
+             "when the job is confirmed gone, 125 otherwise.");
+  std::string id, name;
+  int port = 0;
   SocketFlag sock;
-  app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
+  CLI::Option* id_opt = app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("");
+  CLI::Option* name_opt = app.add_option("--name", name, "the running job of this name")->type_name("NAME");
+  CLI::Option* port_opt = app.add_option("--port", port, "the running job one of whose processes listens on this TCP port")
+                              ->type_name("PORT")
+                              ->check(CLI::Range(1, 65535));
   sock.add_to(app);
   if (!parse_options(app, args, "stop")) return 0;
-  check_job_id("stop", id);
+  const bool by_find = name_opt->count() > 0 || port_opt->count() > 0;
+  if (id_opt->count() == 0 && !by_find) die("stop: give the job's ID, or --name NAME or --port PORT");
+  if (id_opt->count() > 0 && by_find) die("stop: give the job's ID alone, or --name or --port instead of it");
   Client c = sock.connect();
+  if (by_find) {
+    Json q = Json::object();
+    if (name_opt->count() > 0) q["name"] = name;
+    if (port_opt->count() > 0) q["port"] = port;
+    id = c.call("terminal/find", q)["terminalId"].get<std::string>();
+  }
+  check_job_id("stop", id);
   Json ended;
   if (!job_running(c, id, &ended)) {
     std::fprintf(stderr, "pmon: job %s %s; nothing to stop\n", id.c_str(), ended_words(c, id, ended).c_str());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <optional>
 #include <string>
 #include <variant>
@@ -32,6 +33,8 @@ class Front {
   virtual void answer(const Waiter& w, Job& job, Due due) = 0;
   // The job is over (its waiters are settled next).
   virtual void job_ended(Job& job) = 0;
+  // A create that waited for the job of its name to be gone: its answer.
+  virtual void created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) = 0;
 };
 
 // A listening socket can only be seen in the kernel's tables, with no event

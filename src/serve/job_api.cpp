@@ -19,6 +19,12 @@ std::string words(const JobError& e, std::string_view noun) {
     case F::did_not_listen: return job + " did not listen on " + port + " within " + std::to_string(e.ms) + " ms";
     case F::owner_stopping:
       return job + ", which this request comes from, is stopping; a job started from inside a job ends with it";
+    case F::not_found: {
+      std::string what = std::string("no running ") + std::string(noun) + " of yours";
+      if (!e.detail.empty()) what += " is named '" + e.detail + "'" + (e.port ? " and" : "");
+      if (e.port) what += " listens on " + port;
+      return what;
+    }
     case F::other: break;
   }
   return e.detail;

@@ -47,7 +47,12 @@ struct CreateParams {
   std::optional<PtySize> pty;
   bool keep = false;
   bool wait_tree = false;
+  // With a name, a job is one of its kind among the caller's jobs: a create
+  // whose name a running job of the caller's has returns that job
+  // (Started::existing), unless `replace`, which stops it (verified gone)
+  // and then starts the new one.
   std::optional<std::string> name;
+  bool replace = false;
   // pmon's, for clients shaped like child_process: stderr kept in a buffer of
   // its own (terminal/output then returns it apart), the environment given
   // whole instead of laid over the service's, the first signal of a stop.
@@ -101,6 +106,13 @@ struct WaitForPortParams {
 struct ListParams {
   std::optional<std::string> session_id;
 };
+// One of the caller's jobs that runs, by its name or a TCP port one of its
+// processes listens on (or both).
+struct FindParams {
+  std::optional<std::string> name;
+  std::optional<uint16_t> port;
+  std::optional<std::string> session_id;
+};
 struct SessionCloseParams {
   std::string session_id;
 };
@@ -119,6 +131,13 @@ struct OutputRead {
   std::optional<OutputBuffer::Read> err;  // a job with stderr apart
   std::optional<ExitStatus> exit;
   bool waiting_for_input = false;  // filled in for MCP's output only
+};
+
+// A create's answer: the job started, or (existing) the caller's running
+// job of that name, returned instead of a second one.
+struct Started {
+  std::string id;
+  bool existing = false;
 };
 
 // A stop asked for is over: whether nothing of the job is left.
@@ -167,6 +186,7 @@ struct JobError {
     never_listened,  // it ended before it listened on `port` (any: none)
     did_not_listen,  // it did not listen on `port` within `ms`
     owner_stopping,  // the job a create comes from is stopping
+    not_found,       // no running job of the caller's has this `detail` (name) or `port`
     other,           // detail: the whole line
   };
   Fault fault = Fault::other;

@@ -82,6 +82,70 @@ std::expected<Job*, JobError> JobTable::get(const std::string& id) {
 // that call, kept or not: it ends when the call ends, its leaf is made
 // inside the call's leaf where there is one (so the call's stop and report
 // cover it), and the service is never a way out of a call.
+bool JobTable::owned_by(const Job& j, const Asker& a, const std::optional<std::string>& session) const {
+  return (j.owner == 0 || j.creator == a.conn) && (!session || j.session == session);
+}
+
+Job* JobTable::running_named(const Asker& a, const std::string& name, const std::optional<std::string>& session) {
+  for (auto& [num, id] : job_keys_)
+    if (Job* j = find(id); j && !j->done && j->name == name && owned_by(*j, a, session)) return j;
+  return nullptr;
+}
+
+std::expected<std::optional<Started>, JobError> JobTable::start(const Asker& a, const CreateParams& p) {
+  Job* old = p.name && !p.name->empty() ? running_named(a, *p.name, p.session_id) : nullptr;
+  if (!old) {
+    auto j = create(a, p);
+    if (!j) return std::unexpected(j.error());
+    return Started{(*j)->id, false};
+  }
+  if (!p.replace && !old->stopping()) return Started{old->id, true};
+  if (replacing_.size() >= opts_.max_jobs)
+    return std::unexpected(JobError::line("too many jobs wait for the job of their name to stop (at most " +
+                                          std::to_string(opts_.max_jobs) + "); try again once they have"));
+  replacing_.push_back({old->num, a, p});
+  if (!old->stopping()) stops_.begin(*old, Call::End::cancel, "replaced");
+  return std::nullopt;
+}
+
+void JobTable::start_replacements() {
+  if (replacing_.empty()) return;
+  std::vector<Replacement> due;
+  std::erase_if(replacing_, [&](Replacement& r) {
+    const Job* old = job_by_num(r.old_num);
+    if (old && !old->done) return false;
+    due.push_back(std::move(r));
+    return true;
+  });
+  for (Replacement& r : due) {
+    if (shutting_down_) {
+      front_->created(r.asker.conn, r.asker.id, std::unexpected(JobError::line("the service is stopping")));
+      continue;
+    }
+    // Looked for again: another may have started one of that name since.
+    auto s = start(r.asker, r.params);
+    if (!s) front_->created(r.asker.conn, r.asker.id, std::unexpected(s.error()));
+    else if (*s) front_->created(r.asker.conn, r.asker.id, **s);
+  }
+}
+
+std::expected<Job*, JobError> JobTable::find_own(const Asker& a, const FindParams& p) {
+  for (auto& [num, id] : job_keys_) {
+    Job* j = find(id);
+    if (!j || j->done || !owned_by(*j, a, p.session_id) || (p.name && j->name != *p.name)) continue;
+    if (p.port) {
+      auto ports = j->listening(answers_.port_tables());
+      if (std::ranges::none_of(ports, [&](const ListeningPort& l) { return l.port == *p.port; })) continue;
+    }
+    return j;
+  }
+  JobError e;
+  e.fault = JobError::Fault::not_found;
+  e.detail = p.name.value_or("");
+  e.port = p.port;
+  return std::unexpected(e);
+}
+
 std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParams& p) {
   using std::unexpected;
   if (jobs_.size() >= opts_.max_jobs)
@@ -369,6 +433,7 @@ void JobTable::cancel(uint64_t conn, const Json& id) {
 
 void JobTable::connection_closed(uint64_t conn) {
   peer_calls_.forget(conn);
+  std::erase_if(replacing_, [&](const Replacement& r) { return r.asker.conn == conn; });
   streams_.end_all_of_conn(conn);
   std::vector<std::string> ids;
   for (auto& [id, j] : jobs_)

@@ -45,6 +45,14 @@ class JobTable : private StopHost {
   // --- what the front ends ask ---
   bool shutting_down() const { return shutting_down_; }
   std::expected<Job*, JobError> create(const Asker& a, const CreateParams& p);
+  // A create as a client asks it (CreateParams::name): the caller's running
+  // job of that name (existing), else a new job. With `replace`, or while
+  // the job of that name is stopping, nothing now: the new job is started
+  // once the old one is verified gone, and answered then (Front::created).
+  std::expected<std::optional<Started>, JobError> start(const Asker& a, const CreateParams& p);
+  // One of the caller's running jobs, by name and/or listening port: its
+  // own connection's, or kept ones (the service's), of p.session_id if given.
+  std::expected<Job*, JobError> find_own(const Asker& a, const FindParams& p);
   std::expected<Job*, JobError> get(const std::string& id);
   // A job that is over with backpressure may have output left in its
   // pipes: it is read first (a reply with nothing new and an exit status
@@ -94,6 +102,8 @@ class JobTable : private StopHost {
   // Jobs just over have the report they will have: made once their exit
   // has been sent (while their client reads that), kept for terminal/report.
   void make_reports();
+  // The creates whose job of the same name is now gone are started.
+  void start_replacements();
   // A connection's end ends what it owns (unless kept).
   void connection_closed(uint64_t conn);
   // Every job is stopped, verified gone and forgotten; nothing new starts.
@@ -103,6 +113,8 @@ class JobTable : private StopHost {
 
  private:
   Job* find(const std::string& id);
+  bool owned_by(const Job& j, const Asker& a, const std::optional<std::string>& session) const;
+  Job* running_named(const Asker& a, const std::string& name, const std::optional<std::string>& session);
   std::optional<JobError> admit(const Asker& a, Waiter& w);
   static Waiter waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_t> within_ms);
   Job* job_by_num(uint64_t num) override;
@@ -129,6 +141,13 @@ class JobTable : private StopHost {
   uint64_t next_job_ = 1;
   PeerCalls peer_calls_;
   size_t owned_jobs_ = 0;  // jobs tied to another job (CallTie::owner_job)
+  // Creates waiting for the running job of their name to be gone.
+  struct Replacement {
+    uint64_t old_num = 0;
+    Asker asker;
+    CreateParams params;
+  };
+  std::vector<Replacement> replacing_;
   std::vector<std::string> to_report_;  // jobs just over whose report is made after the replies go
   std::vector<char> scratch_;           // for a pipe whose buffer keeps nothing
   bool shutting_down_ = false;

@@ -67,6 +67,8 @@ void read_args(Args& a, CreateParams& c) {
   c = shell_job(a);
   if (a.flag("pty")) c.pty = PtySize{};
   c.name = a.text("name");
+  c.replace = a.flag("replace");
+  if (!a.error() && c.replace && !c.name) a.bad("replace", "needs a name (the job it replaces is the one of that name)");
   if (!a.error() && c.args[1].empty()) a.bad("command", "must not be empty");
 }
 
@@ -86,7 +88,13 @@ void read_args(Args& a, WriteParams& w) {
   w.eof = a.flag("eof");
 }
 
-void read_args(Args& a, TerminalParams& t) { t.terminal_id = a.text("id").value_or(""); }
+void read_args(Args& a, KillArgs& k) {
+  k.id = a.text("id");
+  k.by.name = a.text("name");
+  if (auto p = a.in_range("port", 1, 65535)) k.by.port = static_cast<uint16_t>(*p);
+  if (!a.error() && !k.id && !k.by.name && !k.by.port) a.bad("id", "or 'name' or 'port' is needed: the job to kill");
+  if (!a.error() && k.id && (k.by.name || k.by.port)) a.bad("id", "goes alone: give the id, or a name or port");
+}
 
 void read_args(Args&, ListParams&) {}
 
@@ -266,7 +274,12 @@ Json run_result(const RunSummary& a) {
   return text_result(after_output(out, note + "]"), s);
 }
 
-Json start_result(const std::string& id) { return text_result("started job " + id, {{"id", id}}); }
+Json start_result(const Started& s) {
+  if (!s.existing) return text_result("started job " + s.id, {{"id", s.id}});
+  return text_result("job " + s.id + " of that name is already running; nothing new was started (replace: true "
+                     "stops it and starts the command anew)",
+                     {{"id", s.id}, {"already_running", true}});
+}
 
 Json output_result(const OutputRead& r) {
   Json s = {{"output", r.out.text}, {"truncated", r.out.truncated}, {"next", r.out.next},

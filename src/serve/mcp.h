@@ -64,7 +64,7 @@ struct RunSummary {
   bool cleanup_verified = false;
 };
 Json run_result(const RunSummary& s);
-Json start_result(const std::string& id);
+Json start_result(const Started& s);
 Json output_result(const OutputRead& r);
 // none: still running (and, with waiting_for_input, blocked reading its
 // stdin: it waits for input, not for time).

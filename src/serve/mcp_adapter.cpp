@@ -47,9 +47,14 @@ McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const mcp::RunArgs
 }
 
 McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const CreateParams& p) {
-  auto j = jobs_.create(asker(c, id), p);
-  if (!j) return mcp::tool_error(j.error());
-  return mcp::start_result((*j)->id);
+  auto s = jobs_.start(asker(c, id), p);
+  if (!s) return mcp::tool_error(s.error());
+  if (!*s) return Later{};  // once the job of its name is gone (created)
+  return mcp::start_result(**s);
+}
+
+void McpAdapter::created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) {
+  conns_.send(conn, result_line(id, r ? mcp::start_result(*r) : mcp::tool_error(r.error())));
 }
 
 McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const OutputParams& p) {
@@ -78,8 +83,8 @@ McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const WriteParams& p) {
 }
 
 // kill
-McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const TerminalParams& p) {
-  auto j = jobs_.get(p.terminal_id);
+McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const mcp::KillArgs& p) {
+  auto j = p.id ? jobs_.get(*p.id) : jobs_.find_own(asker(c, id), p.by);
   if (!j) return mcp::tool_error(j.error());
   auto stopped = jobs_.kill(asker(c, id), **j, false);
   if (!stopped) return mcp::tool_error(stopped.error());

@@ -23,6 +23,7 @@ class McpAdapter final : public FrontEnd {
   void answer(const Waiter& w, Job& job, Due due) override;
   // MCP has no such notification; its clients ask (wait, output, list).
   void job_ended(Job&) override {}
+  void created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) override;
 
  private:
   // A tool's result now, or later (a waiter answers it).
@@ -36,7 +37,7 @@ class McpAdapter final : public FrontEnd {
   Reply handle(Conn& c, const Json& id, const OutputParams& p);
   Reply handle(Conn& c, const Json& id, const WaitForExitParams& p);
   Reply handle(Conn& c, const Json& id, const WriteParams& p);
-  Reply handle(Conn& c, const Json& id, const TerminalParams& p);
+  Reply handle(Conn& c, const Json& id, const mcp::KillArgs& p);
   Reply handle(Conn& c, const Json& id, const ListParams& p);
   Reply handle(Conn& c, const Json& id, const WaitForPortParams& p);
 

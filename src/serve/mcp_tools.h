@@ -26,6 +26,13 @@ struct RunArgs {
   std::optional<uint64_t> background_after_ms;
 };
 
+// kill: a job by its id, or one of this session's running jobs by its name
+// or a TCP port it listens on.
+struct KillArgs {
+  std::optional<std::string> id;
+  FindParams by;
+};
+
 template <class A>
 struct Tool {
   std::string_view name;
@@ -85,7 +92,8 @@ inline constexpr std::tuple kTools{
           "env": {"type": "object", "additionalProperties": {"type": "string"}},
           "pty": {"type": "boolean", "description": "run it on a pseudo-terminal"},
           "idle_timeout_s": {"type": "number", "minimum": 0, "description": "stop the job and all it started when it has printed nothing for this many seconds (a hung build or test run)"},
-          "name": {"type": "string", "description": "a label shown by list"},
+          "name": {"type": "string", "description": "a label shown by list; while a job of this name runs, start returns it (already_running: true) instead of starting a second"},
+          "replace": {"type": "boolean", "description": "with name: stop the running job of that name (and all it started, confirmed gone) and start this one"},
           "memory_max": {"type": ["integer", "string"], "description": "most memory the command may use: bytes, or a string with K, M or G (powers of 1024), e.g. \"512M\"; past it the whole command is killed"},
           "pids_max": {"type": "integer", "minimum": 1, "description": "most processes and threads it may have at once"},
           "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"}
@@ -93,7 +101,7 @@ inline constexpr std::tuple kTools{
         "required": ["command"],
         "additionalProperties": false
       },
-      "outputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+      "outputSchema": {"type": "object", "properties": {"id": {"type": "string"}, "already_running": {"type": "boolean", "description": "a job of this name was running: this is its id, nothing new was started"}}, "required": ["id"]}
     })JSON"},
     Tool<OutputParams>{"output", R"JSON({
       "title": "Read a job's output",
@@ -144,11 +152,15 @@ inline constexpr std::tuple kTools{
       },
       "outputSchema": {"type": "object", "properties": {"written": {"type": "integer"}}, "required": ["written"]}
     })JSON"},
-    Tool<TerminalParams>{"kill", R"JSON({
+    Tool<KillArgs>{"kill", R"JSON({
       "title": "Kill a job",
       "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false},
-      "description": "Stops a job and every process it started, and confirms they are gone. Its output stays readable.",
-      "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false},
+      "description": "Stops a job and every process it started, and confirms they are gone. Its output stays readable. The job is given by its id, or by its name or a TCP port it listens on (only this session's jobs: never another process of the machine).",
+      "inputSchema": {"type": "object", "properties": {
+        "id": {"type": "string"},
+        "name": {"type": "string", "description": "the running job started with this name"},
+        "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "the running job one of whose processes listens on this TCP port"}
+      }, "additionalProperties": false},
       "outputSchema": {"type": "object", "properties": {"cleanup_verified": {"type": "boolean"}}, "required": ["cleanup_verified"]}
     })JSON"},
     Tool<ListParams>{"list", R"JSON({

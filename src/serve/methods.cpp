@@ -9,6 +9,8 @@ RpcError rpc_error(const JobError& e) {
   return {e.invalid_params ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal")};
 }
 
+Json started_json(const Started& s) { return {{"terminalId", s.id}, {"existing", s.existing}}; }
+
 }  // namespace
 
 void Methods::on_line(Conn& c, std::string_view line) {
@@ -34,9 +36,21 @@ void Methods::on_line(Conn& c, std::string_view line) {
 }
 
 Methods::Reply Methods::handle(Conn& c, const Json& id, const CreateParams& p) {
-  auto j = jobs_.create(asker(c, id), p);
+  auto s = jobs_.start(asker(c, id), p);
+  if (!s) return s.error();
+  if (!*s) return Later{};  // once the job of its name is gone (created)
+  return started_json(**s);
+}
+
+Methods::Reply Methods::handle(Conn& c, const Json& id, const FindParams& p) {
+  auto j = jobs_.find_own(asker(c, id), p);
   if (!j) return j.error();
   return Json{{"terminalId", (*j)->id}};
+}
+
+void Methods::created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) {
+  if (id.is_discarded()) return;
+  conns_.send(conn, r ? result_line(id, started_json(*r)) : error_line(id, rpc_error(r.error())));
 }
 
 Methods::Reply Methods::handle(Conn& c, const Json& id, const OutputParams& p) {

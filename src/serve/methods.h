@@ -21,6 +21,7 @@ class Methods final : public FrontEnd {
   void on_line(Conn& c, std::string_view line) override;
   void answer(const Waiter& w, Job& job, Due due) override;
   void job_ended(Job& job) override;
+  void created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) override;
 
  private:
   // What a handler answers: nothing yet (a waiter answers later), a
@@ -45,6 +46,7 @@ class Methods final : public FrontEnd {
   Reply handle(Conn& c, const Json& id, const KillParams& p);
   Reply handle(Conn& c, const Json& id, const ReleaseParams& p);
   Reply handle(Conn& c, const Json& id, const ListParams& p);
+  Reply handle(Conn& c, const Json& id, const FindParams& p);
   Reply handle(Conn& c, const Json& id, const ReportParams& p);
   Reply handle(Conn& c, const Json& id, const WaitForPortParams& p);
   Reply handle(Conn& c, const Json& id, const SessionCloseParams& p);

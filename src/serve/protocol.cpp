@@ -33,6 +33,8 @@ void read_params(FieldReader& f, CreateParams& c) {
   c.keep = f.flag("keep");
   c.wait_tree = f.flag("waitTree");
   c.name = f.str("name", false);
+  c.replace = f.flag("replace");
+  if (!f.error() && c.replace && !c.name) return f.bad("replace", "needs a name (the job it replaces is the one of that name)");
   c.separate_stderr = f.flag("separateStderr");
   c.clear_env = f.flag("clearEnv");
   c.kill_signal = f.signal("killSignal");
@@ -78,6 +80,13 @@ void read_params(FieldReader& f, WaitForPortParams& w) {
 }
 
 void read_params(FieldReader& f, ListParams& l) { l.session_id = f.str("sessionId", false); }
+
+void read_params(FieldReader& f, FindParams& p) {
+  p.name = f.str("name", false);
+  if (auto port = f.uint("port", false, 65535)) p.port = static_cast<uint16_t>(*port);
+  p.session_id = f.str("sessionId", false);
+  if (!f.error() && !p.name && !p.port) f.bad("name", "or 'port' is needed: the job to find");
+}
 
 void read_params(FieldReader& f, SessionCloseParams& s) { s.session_id = f.str("sessionId", true).value_or(""); }
 

@@ -41,9 +41,9 @@ struct Method {
 inline constexpr std::tuple kMethods{
     Method<CreateParams>{"terminal/create",
                          "command, args?, env?, cwd?, sessionId?, outputByteLimit?, outputBackpressure?, "
-                         "timeoutMs?, idleTimeoutMs?, pty?, keep?, name?, waitTree?, separateStderr?, clearEnv?, killSignal?, "
-                         "memoryMax?, pidsMax?, cpuMax?",
-                         "terminalId"},
+                         "timeoutMs?, idleTimeoutMs?, pty?, keep?, name?, replace?, waitTree?, separateStderr?, "
+                         "clearEnv?, killSignal?, memoryMax?, pidsMax?, cpuMax?",
+                         "terminalId, existing"},
     Method<OutputParams>{"terminal/output",
                          "terminalId, since?, stderrSince?, waitMs?, maxBytes?, stream?, follow?",
                          "output, truncated, next, more, exitStatus, stderr?; or with stream: since, truncated"},
@@ -53,6 +53,7 @@ inline constexpr std::tuple kMethods{
     Method<KillParams>{"terminal/kill", "terminalId", "cleanupVerified"},
     Method<ReleaseParams>{"terminal/release", "terminalId", "cleanupVerified"},
     Method<ListParams>{"terminal/list", "sessionId?", "terminals"},
+    Method<FindParams>{"terminal/find", "name?, port?, sessionId?", "terminalId"},
     Method<ReportParams>{"terminal/report", "terminalId", "the job's report"},
     Method<WaitForPortParams>{"terminal/wait_for_port", "terminalId, port?, timeoutMs?", "port, address, v6, pid"},
     Method<SessionCloseParams>{"session/close", "sessionId", "stopping"},

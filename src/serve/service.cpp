@@ -152,6 +152,7 @@ int Service::run() {
       conns_.resume_reading();
       jobs_.on_time();
       jobs_.run_stops();
+      jobs_.start_replacements();
       conns_.flush_sends();
       jobs_.make_reports();
     } catch (const std::bad_alloc&) {
