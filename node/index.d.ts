@@ -153,8 +153,16 @@ export interface JobInfo {
   [key: string]: unknown;
 }
 
-export interface Job extends AsyncIterable<string> {
+export interface Job extends AsyncIterable<string>, NodeJS.EventEmitter {
   readonly id: string;
+  /**
+   * 'exit' is emitted once the job has ended, with how, and whether its whole tree is confirmed
+   * gone; a listener keeps Node alive until then, as a child process's does.
+   */
+  on(event: 'exit', listener: (exitCode: number | null, signal: string | null, cleanupVerified: boolean) => void): this;
+  once(event: 'exit', listener: (exitCode: number | null, signal: string | null, cleanupVerified: boolean) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
   /** start() found a running job of the same name and returned it; nothing new was started. */
   readonly existing?: boolean;
   output(options?: { since?: number; stderrSince?: number; waitMs?: number }): Promise<OutputChunk>;

@@ -6,6 +6,7 @@
 // or dies (its end of the pipe closes, and --die-with-parent covers a
 // SIGKILL), the service stops every job's whole tree and verifies it gone.
 import { spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
@@ -326,12 +327,23 @@ async function readAll(s, terminalId) {
 }
 
 // A job started with start(): a call that runs on until it ends, is
-// killed, or this process ends.
-class Job {
+// killed, or this process ends. It emits 'exit' (exitCode, signal,
+// cleanupVerified) when it ends, once somebody listens: a listener keeps
+// Node alive until then, as a child process's does.
+class Job extends EventEmitter {
   constructor(s, id, separateStderr) {
+    super();
     this.service = s;
     this.id = id;
     this.separateStderr = separateStderr;
+    this.watching = false;
+    this.on('newListener', (event) => {
+      if (event !== 'exit' || this.watching) return;
+      this.watching = true;
+      this.service.whenExited(this.id).then(
+        (n) => this.emit('exit', n.exitStatus.exitCode, n.exitStatus.signal, n.cleanupVerified === true),
+        (e) => { if (this.listenerCount('error') > 0) this.emit('error', e); });
+    });
   }
 
   // {output, next, truncated, exitStatus} from `since` (a byte offset;

@@ -77,6 +77,22 @@ test('a name is one job: start returns the running one; replace stops its tree f
   await server.release();
 });
 
+test("'exit' is emitted when a job ends: by itself, and killed with its setsid daemon", { timeout: 60000 }, async () => {
+  const done = await start('sh', ['-c', 'exit 4']);
+  const [code, sig, verified] = await new Promise((resolve) => done.once('exit', (...a) => resolve(a)));
+  assert.deepEqual([code, sig, verified], [4, null, true]);
+  const file = tmp.path('exit-event');
+  const job = await start(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid']);
+  const recs = await waitRecords(file, 2);
+  started.push(...recs);
+  const ended = new Promise((resolve) => job.on('exit', (...a) => resolve(a)));
+  await job.kill();
+  assert.deepEqual(await ended, [null, 'SIGTERM', true]);
+  assert.deepEqual(running(recs), []);
+  await done.release();
+  await job.release();
+});
+
 test('waitForPort rejects when the job ends first', async () => {
   const job = await start('sh', ['-c', 'exit 0']);
   await assert.rejects(job.waitForPort({ timeout: 5000 }), /ended before it listened/);
