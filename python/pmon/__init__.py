@@ -78,6 +78,7 @@ class CompletedProcess(subprocess.CompletedProcess):
         self._report = None
         self.pid = native.pid
         self.timed_out = native.timed_out
+        self.idle_timed_out = native.idle_timed_out  # stopped for no output in idle_timeout seconds
         self.outcome = native.outcome  # exited | signaled | timeout | cancelled
         self.duration = native.duration  # seconds
         self.confinement = native.confinement
@@ -141,7 +142,7 @@ class _Prepared:
                  text=False, encoding=None, errors=None, universal_newlines=None,
                  confine="auto", isolate=False, output_limit=None, shell=False,
                  wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
-                 cgroup_root=None):
+                 cgroup_root=None, idle_timeout=None):
         self.args = args
         self.timeout = timeout
         self.cwd = cwd
@@ -177,6 +178,12 @@ class _Prepared:
             t = float(timeout)
             if t <= _MAX_TIMEOUT:
                 spec.timeout = max(0.0, t)
+        if idle_timeout is not None:
+            t = float(idle_timeout)
+            if t <= 0:
+                raise ValueError("idle_timeout must be > 0 seconds")
+            if t <= _MAX_TIMEOUT:
+                spec.idle_timeout = t
         if grace < 0:
             raise ValueError("grace must be >= 0")
         spec.grace = float(grace)
@@ -224,6 +231,10 @@ class _Prepared:
             spec.capture_err = True
         else:
             spec.stderr_fd = self._fd(stderr, os.O_WRONLY)
+        if spec.idle_timeout is not None and not (spec.capture_out or spec.capture_err):
+            self.close_fds()
+            raise ValueError("idle_timeout needs the output captured (capture_output=True, or stdout=PIPE "
+                             "or stderr=PIPE): pmon sees only output it reads")
         self.spec = spec
 
     def _encoding(self):
@@ -288,8 +299,11 @@ def run(args, *, timeout=None, grace=2.0, input=None, capture_output=False, stdi
         stdout=None, stderr=None, cwd=None, env=None, check=False, text=False, encoding=None,
         errors=None, universal_newlines=None, shell=False, confine="auto", isolate=False,
         output_limit=None, wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
-        cgroup_root=None):
+        cgroup_root=None, idle_timeout=None):
     """Runs a command like ``subprocess.run`` and guarantees its whole tree is gone.
+
+    ``idle_timeout``: seconds without output (captured stdout or stderr) after
+    which the whole tree is stopped, as by ``timeout`` (``idle_timed_out``).
 
     The GIL is released for the whole call; any number of threads may call it.
     """
@@ -298,7 +312,8 @@ def run(args, *, timeout=None, grace=2.0, input=None, capture_output=False, stdi
                   grace=grace, text=text, encoding=encoding, errors=errors,
                   universal_newlines=universal_newlines, confine=confine, isolate=isolate,
                   output_limit=output_limit, shell=shell, wait_tree=wait_tree,
-                  memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root)
+                  memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root,
+                  idle_timeout=idle_timeout)
     try:
         r = _pmon.run(p.spec)
     finally:
@@ -328,7 +343,7 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
                     text=False, encoding=None, errors=None, universal_newlines=None,
                     shell=False, confine="auto", isolate=False, output_limit=None,
                     wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
-                    cgroup_root=None):
+                    cgroup_root=None, idle_timeout=None):
     """``run`` for asyncio. The main process's pidfd and the output pipes are
     watched by the event loop (no thread per call). Cancelling the task stops
     the whole tree, verified, before ``CancelledError`` propagates; a second
@@ -338,7 +353,8 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
                   grace=grace, text=text, encoding=encoding, errors=errors,
                   universal_newlines=universal_newlines, confine=confine, isolate=isolate,
                   output_limit=output_limit, shell=shell, wait_tree=wait_tree,
-                  memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root)
+                  memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root,
+                  idle_timeout=idle_timeout)
     loop = asyncio.get_running_loop()
     call = _pmon.Call(p.spec)
     try:
@@ -362,17 +378,29 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
         else:
             loop.remove_reader(fd)
 
+    idle = p.spec.idle_timeout  # None: none
+    idle_timer = None
+    seen = 0
+
     def on_pipe():
+        nonlocal idle_timer, seen
         # The fds stay open until every watcher of theirs is gone.
         for fd in call.pump():
             if fd in watched:
                 unwatch(fd)
         call.close_finished()
+        # Output seen: the idle time starts again.
+        if idle_timer is not None and call.bytes_read() != seen:
+            seen = call.bytes_read()
+            idle_timer.cancel()
+            idle_timer = loop.call_later(idle, end, _pmon.END_IDLE_TIMEOUT)
 
     pidfd = call.pidfd
     loop.add_reader(pidfd, end, _pmon.END_MAIN_EXITED)
     deadline = p.spec.timeout  # None: no deadline (also for one too far to count)
     timer = loop.call_later(deadline, end, _pmon.END_TIMEOUT) if deadline is not None else None
+    if idle is not None:
+        idle_timer = loop.call_later(idle, end, _pmon.END_IDLE_TIMEOUT)
     for fd, is_writer in call.capture_fds():
         (loop.add_writer if is_writer else loop.add_reader)(fd, on_pipe)
         watched[fd] = is_writer
@@ -386,6 +414,8 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
         loop.remove_reader(pidfd)
         if timer is not None:
             timer.cancel()
+        if idle_timer is not None:
+            idle_timer.cancel()
         for fd in list(watched):
             unwatch(fd)
 

@@ -96,6 +96,7 @@ struct Spec {
   std::optional<std::vector<std::string>> env;
   std::string cwd;
   std::optional<double> timeout;
+  std::optional<double> idle_timeout;  // seconds without captured output
   double grace = 2.0;
   std::string confine = "auto";
   std::string cgroup_root;  // "": pmon's default (the process's own cgroup)
@@ -169,6 +170,7 @@ class PyCall {
     o.spawn.stdio = {spec_.stdin_fd, spec_.stdout_fd, spec_.stderr_fd};
     o.spawn.close_other_fds = true;  // subprocess's close_fds=True
     if (spec_.timeout) o.timeout = seconds(*spec_.timeout);
+    if (spec_.idle_timeout) o.idle_timeout = seconds(*spec_.idle_timeout);
     o.stop = StopPlan::standard(SIGTERM, seconds(spec_.grace));
     o.wait_tree = spec_.wait_tree;
     o.limits.memory_max = spec_.memory_max;
@@ -206,7 +208,17 @@ class PyCall {
   std::vector<int> pump() {
     std::lock_guard lock(mu_);
     if (!capture_ || !call_ || call_->finished()) return {};
-    return capture_->pump();
+    const uint64_t before = capture_->bytes_read();
+    std::vector<int> done = capture_->pump();
+    if (capture_->bytes_read() != before) call_->note_output();
+    return done;
+  }
+
+  // Bytes of output read so far (an event loop's idle timer starts again
+  // when it grows).
+  uint64_t bytes_read() {
+    std::lock_guard lock(mu_);
+    return capture_ ? capture_->bytes_read() : 0;
   }
 
   void close_finished() {
@@ -333,6 +345,7 @@ PYBIND11_MODULE(_pmon, m) {
       .def_readwrite("env", &Spec::env)
       .def_readwrite("cwd", &Spec::cwd)
       .def_readwrite("timeout", &Spec::timeout)
+      .def_readwrite("idle_timeout", &Spec::idle_timeout)
       .def_readwrite("grace", &Spec::grace)
       .def_readwrite("confine", &Spec::confine)
       .def_readwrite("cgroup_root", &Spec::cgroup_root)
@@ -363,6 +376,8 @@ PYBIND11_MODULE(_pmon, m) {
       .def_property_readonly("exit_code", [](const PyResult& r) { return r.run.exit_code; })
       .def_property_readonly("signal", [](const PyResult& r) { return r.run.signal; })
       .def_property_readonly("timed_out", [](const PyResult& r) { return r.run.timed_out; })
+      .def_property_readonly("idle_timed_out",
+                             [](const PyResult& r) { return r.run.stop.reason == StopReason::idle_timeout; })
       .def_property_readonly("cleanup_verified", [](const PyResult& r) { return r.run.cleanup_verified; })
       .def_property_readonly("cpu_usec", [](const PyResult& r) { return opt_u64(r.run.cpu_usec); })
       .def_property_readonly("memory_peak_bytes", [](const PyResult& r) { return opt_u64(r.run.memory_peak_bytes); })
@@ -403,6 +418,7 @@ PYBIND11_MODULE(_pmon, m) {
       .def_property_readonly("pid", &PyCall::pid)
       .def("capture_fds", &PyCall::capture_fds)
       .def("pump", &PyCall::pump)
+      .def("bytes_read", &PyCall::bytes_read)
       .def("close_finished", &PyCall::close_finished)
       .def("main_exited", &PyCall::main_exited)
       .def("wait_main", &PyCall::wait_main, py::call_guard<py::gil_scoped_release>())
@@ -447,6 +463,7 @@ PYBIND11_MODULE(_pmon, m) {
   m.def("set_init_exe", [](std::string path) { g_init_exe = std::move(path); });
   m.attr("END_MAIN_EXITED") = static_cast<int>(Call::End::main_exited);
   m.attr("END_TIMEOUT") = static_cast<int>(Call::End::timeout);
+  m.attr("END_IDLE_TIMEOUT") = static_cast<int>(Call::End::idle_timeout);
   m.attr("END_CANCEL") = static_cast<int>(Call::End::cancel);
 }
 

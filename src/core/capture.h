@@ -43,6 +43,7 @@ class BoundedBuffer {
   explicit BoundedBuffer(std::optional<size_t> limit);
   void append(const char* p, size_t n);
   Captured take();
+  uint64_t total() const noexcept { return total_; }
 
  private:
   std::optional<size_t> head_cap_, tail_cap_;
@@ -73,6 +74,10 @@ class Capture {
   // After the tree is gone: everything left in the pipes, up to EOF or, for
   // a writer outside a weak boundary, up to what is there now.
   void drain();
+
+  // Bytes read from the command's stdout and stderr so far, kept or not
+  // (grown: it printed something).
+  uint64_t bytes_read() const noexcept { return out_buf_.total() + err_buf_.total(); }
 
   Captured take_out() { return out_buf_.take(); }
   Captured take_err() { return err_buf_.take(); }

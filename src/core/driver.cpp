@@ -144,8 +144,10 @@ bool Driver::wait_once(Call* call, int64_t until) {
     }
     for (size_t i = capture_from; i < watch_from; ++i) {
       if (fds[i].revents == 0) continue;
+      const uint64_t before = capture_->bytes_read();
       (void)capture_->pump();
       capture_->close_finished();
+      if (call != nullptr && capture_->bytes_read() != before) call->note_output();  // (an idle timeout starts again)
       break;
     }
     bool woke = false;
