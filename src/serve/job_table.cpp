@@ -110,14 +110,20 @@ std::expected<std::optional<Started>, JobError> JobTable::start(const Asker& a, 
 
 void JobTable::start_replacements() {
   if (replacing_.empty()) return;
-  std::vector<Replacement> due;
+  std::vector<std::pair<Replacement, std::string>> due;  // and the old job's id when not confirmed gone
   std::erase_if(replacing_, [&](Replacement& r) {
     const Job* old = job_by_num(r.old_num);
     if (old && !old->done) return false;
-    due.push_back(std::move(r));
+    due.emplace_back(std::move(r), old && !old->call->result().cleanup_verified ? old->id : "");
     return true;
   });
-  for (Replacement& r : due) {
+  for (auto& [r, unverified] : due) {
+    if (!unverified.empty()) {
+      front_->created(r.asker.conn, r.asker.id,
+                      std::unexpected(JobError::line("job '" + unverified + "' of the name '" + r.params.name.value_or("") +
+                                                     "' could not be confirmed gone; nothing new was started")));
+      continue;
+    }
     if (shutting_down_) {
       front_->created(r.asker.conn, r.asker.id, std::unexpected(JobError::line("the service is stopping")));
       continue;
