@@ -47,6 +47,9 @@ Json strings_of(const Request& r) {
           s.push_back(p.data);
         } else if constexpr (std::is_same_v<P, ListParams>) {
           if (p.session_id) s.push_back(*p.session_id);
+        } else if constexpr (std::is_same_v<P, FindParams>) {
+          if (p.name) s.push_back(*p.name);
+          if (p.session_id) s.push_back(*p.session_id);
         } else if constexpr (std::is_same_v<P, SessionCloseParams>) {
           s.push_back(p.session_id);
         } else {
