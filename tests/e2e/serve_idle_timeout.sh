@@ -18,16 +18,18 @@ serve_start
 export PMON_SOCKET=$SOCK
 client_open a
 
-# 1. Prints 20 lines 50 ms apart (a second of output, past its 600 ms idle
-# timeout were the lines not counted), then starts a daemon and hangs.
-printer='for i in $(seq 20); do echo "line $i"; sleep 0.05; done; echo quiet'
-params=$(create_params "$t/d1" '{"idleTimeoutMs": 600}' | python3 -c '
+# 1. Prints 40 lines 50 ms apart (two seconds of output, past its 1.5 s idle
+# timeout were the lines not counted), then starts a daemon and hangs. Its
+# main process is looked up while it prints (a slow machine's lookup could
+# otherwise come after the stop).
+printer='for i in $(seq 40); do echo "line $i"; sleep 0.05; done; echo quiet'
+params=$(create_params "$t/d1" '{"idleTimeoutMs": 1500}' | python3 -c '
 import json, sys
 p = json.load(sys.stdin); p["args"][1] = sys.argv[1] + "\n" + p["args"][1]; print(json.dumps(p))' "$printer")
 r=$(call a terminal/create "$params")
 id=$(jf "$r" 'm["result"]["terminalId"]')
-daemon_of "$t/d1"
 main_of a "$id"
+daemon_of "$t/d1"
 r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id\",\"timeoutMs\":20000}")
 [ "$(jf "$r" 'm["result"].get("running", False)')" = false ] || fail "the silent job was not stopped by its idle timeout: $r"
 wait_gone "$mpid" "$mst" || fail "the job's main process $mpid is still running after its idle timeout"
@@ -39,7 +41,7 @@ r=$(call a terminal/report "{\"terminalId\":\"$id\"}")
 [ "$(jf "$r" 'm["result"]["cleanup_verified"]')" = true ] || fail "cleanup not verified: $r"
 r=$(call a terminal/output "{\"terminalId\":\"$id\"}")
 out=$(jf "$r" 'm["result"]["output"]')
-echo "$out" | grep -qx 'line 20' || fail "the job was stopped while it still printed: $out"
+echo "$out" | grep -qx 'line 40' || fail "the job was stopped while it still printed: $out"
 echo "$out" | grep -qx quiet || fail "the job was stopped before it went quiet: $out"
 rc=0; "$PMON" wait "$id" || rc=$?
 [ $rc = 124 ] || fail "pmon wait of a job its idle timeout stopped: exit $rc, want 124"
@@ -78,7 +80,7 @@ r=$(call a terminal/report "{\"terminalId\":\"$id2\"}")
 echo "ok: a job waiting for its reader is not idle; once read and quiet it is stopped"
 
 # 3. The shell verb.
-id3=$("$PMON" start --idle-timeout 2s -- sleep 1000) || fail "pmon start --idle-timeout failed"
+id3=$("$PMON" start --idle-timeout 5s -- sleep 1000) || fail "pmon start --idle-timeout failed"
 main_of a "$id3"
 rc=0; "$PMON" wait "$id3" || rc=$?
 [ $rc = 124 ] || fail "pmon wait of a job pmon start --idle-timeout stopped: exit $rc, want 124"
