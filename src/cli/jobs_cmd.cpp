@@ -491,11 +491,13 @@ int stop_main(const std::vector<std::string>& args) {
   SocketFlag sock;
   CLI::Option* id_opt = app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("");
   CLI::Option* name_opt = app.add_option("--name", name, "the running job of this name")->type_name("NAME");
-  CLI::Option* port_opt = app.add_option("--port", port, "the running job one of whose processes listens on this TCP port")
-                              ->type_name("PORT")
-                              ->check(CLI::Range(1, 65535));
+  CLI::Option* port_opt =
+      app.add_option("--port", port, "the running job one of whose processes listens on this TCP port (1-65535)")
+          ->type_name("PORT");
   sock.add_to(app);
   if (!parse_options(app, args, "stop")) return 0;
+  if (port_opt->count() > 0 && (port < 1 || port > 65535))
+    die("stop: --port: '" + std::to_string(port) + "' is not a TCP port; give one from 1 to 65535");
   const bool by_find = name_opt->count() > 0 || port_opt->count() > 0;
   if (id_opt->count() == 0 && !by_find) die("stop: give the job's ID, or --name NAME or --port PORT");
   if (id_opt->count() > 0 && by_find) die("stop: give the job's ID alone, or --name or --port instead of it");

@@ -54,7 +54,7 @@ for sub in $subs; do
   for v in $(sed -n 's/^  -[-a-z,]* \([A-Z][A-Z|-]*\) .*/\1/p' "$t/h.$sub" | sort -u); do
     case $v in DURATION | SIZE | N | CORES | SIGNAL | BACKEND) grep -q "^  $v " "$t/h.$sub" ||
       fail "pmon $sub --help: $v is not explained" ;;
-    PATH | DIR | FILE\|- | NAME | MODE | ENGINE) ;;
+    PATH | DIR | FILE\|- | NAME | MODE | ENGINE | PORT) ;;
     *) fail "pmon $sub --help: value name $v says nothing of what it accepts" ;;
     esac
   done
