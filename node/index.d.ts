@@ -26,6 +26,8 @@ export interface CommonOptions {
    * (powers of 1024), e.g. "512M". Past it the whole call is killed (report.oom_killed).
    */
   memoryMax?: number | string;
+  /** Memory past which the call is slowed down and reclaimed (memory.high), not killed; below memoryMax. */
+  memoryHigh?: number | string;
   /** Most processes and threads the call may have at once (pids.max; report.pids_max_hit). */
   pidsMax?: number;
   /** CPU time the call may use, in cores (cpu.max): 0.5 is half of one CPU. */

@@ -216,6 +216,7 @@ function createParams(file, args, options, extra) {
   // Limits of the call's cgroup leaf; the service checks them and fails
   // closed (the request rejects) where the leaf cannot get the controller.
   if (options.memoryMax !== undefined) p.memoryMax = options.memoryMax;
+  if (options.memoryHigh !== undefined) p.memoryHigh = options.memoryHigh;
   if (options.pidsMax !== undefined) p.pidsMax = options.pidsMax;
   if (options.cpuMax !== undefined) p.cpuMax = options.cpuMax;
   return p;

@@ -32,6 +32,7 @@ async function enabledForLeaves(controller) {
 
 const limits = [
   ['memoryMax', '100M', 'memory', 'memory.max', '104857600', 'memory_max', 104857600],
+  ['memoryHigh', '80M', 'memory', 'memory.high', '83886080', 'memory_high', 83886080],
   ['pidsMax', 50, 'pids', 'pids.max', '50', 'pids_max', 50],
   ['cpuMax', 0.5, 'cpu', 'cpu.max', '50000 100000', 'cpu_max', 0.5],
 ];
@@ -68,6 +69,7 @@ test('bad limits reject naming the field', async () => {
   const cases = [
     [{ memoryMax: '100X' }, /'memoryMax' '100X' is not a size/],
     [{ memoryMax: -1 }, /'memoryMax' must be a number of bytes/],
+    [{ memoryHigh: '200M', memoryMax: '100M' }, /'memoryHigh' must be below 'memoryMax'/],
     [{ pidsMax: 0 }, /'pidsMax' '0' must be at least 1/],
     [{ pidsMax: '50' }, /'pidsMax' must be a whole number/],
     [{ cpuMax: 0 }, /'cpuMax' .*out of range/],

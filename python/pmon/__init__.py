@@ -118,12 +118,16 @@ def _fs(x):
     return os.fsencode(x) if not isinstance(x, bytes) else x
 
 
-def _set_limits(spec, memory_max, pids_max, cpu_max):
-    # Checked as the CLI checks --memory-max, --pids-max and --cpu-max.
-    if memory_max is not None:
-        if isinstance(memory_max, bool) or not isinstance(memory_max, (int, str)):
-            raise TypeError("memory_max must be a number of bytes or a string such as '512M'")
-        spec.memory_max = _pmon.parse_size(str(memory_max))
+def _set_limits(spec, memory_max, pids_max, cpu_max, memory_high=None):
+    # Checked as the CLI checks --memory-max, --memory-high, --pids-max and --cpu-max.
+    for name, v in (("memory_max", memory_max), ("memory_high", memory_high)):
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                raise TypeError(f"{name} must be a number of bytes or a string such as '512M'")
+            setattr(spec, name, _pmon.parse_size(str(v)))
+    if spec.memory_max is not None and spec.memory_high is not None and spec.memory_high >= spec.memory_max:
+        raise ValueError("memory_high must be below memory_max (past memory_max the call is killed before it "
+                         "could be slowed down)")
     if pids_max is not None:
         if isinstance(pids_max, bool) or not isinstance(pids_max, int):
             raise TypeError("pids_max must be a whole number of processes")
@@ -141,7 +145,7 @@ class _Prepared:
                  capture_output=False, cwd=None, env=None, timeout=None, grace=2.0,
                  text=False, encoding=None, errors=None, universal_newlines=None,
                  confine="auto", isolate=False, output_limit=None, shell=False,
-                 wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
+                 wait_tree=False, memory_max=None, memory_high=None, pids_max=None, cpu_max=None,
                  cgroup_root=None, idle_timeout=None):
         self.args = args
         self.timeout = timeout
@@ -195,7 +199,7 @@ class _Prepared:
         spec.wait_tree = wait_tree
         if cgroup_root is not None:
             spec.cgroup_root = os.fsdecode(cgroup_root)
-        _set_limits(spec, memory_max, pids_max, cpu_max)
+        _set_limits(spec, memory_max, pids_max, cpu_max, memory_high)
         if output_limit is not None:
             if output_limit < 0:
                 raise ValueError("output_limit must be >= 0")
@@ -298,7 +302,7 @@ class _Prepared:
 def run(args, *, timeout=None, grace=2.0, input=None, capture_output=False, stdin=None,
         stdout=None, stderr=None, cwd=None, env=None, check=False, text=False, encoding=None,
         errors=None, universal_newlines=None, shell=False, confine="auto", isolate=False,
-        output_limit=None, wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
+        output_limit=None, wait_tree=False, memory_max=None, memory_high=None, pids_max=None, cpu_max=None,
         cgroup_root=None, idle_timeout=None):
     """Runs a command like ``subprocess.run`` and guarantees its whole tree is gone.
 
@@ -312,7 +316,7 @@ def run(args, *, timeout=None, grace=2.0, input=None, capture_output=False, stdi
                   grace=grace, text=text, encoding=encoding, errors=errors,
                   universal_newlines=universal_newlines, confine=confine, isolate=isolate,
                   output_limit=output_limit, shell=shell, wait_tree=wait_tree,
-                  memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root,
+                  memory_max=memory_max, memory_high=memory_high, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root,
                   idle_timeout=idle_timeout)
     try:
         r = _pmon.run(p.spec)
@@ -342,7 +346,7 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
                     stdin=None, stdout=None, stderr=None, cwd=None, env=None, check=False,
                     text=False, encoding=None, errors=None, universal_newlines=None,
                     shell=False, confine="auto", isolate=False, output_limit=None,
-                    wait_tree=False, memory_max=None, pids_max=None, cpu_max=None,
+                    wait_tree=False, memory_max=None, memory_high=None, pids_max=None, cpu_max=None,
                     cgroup_root=None, idle_timeout=None):
     """``run`` for asyncio. The main process's pidfd and the output pipes are
     watched by the event loop (no thread per call). Cancelling the task stops
@@ -353,7 +357,7 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
                   grace=grace, text=text, encoding=encoding, errors=errors,
                   universal_newlines=universal_newlines, confine=confine, isolate=isolate,
                   output_limit=output_limit, shell=shell, wait_tree=wait_tree,
-                  memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root,
+                  memory_max=memory_max, memory_high=memory_high, pids_max=pids_max, cpu_max=cpu_max, cgroup_root=cgroup_root,
                   idle_timeout=idle_timeout)
     loop = asyncio.get_running_loop()
     call = _pmon.Call(p.spec)
@@ -507,7 +511,7 @@ class Process:
 
 def start(args, *, stdin=None, stdout=None, stderr=None, cwd=None, env=None, grace=2.0,
           text=False, encoding=None, errors=None, shell=False, confine="auto",
-          isolate=False, output_limit=None, wait_tree=False, memory_max=None, pids_max=None,
+          isolate=False, output_limit=None, wait_tree=False, memory_max=None, memory_high=None, pids_max=None,
           cpu_max=None, cgroup_root=None):
     """Starts a long-lived call and returns its ``Process`` handle.
 
@@ -517,7 +521,7 @@ def start(args, *, stdin=None, stdout=None, stderr=None, cwd=None, env=None, gra
     p = _Prepared(args, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
                   grace=grace, text=text, encoding=encoding, errors=errors, shell=shell,
                   confine=confine, isolate=isolate, output_limit=output_limit,
-                  wait_tree=wait_tree, memory_max=memory_max, pids_max=pids_max, cpu_max=cpu_max,
+                  wait_tree=wait_tree, memory_max=memory_max, memory_high=memory_high, pids_max=pids_max, cpu_max=cpu_max,
                   cgroup_root=cgroup_root)
     call = _pmon.Call(p.spec)
     try:

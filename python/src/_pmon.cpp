@@ -100,7 +100,7 @@ struct Spec {
   double grace = 2.0;
   std::string confine = "auto";
   std::string cgroup_root;  // "": pmon's default (the process's own cgroup)
-  std::optional<uint64_t> memory_max, pids_max;
+  std::optional<uint64_t> memory_max, memory_high, pids_max;
   std::optional<double> cpu_max;
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
   bool capture_out = false, capture_err = false, err_to_out = false;
@@ -174,6 +174,7 @@ class PyCall {
     o.stop = StopPlan::standard(SIGTERM, seconds(spec_.grace));
     o.wait_tree = spec_.wait_tree;
     o.limits.memory_max = spec_.memory_max;
+    o.limits.memory_high = spec_.memory_high;
     o.limits.pids_max = spec_.pids_max;
     o.limits.cpu_max = spec_.cpu_max;
     o.cancel_fd = cancel_ ? cancel_.get() : -1;
@@ -350,6 +351,7 @@ PYBIND11_MODULE(_pmon, m) {
       .def_readwrite("confine", &Spec::confine)
       .def_readwrite("cgroup_root", &Spec::cgroup_root)
       .def_readwrite("memory_max", &Spec::memory_max)
+      .def_readwrite("memory_high", &Spec::memory_high)
       .def_readwrite("pids_max", &Spec::pids_max)
       .def_readwrite("cpu_max", &Spec::cpu_max)
       .def_readwrite("stdin_fd", &Spec::stdin_fd)

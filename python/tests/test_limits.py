@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# memory_max=, pids_max=, cpu_max= on pmon.run, pmon.start and
+# memory_max=, memory_high=, pids_max=, cpu_max= on pmon.run, pmon.start and
 # pmon.run_async: set on the call's cgroup leaf where the leaf can get the
 # controller (the command sees its own memory.max, pids.max, cpu.max), and
 # refused with ConfinementError (the command never runs) where it cannot: a
@@ -17,6 +17,7 @@ from conftest import backend_available, cgroup_available
 LIMITS = [
     # keyword, value, controller, file, what the leaf shows, the report's value
     ("memory_max", "100M", "memory", "memory.max", "104857600", 104857600),
+    ("memory_high", "80M", "memory", "memory.high", "83886080", 83886080),
     ("pids_max", 50, "pids", "pids.max", "50", 50),
     ("cpu_max", 0.5, "cpu", "cpu.max", "50000 100000", 0.5),
 ]
@@ -84,6 +85,9 @@ def test_bad_values_are_refused_before_anything_runs(tmp_path):
         (dict(memory_max=-1), ValueError, "is not a size"),
         (dict(memory_max=1.5), TypeError, "memory_max must be a number of bytes"),
         (dict(memory_max=True), TypeError, "memory_max must be a number of bytes"),
+        (dict(memory_high="1Q"), ValueError, "'1Q' is not a size"),
+        (dict(memory_high=1.5), TypeError, "memory_high must be a number of bytes"),
+        (dict(memory_high="200M", memory_max="100M"), ValueError, "memory_high must be below memory_max"),
         (dict(pids_max=0), ValueError, "'0' must be at least 1"),
         (dict(pids_max=1 << 40), ValueError, "is too large"),
         (dict(pids_max="50"), TypeError, "pids_max must be a whole number"),

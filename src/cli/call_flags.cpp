@@ -60,6 +60,10 @@ void LimitFlags::add_to(CLI::App& app) {
                  "most memory the call may use (memory.max); past it every process of the call is killed "
                  "(exit 137)")
       ->type_name("SIZE");
+  high_opt_ = app.add_option("--memory-high", memory_high,
+                 "memory past which the call is slowed down and its memory reclaimed (memory.high), not "
+                 "killed; below --memory-max when both are given")
+      ->type_name("SIZE");
   pids_opt_ = app.add_option("--pids-max", pids_max,
                  "most processes and threads the call may have at once (pids.max, at least 1); forks past it fail")
       ->type_name("N");
@@ -76,6 +80,14 @@ Limits LimitFlags::parse(const std::string& sub) const {
     if (!v) die(sub + ": --memory-max: " + v.error());
     l.memory_max = *v;
   }
+  if (high_opt_ != nullptr && high_opt_->count() > 0) {
+    auto v = parse_size(memory_high);
+    if (!v) die(sub + ": --memory-high: " + v.error());
+    l.memory_high = *v;
+  }
+  if (l.memory_max && l.memory_high && *l.memory_high >= *l.memory_max)
+    die(sub + ": --memory-high must be below --memory-max (past --memory-max the call is killed before it "
+              "could be slowed down)");
   if (pids_opt_ != nullptr && pids_opt_->count() > 0) {
     auto v = parse_pids(pids_max);
     if (!v) die(sub + ": --pids-max: " + v.error());

@@ -37,10 +37,10 @@ struct ConfineFlags {
   ConfineKind tried() const;
 };
 
-// The limits of each call (--memory-max, --pids-max, --cpu-max), shared the
+// The limits of each call (--memory-max, --memory-high, --pids-max, --cpu-max), shared the
 // same way: set on the call's cgroup leaf, failing closed where they cannot be.
 struct LimitFlags {
-  std::string memory_max, pids_max, cpu_max;
+  std::string memory_max, memory_high, pids_max, cpu_max;
 
   void add_to(CLI::App& app);
   // What they ask for; a bad value ends with die(), naming the subcommand.
@@ -48,6 +48,7 @@ struct LimitFlags {
 
  private:
   CLI::Option* memory_opt_ = nullptr;
+  CLI::Option* high_opt_ = nullptr;
   CLI::Option* pids_opt_ = nullptr;
   CLI::Option* cpu_opt_ = nullptr;
 };

@@ -114,6 +114,7 @@ class Boundary {
   // (pids.events max); known only where that limit was set.
   virtual std::optional<bool> oom_killed() { return {}; }
   virtual std::optional<bool> pids_max_hit() { return {}; }
+  virtual std::optional<bool> memory_high_hit() { return {}; }
 
   // Hands the boundary's resources back once it has been verified empty.
   virtual void release(bool verified_empty) noexcept = 0;

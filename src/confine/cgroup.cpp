@@ -250,6 +250,13 @@ class CgroupBoundary final : public Boundary {
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 
+  std::optional<bool> memory_high_hit() override {
+    if (!limits_.memory_high) return std::nullopt;
+    Fd fd;
+    auto n = read_keyed(leaf_.dir.get(), fd, "memory.events", "high");
+    return n ? std::optional<bool>(*n > 0) : std::nullopt;
+  }
+
   std::optional<bool> pids_max_hit() override {
     if (!limits_.pids_max) return std::nullopt;
     Fd fd;
@@ -542,6 +549,11 @@ std::expected<void, std::string> CgroupBoundary::set_limits(const Limits& limits
     if (err.empty()) err = write("memory.max", std::to_string(*limits.memory_max), "memory");
     // The whole call dies on an out-of-memory kill, not one process of it.
     if (err.empty()) err = write("memory.oom.group", "1", "memory");
+    if (err.empty()) leaf_.memory = true;
+  }
+  if (err.empty() && limits.memory_high) {
+    err = owner_.ensure_controller(dir, "memory", "memory.high");
+    if (err.empty()) err = write("memory.high", std::to_string(*limits.memory_high), "memory");
     if (err.empty()) leaf_.memory = true;
   }
   if (err.empty() && limits.pids_max) {

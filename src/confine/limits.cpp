@@ -16,7 +16,7 @@ std::string cpu_max_line(double cores) {
 
 std::string limit_names(const Limits& l) {
   std::vector<const char*> names;
-  if (l.memory_max) names.push_back("memory");
+  if (l.memory_max || l.memory_high) names.push_back("memory");
   if (l.pids_max) names.push_back("pids");
   if (l.cpu_max) names.push_back("cpu");
   std::string out;

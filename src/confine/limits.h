@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What one call may use, set on its cgroup leaf before anything runs in it:
 // memory.max (with memory.oom.group, so an out-of-memory call dies whole),
+// memory.high (past it the call is slowed and reclaimed, not killed),
 // pids.max and cpu.max. An empty field sets nothing.
 #pragma once
 
@@ -12,11 +13,12 @@
 namespace pmon {
 
 struct Limits {
-  std::optional<uint64_t> memory_max;  // bytes
-  std::optional<uint64_t> pids_max;    // processes and threads
-  std::optional<double> cpu_max;       // cores (1.5: one and a half CPUs' time)
+  std::optional<uint64_t> memory_max;   // bytes
+  std::optional<uint64_t> memory_high;  // bytes: throttled past it
+  std::optional<uint64_t> pids_max;     // processes and threads
+  std::optional<double> cpu_max;        // cores (1.5: one and a half CPUs' time)
 
-  bool any() const noexcept { return memory_max || pids_max || cpu_max; }
+  bool any() const noexcept { return memory_max || memory_high || pids_max || cpu_max; }
 };
 
 // The period cpu.max is written with, in microseconds (the kernel's default).

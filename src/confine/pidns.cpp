@@ -133,6 +133,7 @@ std::expected<void, std::string> PidnsBoundary::set_limits(const Limits& limits)
 std::optional<bool> PidnsBoundary::oom_killed() { return inner_ ? inner_->oom_killed() : std::nullopt; }
 
 std::optional<bool> PidnsBoundary::pids_max_hit() { return inner_ ? inner_->pids_max_hit() : std::nullopt; }
+std::optional<bool> PidnsBoundary::memory_high_hit() { return inner_ ? inner_->memory_high_hit() : std::nullopt; }
 
 void PidnsBoundary::reap_init(bool block) noexcept {
   if (init_reaped_ || !init_pidfd_) return;

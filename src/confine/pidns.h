@@ -69,6 +69,7 @@ class PidnsBoundary final : public Boundary {
   std::expected<void, std::string> set_limits(const Limits& limits) override;
   std::optional<bool> oom_killed() override;
   std::optional<bool> pids_max_hit() override;
+  std::optional<bool> memory_high_hit() override;
   void release(bool verified_empty) noexcept override;
 
  private:

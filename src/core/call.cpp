@@ -167,6 +167,7 @@ void CallMachine::wrap_up() {
   if (opts.limits.any()) {
     res.oom_killed = b->oom_killed();
     res.pids_max_hit = b->pids_max_hit();
+    res.memory_high_hit = b->memory_high_hit();
   }
   b->release(boundary_empty && main_exited);
   res.duration_ms = since_start_ms();

@@ -48,7 +48,10 @@ J opt_ms(const std::optional<double>& v) { return v ? J(round3(*v)) : J(nullptr)
 
 template <class J>
 J limits_of(const Limits& l) {
-  return {{"memory_max", opt<J>(l.memory_max)}, {"pids_max", opt<J>(l.pids_max)}, {"cpu_max", opt<J>(l.cpu_max)}};
+  return {{"memory_max", opt<J>(l.memory_max)},
+          {"memory_high", opt<J>(l.memory_high)},
+          {"pids_max", opt<J>(l.pids_max)},
+          {"cpu_max", opt<J>(l.cpu_max)}};
 }
 
 }  // namespace
@@ -91,6 +94,7 @@ J report_object(const RunResult& r, const ReportContext& ctx) {
   j["limits"] = limits_of<json>(r.limits);
   j["oom_killed"] = opt<json>(r.oom_killed);
   j["pids_max_hit"] = opt<json>(r.pids_max_hit);
+  j["memory_high_hit"] = opt<json>(r.memory_high_hit);
   j["exit_status"] = r.status();
   return j;
 }

@@ -97,6 +97,9 @@ struct RunResult {
   // pids.max (pids.events max).
   std::optional<bool> oom_killed;
   std::optional<bool> pids_max_hit;
+  // Known where memory.high was set: the call went past it and was
+  // throttled (memory.events high).
+  std::optional<bool> memory_high_hit;
   // Outcome::not_started: why, in one line, and the status it ends with
   // (125 confinement, 126 not executable, 127 not found).
   std::optional<std::string> error;

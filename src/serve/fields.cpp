@@ -166,9 +166,12 @@ std::optional<double> FieldReader::cores(const char* name) {
   return *c;
 }
 
-Limits FieldReader::limits(const char* memory, const char* pids_name, const char* cpu) {
+Limits FieldReader::limits(const char* memory, const char* memory_high, const char* pids_name, const char* cpu) {
   Limits l;
   l.memory_max = bytes(memory);
+  l.memory_high = bytes(memory_high);
+  if (!error_ && l.memory_max && l.memory_high && *l.memory_high >= *l.memory_max)
+    bad(memory_high, std::string("must be below '") + memory + "' (past it the call is killed before it could be slowed down)");
   l.pids_max = pids(pids_name);
   l.cpu_max = cores(cpu);
   return l;

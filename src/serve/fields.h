@@ -44,7 +44,7 @@ class FieldReader {
   std::optional<uint64_t> bytes(const char* name);
   std::optional<uint64_t> pids(const char* name);
   std::optional<double> cores(const char* name);
-  Limits limits(const char* memory, const char* pids, const char* cpu);
+  Limits limits(const char* memory, const char* memory_high, const char* pids, const char* cpu);
   std::optional<PtySize> pty_size(const char* name, bool required);
   // Fields that are no key of `known` are an error (`why`): a misspelt
   // one would otherwise be silently ignored.

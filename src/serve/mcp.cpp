@@ -49,7 +49,7 @@ CreateParams shell_job(Args& a) {
   c.args = {"-c", line};
   c.cwd = a.c_text("cwd");
   c.env = a.env_object("env");
-  c.limits = a.limits("memory_max", "pids_max", "cpu_max");
+  c.limits = a.limits("memory_max", "memory_high", "pids_max", "cpu_max");
   c.idle_timeout_ms = a.seconds("idle_timeout_s");
   if (c.idle_timeout_ms == 0u) c.idle_timeout_ms.reset();
   return c;

@@ -38,7 +38,7 @@ void read_params(FieldReader& f, CreateParams& c) {
   c.separate_stderr = f.flag("separateStderr");
   c.clear_env = f.flag("clearEnv");
   c.kill_signal = f.signal("killSignal");
-  c.limits = f.limits("memoryMax", "pidsMax", "cpuMax");
+  c.limits = f.limits("memoryMax", "memoryHigh", "pidsMax", "cpuMax");
 }
 
 void read_params(FieldReader& f, TerminalParams& t) { t.terminal_id = f.str("terminalId", true).value_or(""); }

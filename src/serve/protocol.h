@@ -42,7 +42,7 @@ inline constexpr std::tuple kMethods{
     Method<CreateParams>{"terminal/create",
                          "command, args?, env?, cwd?, sessionId?, outputByteLimit?, outputBackpressure?, "
                          "timeoutMs?, idleTimeoutMs?, pty?, keep?, name?, replace?, waitTree?, separateStderr?, "
-                         "clearEnv?, killSignal?, memoryMax?, pidsMax?, cpuMax?",
+                         "clearEnv?, killSignal?, memoryMax?, memoryHigh?, pidsMax?, cpuMax?",
                          "terminalId, existing"},
     Method<OutputParams>{"terminal/output",
                          "terminalId, since?, stderrSince?, waitMs?, maxBytes?, stream?, follow?",

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Limits fail closed: --memory-max, --pids-max and --cpu-max where the
+# Limits fail closed: --memory-max, --memory-high, --pids-max and --cpu-max where the
 # call's cgroup leaf cannot get the controller (a hybrid host: cgroup v2 has
 # none of them; or a leaf parent that holds processes) end with 125 and one
 # line naming the controller and the fix, and the command never runs: on
@@ -56,10 +56,11 @@ expect_set() {
 
 # 1. The cgroup backend without the controller, for each limit and each
 #    subcommand that starts calls.
-for lim in "memory --memory-max 100M 104857600 memory.max 104857600" "pids --pids-max 50 50 pids.max 50" \
-           "cpu --cpu-max 0.5 0.5 cpu.max 50000_100000"; do
+for lim in "memory --memory-max 100M 104857600 memory.max 104857600 memory_max" \
+           "memory --memory-high 80M 83886080 memory.high 83886080 memory_high" "pids --pids-max 50 50 pids.max 50 pids_max" \
+           "cpu --cpu-max 0.5 0.5 cpu.max 50000_100000 cpu_max"; do
   set -- $lim
-  ctl=$1 flag=$2 value=$3 reported=$4 file=$5 want=${6//_/ }
+  ctl=$1 flag=$2 value=$3 reported=$4 file=$5 want=${6//_/ } key=$7
   if enabled "$ctl"; then
     echo "note: $ctl is enabled for the leaves in $leaves: the limit is set there"
     read_limit "$file"
@@ -83,16 +84,16 @@ for lim in "memory --memory-max 100M 104857600 memory.max 104857600" "pids --pid
   expect_refused "init $flag" "$line" "$PMON" init "$flag" "$value" -- "${RAN[@]}"
   # The report of the call that never ran says what was asked for.
   expect_refused "run --report $flag" "$line" "$PMON" run --report "$t/rep.json" "$flag" "$value" -- "${RAN[@]}"
-  python3 - "$t/rep.json" "$ctl" "$reported" <<'PY' || fail "run --report $flag: wrong report: $(cat "$t/rep.json")"
+  python3 - "$t/rep.json" "$ctl" "$reported" "$key" <<'PY' || fail "run --report $flag: wrong report: $(cat "$t/rep.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["outcome"] == "not_started", r["outcome"]
 assert r["exit_status"] == 125
 assert "cannot set the %s limit" % sys.argv[2] in r["error"], r["error"]
-want = {"memory_max": None, "pids_max": None, "cpu_max": None}
-want[sys.argv[2] + "_max"] = json.loads(sys.argv[3])
+want = {"memory_max": None, "memory_high": None, "pids_max": None, "cpu_max": None}
+want[sys.argv[4]] = json.loads(sys.argv[3])
 assert r["limits"] == want, r["limits"]
-assert r["oom_killed"] is None and r["pids_max_hit"] is None
+assert r["oom_killed"] is None and r["pids_max_hit"] is None and r["memory_high_hit"] is None
 PY
   if [ -n "$PMON_TEST_HOSTPROC" ] && "$PMON" run -q --isolate -- true 2>/dev/null; then
     expect_refused "run --isolate $flag" "$line" "$PMON" run --isolate "$flag" "$value" -- "${RAN[@]}"
@@ -127,6 +128,9 @@ expect_refused "fractional size" "is not a size" "$PMON" run --memory-max 1.5G -
 expect_refused "empty size" "run: --memory-max: '' is not a size" "$PMON" run --memory-max "" -- "${RAN[@]}"
 expect_refused "huge size" "is too large" "$PMON" run --memory-max 99999999999999999999 -- "${RAN[@]}"
 expect_refused "size overflowing with its suffix" "is too large" "$PMON" run --memory-max 17179869184G -- "${RAN[@]}"
+expect_refused "memory-high bad" "run: --memory-high: '1Q' is not a size" "$PMON" run --memory-high 1Q -- "${RAN[@]}"
+expect_refused "memory-high over memory-max" "run: --memory-high must be below --memory-max" \
+  "$PMON" run --memory-high 200M --memory-max 100M -- "${RAN[@]}"
 expect_refused "pids 0" "supervise: --pids-max: '0' must be at least 1" "$PMON" supervise --pids-max 0 -- "${RAN[@]}"
 expect_refused "pids word" "init: --pids-max: 'many' is not a whole number" "$PMON" init --pids-max many -- "${RAN[@]}"
 expect_refused "pids too many" "run: --pids-max: '3000000000' is too large" "$PMON" run --pids-max 3000000000 -- "${RAN[@]}"

@@ -44,7 +44,7 @@ assert_none_alive "$rec" "pmon run --memory-max"
 ! grep -q "the allocator returned" "$t/out" || fail "the shell lived on after the out-of-memory kill: $(cat "$t/out")"
 [ "$(rj "$t/r.json" .oom_killed)" = true ] || fail "oom_killed is not true: $(cat "$t/r.json")"
 [ "$(rj "$t/r.json" .signal_name)" = SIGKILL ] || fail "the main process did not die by SIGKILL: $(cat "$t/r.json")"
-[ "$(rj "$t/r.json" -c .limits)" = '{"memory_max":104857600,"pids_max":null,"cpu_max":null}' ] ||
+[ "$(rj "$t/r.json" -c .limits)" = '{"memory_max":104857600,"memory_high":null,"pids_max":null,"cpu_max":null}' ] ||
   fail "limits: $(rj "$t/r.json" -c .limits)"
 [ "$(rj "$t/r.json" .pids_max_hit)" = null ] || fail "pids_max_hit without a pids limit: $(rj "$t/r.json" .pids_max_hit)"
 [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "cleanup not verified"
@@ -92,7 +92,25 @@ client_close c
 stop_serve
 echo "ok: serve memoryMax \"100M\": SIGKILL, oom_killed, peak $speak bytes; the next job's memory.max is max"
 
-# 4. Python: pmon.run(memory_max=...).
+# 4. --memory-high 32M: a call that writes 160 MiB to a file (page cache,
+#    which reclaim can take back) goes past it, is slowed and reclaimed, and
+#    runs to its end: exit 0, memory_high_hit true, oom_killed false, the
+#    leaf's memory.high what was asked.
+rc=0
+"$PMON" run -q --cgroup-root "$LROOT" --timeout 120s --memory-high 32M --memory-max 512M --report "$t/r5.json" -- \
+  sh -c 'cg=$(sed -n "s/^0:://p" /proc/self/cgroup); cat "/sys/fs/cgroup${cg%/}/memory.high" > "$0.high";
+         dd if=/dev/zero of="$0" bs=1M count=160 2>/dev/null; sync; echo written' "$t/big" > "$t/out5" 2> "$t/err5" || rc=$?
+[ $rc = 0 ] || fail "--memory-high: exit $rc, want 0 (slowed, never killed): $(cat "$t/out5" "$t/err5")"
+grep -qx written "$t/out5" || fail "--memory-high: the writer did not finish: $(cat "$t/out5")"
+[ "$(cat "$t/big.high")" = $((32 << 20)) ] || fail "--memory-high: the leaf's memory.high reads $(cat "$t/big.high")"
+[ "$(rj "$t/r5.json" .limits.memory_high)" = $((32 << 20)) ] || fail "--memory-high: limits: $(rj "$t/r5.json" -c .limits)"
+[ "$(rj "$t/r5.json" .memory_high_hit)" = true ] || fail "--memory-high: memory_high_hit is not true: $(cat "$t/r5.json")"
+[ "$(rj "$t/r5.json" .oom_killed)" = false ] || fail "--memory-high: oom_killed: $(rj "$t/r5.json" .oom_killed)"
+rm -f "$t/big"
+assert_leaf_gone "$t/r5.json" "--memory-high"
+echo "ok: --memory-high 32M: 160 MiB written through the page cache, memory_high_hit, exit 0"
+
+# 5. Python: pmon.run(memory_max=...).
 PYTHONPATH=$PMON_BUILD_DIR/python python3 - "$LROOT" <<'PY' || fail "python memory_max: see above"
 import sys, pmon
 root = sys.argv[1]

@@ -47,7 +47,7 @@ if [ -s "$t/peak" ]; then
   [ "$peak" -le 50 ] || fail "pids.peak $peak under --pids-max 50"
 fi
 [ "$(rj "$t/r.json" .pids_max_hit)" = true ] || fail "pids_max_hit is not true: $(cat "$t/r.json")"
-[ "$(rj "$t/r.json" -c .limits)" = '{"memory_max":null,"pids_max":50,"cpu_max":null}' ] ||
+[ "$(rj "$t/r.json" -c .limits)" = '{"memory_max":null,"memory_high":null,"pids_max":50,"cpu_max":null}' ] ||
   fail "limits: $(rj "$t/r.json" -c .limits)"
 [ "$(rj "$t/r.json" .oom_killed)" = null ] || fail "oom_killed without a memory limit"
 [ "$(rj "$t/r.json" .timed_out)" = true ] || fail "not timed out"

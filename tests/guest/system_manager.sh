@@ -118,7 +118,7 @@ case $(jq -r .cgroup "$t/lim.json") in
   *) fail "the limited call's leaf $(jq -r .cgroup "$t/lim.json") is not in a pmon-*.scope" ;;
 esac
 [ "$(jq -r .oom_killed "$t/lim.json")" = true ] || fail "oom_killed is not true: $(cat "$t/lim.json")"
-[ "$(jq -c .limits "$t/lim.json")" = '{"memory_max":104857600,"pids_max":64,"cpu_max":1.5}' ] ||
+[ "$(jq -c .limits "$t/lim.json")" = '{"memory_max":104857600,"memory_high":null,"pids_max":64,"cpu_max":1.5}' ] ||
   fail "the report's limits: $(jq -c .limits "$t/lim.json")"
 [ "$(jq -r .pids_max_hit "$t/lim.json")" = false ] || fail "pids_max_hit: $(jq -r .pids_max_hit "$t/lim.json"), want false"
 echo "limits in the scope: exit 137, oom_killed true, memory_peak_bytes $(jq -r .memory_peak_bytes "$t/lim.json")"

@@ -93,7 +93,7 @@ TEST(ReportJson, UnknownIsNullNeverAGuess) {
 
 TEST(ReportJson, LimitsAndWhatWasHit) {
   json none = parse(exited_result());
-  EXPECT_EQ(none.at("limits"), json::parse(R"({"memory_max": null, "pids_max": null, "cpu_max": null})"));
+  EXPECT_EQ(none.at("limits"), json::parse(R"({"memory_max": null, "memory_high": null, "pids_max": null, "cpu_max": null})"));
   EXPECT_TRUE(none.at("oom_killed").is_null());
   EXPECT_TRUE(none.at("pids_max_hit").is_null());
 
