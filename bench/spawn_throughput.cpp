@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     req.kind = k;
     auto sel = pmon::select_backend(req);
     if (!sel) {
-      std::printf("note: %s\n", sel.error().c_str());
+      std::printf("note: %s\n", render(sel.error()).c_str());
       continue;
     }
     modes.push_back({"run_call " + std::string(pmon::to_string(k)), std::move(sel->backend), false, false, {}, 0});

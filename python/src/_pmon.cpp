@@ -14,7 +14,7 @@
 
 #include "confine/boundary.h"
 #include "confine/pidns.h"
-#include "confine/settings.h"
+#include "confine/error.h"
 #include "confine/systemd.h"
 #include "core/capture.h"
 #include "core/driver.h"
@@ -47,7 +47,7 @@ Backends& backends() {
 
 // The selection for `confine` ("auto" or a backend name), made once.
 std::expected<Backend*, std::string> backend_for(const std::string& confine, const std::string& cgroup_root,
-                                                 std::vector<std::string>* passed_over) {
+                                                 std::vector<Error>* passed_over) {
   Backends& bs = backends();
   std::lock_guard lock(bs.mu);
   const std::string key = cgroup_root.empty() ? confine : confine + '\0' + cgroup_root;
@@ -71,7 +71,7 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine, con
     }
     auto sel = select_backend(req);
     if (!sel) {
-      std::string why = sel.error();
+      std::string why = render(sel.error(), kPythonWords);
       if (g_init_exe.empty() && why.find("the pmon executable for the namespace's init was not found") != std::string::npos)
         why += " (install the package with python/install.sh, or set PMON_BINARY)";
       return std::unexpected(req.isolate ? "isolate: " + why : why);
@@ -116,10 +116,11 @@ struct PyResult {
   RunResult run;
   Captured out, err;
   bool has_out = false, has_err = false;
-  std::vector<std::string> passed_over;
+  std::vector<Error> passed_over;
 
   std::string report_json() const {
     ReportContext ctx;
+    ctx.words = kPythonWords;
     ctx.passed_over = passed_over;
     ctx.weak = run.confinement == ConfineKind::pgroup;
     return pmon::report_json(run, ctx);
@@ -187,8 +188,8 @@ class PyCall {
       driver_.reset();
       // A limit that could not be set is the confinement's failure, as an
       // unavailable backend is (ConfinementError).
-      return Failure{s.error().confinement ? "confine" : "spawn", s.error().exit_code, s.error().err,
-                     s.error().message};
+      return Failure{s.error().code == Errc::confinement ? "confine" : "spawn", exit_status(s.error()), s.error().err,
+                     render(s.error(), kPythonWords)};
     }
     driver_ = std::make_unique<Driver>(*call_);
     return std::nullopt;
@@ -311,7 +312,7 @@ class PyCall {
  private:
   Spec spec_;
   std::mutex mu_;
-  std::vector<std::string> passed_over_;
+  std::vector<Error> passed_over_;
   std::unique_ptr<Capture> capture_;
   Fd cancel_;
   bool cancellable_ = true;
@@ -337,8 +338,6 @@ PYBIND11_MODULE(_pmon, m) {
   // The interpreter is a dynamically linked program: it reaches systemd
   // itself (no pmon-systemd helper next to python3).
   pmon::confine::use_in_process_sd_bus();
-  // Errors name what to change as a Python caller writes it.
-  pmon::use_setting_words({"cgroup_root=", "confine=\"cgroup\"", "isolate=True"});
 
   py::class_<Spec>(m, "Spec")
       .def(py::init<>())

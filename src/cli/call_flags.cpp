@@ -25,7 +25,7 @@ void ConfineFlags::add_to(CLI::App& app, bool with_isolate) {
 
 Selection ConfineFlags::select(const std::string& sub, bool verbose, bool quiet) const {
   auto sel = try_select(sub);
-  if (!sel) die("confinement unavailable: " + sel.error());
+  if (!sel) die("confinement unavailable: " + render(sel.error()));
   report_passed_over(*sel, verbose, quiet);
   return std::move(*sel);
 }
@@ -35,7 +35,7 @@ ConfineKind ConfineFlags::tried() const {
   return parse_confine_kind(confine).value_or(ConfineKind::cgroup);
 }
 
-std::expected<Selection, std::string> ConfineFlags::try_select(const std::string& sub) const {
+std::expected<Selection, Error> ConfineFlags::try_select(const std::string& sub) const {
   ConfineRequest req;
   req.cgroup_root = cgroup_root;
   if (confine != "auto") {
@@ -51,7 +51,7 @@ std::expected<Selection, std::string> ConfineFlags::try_select(const std::string
   // not stop a call from moving itself to another cgroup.
   req.isolate = isolate;
   auto sel = select_backend(req);
-  if (!sel && isolate) return std::unexpected("--isolate: " + sel.error());
+  if (!sel && isolate) return std::unexpected(prefixed("--isolate: ", std::move(sel.error())));
   return sel;
 }
 

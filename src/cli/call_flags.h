@@ -31,7 +31,7 @@ struct ConfineFlags {
   // The same, but an unavailable backend is returned (for a caller that
   // reports it), not fatal, and nothing is said of what was passed over;
   // bad flags still end with die().
-  std::expected<Selection, std::string> try_select(const std::string& sub) const;
+  std::expected<Selection, Error> try_select(const std::string& sub) const;
   // The backend asked for (auto: cgroup), for a report of a call that
   // could not start.
   ConfineKind tried() const;

@@ -116,8 +116,8 @@ bool parse_options(CLI::App& app, const std::vector<std::string>& args, const st
 void report_passed_over(const Selection& sel, bool verbose, bool quiet) {
   const std::string chosen(to_string(sel.backend->kind()));
   if (verbose) {
-    for (const std::string& why : sel.passed_over)
-      std::fprintf(stderr, "pmon: %s; falling back to %s\n", why.c_str(), chosen.c_str());
+    for (const Error& why : sel.passed_over)
+      std::fprintf(stderr, "pmon: %s; falling back to %s\n", render(why).c_str(), chosen.c_str());
     return;
   }
   const ConfineKind k = sel.backend->kind();
@@ -125,7 +125,7 @@ void report_passed_over(const Selection& sel, bool verbose, bool quiet) {
   // Each reason starts with its backend's name: "cgroup: cannot ...".
   std::string names;
   for (size_t i = 0; i < sel.passed_over.size(); ++i) {
-    const std::string& why = sel.passed_over[i];
+    const std::string& why = sel.passed_over[i].text;
     if (i > 0) names += i + 1 == sel.passed_over.size() ? " and " : ", ";
     names += why.substr(0, why.find(':'));
   }

@@ -34,12 +34,12 @@ int doctor_main(const std::vector<std::string>& args) {
     r.kind = k;
     auto s = select_backend(r);
     backends[std::string(to_string(k))] = {{"available", s.has_value()},
-                                           {"detail", s ? s->backend->describe() : s.error()}};
+                                           {"detail", s ? s->backend->describe() : render(s.error())}};
     if (s && k != ConfineKind::pgroup) e1_safe = true;
   }
   auto sel = select_backend(ConfineRequest{});
   std::string pick = sel ? std::string(to_string(sel->backend->kind())) : std::string("none");
-  std::vector<std::string> over = sel ? sel->passed_over : std::vector<std::string>{sel.error()};
+  std::vector<std::string> over = sel ? render_all(sel->passed_over) : std::vector<std::string>{render(sel.error())};
   std::string auto_detail = pick + (over.empty() ? std::string() : " (passed over: " + [&] {
     std::string s;
     for (const std::string& o : over) s += (s.empty() ? "" : "; ") + o;
@@ -48,7 +48,7 @@ int doctor_main(const std::vector<std::string>& args) {
 
   if (json) {
     nlohmann::json cs = nlohmann::json::array();
-    for (const confine::HostCheck& c : checks) cs.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+    for (const confine::HostCheck& c : checks) cs.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", render_text(c.detail)}});
     nlohmann::json out = {{"version", 1},
                           {"uid", ::geteuid()},
                           {"checks", cs},
@@ -57,7 +57,7 @@ int doctor_main(const std::vector<std::string>& args) {
                           {"ok", e1_safe}};
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    for (const confine::HostCheck& c : checks) std::printf("%-19s %-4s %s\n", c.name.c_str(), c.ok ? "yes" : "no", c.detail.c_str());
+    for (const confine::HostCheck& c : checks) std::printf("%-19s %-4s %s\n", c.name.c_str(), c.ok ? "yes" : "no", render_text(c.detail).c_str());
     for (const char* k : {"cgroup", "pidns", "subreaper", "pgroup"}) {
       const nlohmann::json& v = backends[k];
       std::printf("%-19s %-4s %s\n", (std::string("backend ") + k).c_str(), v["available"].get<bool>() ? "yes" : "no",

@@ -174,7 +174,7 @@ int init_main(const std::vector<std::string>& args) {
     if (!pid1 && ::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0)
       die(std::string("prctl(PR_SET_CHILD_SUBREAPER): ") + std::strerror(errno));
     auto sel = select_backend(req);
-    if (!sel) die("confinement unavailable: " + sel.error());
+    if (!sel) die("confinement unavailable: " + render(sel.error()));
     report_passed_over(*sel, verbose > 0, quiet);
     backend = std::move(sel->backend);
     if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", backend->describe().c_str());
@@ -186,7 +186,7 @@ int init_main(const std::vector<std::string>& args) {
   if (call_limits.any())
     if (auto set = boundary->set_limits(call_limits); !set) {
       boundary->release(boundary->empty().value_or(false));
-      die(set.error());
+      die(render(set.error()));
     }
 
   opts.warn = [](const std::string& line) { std::fprintf(stderr, "pmon: warning: %s\n", line.c_str()); };
@@ -195,8 +195,8 @@ int init_main(const std::vector<std::string>& args) {
   // The call releases the boundary once it is over (or could not start).
   auto res = run_init(std::move(boundary), reaper, opts);
   if (!res) {
-    std::fprintf(stderr, "pmon: %s\n", res.error().message.c_str());
-    return res.error().exit_code;
+    std::fprintf(stderr, "pmon: %s\n", render(res.error()).c_str());
+    return exit_status(res.error());
   }
   if (verbose)
     std::fprintf(stderr, "pmon: init: reaped %s; %s left running %s %s\n",

@@ -218,17 +218,17 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
     }
     return true;
   };
-  auto not_started_call = [&](ConfineKind kind, const SpawnError& err, const ReportContext& ctx) {
-    std::fprintf(stderr, "pmon: %s\n", err.message.c_str());
+  auto not_started_call = [&](ConfineKind kind, const Error& err, const ReportContext& ctx) {
+    std::fprintf(stderr, "pmon: %s\n", render(err).c_str());
     RunResult r = not_started(command, kind, err, started_at);
     r.limits = opts.limits;
     if (!write_report(r, ctx)) return 125;
-    return err.exit_code;
+    return exit_status(err);
   };
 
   auto sel = confine.try_select("run");
   if (!sel)
-    return not_started_call(confine.tried(), SpawnError{125, 0, "confinement unavailable: " + sel.error()}, {});
+    return not_started_call(confine.tried(), prefixed("confinement unavailable: ", std::move(sel.error())), {});
   report_passed_over(*sel, verbose > 0, quiet || front.shell);
   if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
 
@@ -246,7 +246,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
     auto r = PtyRelay::start();
     if (!r)
       return not_started_call(sel->backend->kind(),
-                              SpawnError{125, r.error().value(), "cannot open a pseudo-terminal: " + r.error().message()},
+                              Error::failed(r.error().value(), "cannot open a pseudo-terminal: " + r.error().message()),
                               ctx);
     relay = std::move(*r);
     opts.spawn.pty_slave = relay->slave_fd();

@@ -143,7 +143,7 @@ int supervise_main(const std::vector<std::string>& args) {
   (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
 
   auto sel = confine.try_select("supervise");
-  if (!sel) die("confinement unavailable: " + sel.error());
+  if (!sel) die("confinement unavailable: " + render(sel.error()));
   // Only the contract's lines without -v: no fallback warning either.
   report_passed_over(*sel, verbose > 0, /*quiet=*/true);
   if (verbose) {
@@ -156,7 +156,7 @@ int supervise_main(const std::vector<std::string>& args) {
 
   SuperviseResult res = supervise(*sel->backend, opts);
   if (res.end == SuperviseEnd::spawn_failed && res.spawn_error)
-    std::fprintf(stderr, "pmon: %s\n", res.spawn_error->message.c_str());
+    std::fprintf(stderr, "pmon: %s\n", render(*res.spawn_error).c_str());
   if (res.end == SuperviseEnd::cleanup_failed)
     std::fprintf(stderr, "pmon: %s\n", res.cleanup_error.c_str());
   if (!res.escaped.empty())

@@ -22,18 +22,18 @@ std::optional<ConfineKind> parse_confine_kind(std::string_view s) noexcept {
   return std::nullopt;
 }
 
-std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, Boundary& boundary) {
-  if (spec.argv.empty()) return std::unexpected(SpawnError{125, EINVAL, "no command given"});
+std::expected<Child, Error> spawn(const SpawnSpec& spec, Boundary& boundary) {
+  if (spec.argv.empty()) return std::unexpected(Error::line("no command given", Errc::invalid_argument));
   if (spec.pty_slave >= 0 && !spec.new_session)
-    return std::unexpected(SpawnError{125, EINVAL, "a command on a pty needs a session of its own"});
+    return std::unexpected(Error::line("a command on a pty needs a session of its own", Errc::invalid_argument));
   return boundary.launch(spec);
 }
 
-std::expected<Child, SpawnError> Boundary::launch(const SpawnSpec& spec) {
+std::expected<Child, Error> Boundary::launch(const SpawnSpec& spec) {
   return launch_process(spec, clone_cgroup_fd());
 }
 
-std::expected<void, std::string> Boundary::set_limits(const Limits& limits) {
+std::expected<void, Error> Boundary::set_limits(const Limits& limits) {
   return std::unexpected(no_cgroup_for_limits(limits, "the " + std::string(to_string(kind())) + " backend"));
 }
 

@@ -46,7 +46,7 @@ class Boundary {
   // Starts the call's command in the boundary: a plain clone into its
   // cgroup (clone_cgroup_fd) unless the boundary has a way of its own (a
   // PID namespace starts pmon's init, which starts the command).
-  virtual std::expected<Child, SpawnError> launch(const SpawnSpec& spec);
+  virtual std::expected<Child, Error> launch(const SpawnSpec& spec);
 
   // Called once the main process exists (right after clone).
   virtual void set_main(pid_t pid) noexcept = 0;
@@ -108,7 +108,7 @@ class Boundary {
   // Sets the call's limits, before anything runs in the boundary. Fails
   // closed: a limit that cannot be set is an error (one line naming what is
   // missing and what to do), never ignored. Only a cgroup can hold limits.
-  virtual std::expected<void, std::string> set_limits(const Limits& limits);
+  virtual std::expected<void, Error> set_limits(const Limits& limits);
   // Whether the kernel ended a process of the call for running out of
   // memory (memory.events oom_kill), or refused it a fork at the pids limit
   // (pids.events max); known only where that limit was set.
@@ -186,20 +186,20 @@ struct ConfineRequest {
 struct Selection {
   std::unique_ptr<Backend> backend;
   // For auto: why each stronger backend was passed over, one line each.
-  std::vector<std::string> passed_over;
+  std::vector<Error> passed_over;
 };
 
 // Picks the backend: the named one (or a one-line reason it is not here),
 // or under auto the strongest that works (cgroup, pidns, subreaper, pgroup).
-std::expected<Selection, std::string> select_backend(const ConfineRequest& req);
+std::expected<Selection, Error> select_backend(const ConfineRequest& req);
 
 // Starts spec.argv[0] (searched in PATH like execvp) inside `boundary`.
-std::expected<Child, SpawnError> spawn(const SpawnSpec& spec, Boundary& boundary);
+std::expected<Child, Error> spawn(const SpawnSpec& spec, Boundary& boundary);
 
 // Per-backend constructors; each says why it is unavailable.
-std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
+std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(
     const std::string& cgroup_root);
-std::expected<std::unique_ptr<Backend>, std::string> open_subreaper_backend();
-std::expected<std::unique_ptr<Backend>, std::string> open_pgroup_backend();
+std::expected<std::unique_ptr<Backend>, Error> open_subreaper_backend();
+std::expected<std::unique_ptr<Backend>, Error> open_pgroup_backend();
 
 }  // namespace pmon

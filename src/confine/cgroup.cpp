@@ -27,7 +27,7 @@
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_guard.h"
 #include "confine/cgroup_kill.h"
-#include "confine/settings.h"
+#include "confine/error.h"
 #include "confine/systemd.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
@@ -241,7 +241,7 @@ class CgroupBoundary final : public Boundary {
     return std::strtoull(text->c_str(), nullptr, 10);
   }
 
-  std::expected<void, std::string> set_limits(const Limits& limits) override;
+  std::expected<void, Error> set_limits(const Limits& limits) override;
 
   std::optional<bool> oom_killed() override {
     if (!limits_.memory_max) return std::nullopt;
@@ -463,7 +463,7 @@ class CgroupBackend final : public Backend {
     if (::faccessat(leaf_dir, file, F_OK, 0) == 0) return "";
     const std::string parent = base_path();
     const std::string head = std::string("cannot set the ") + controller + " limit: ";
-    const std::string fix = "set " + std::string(setting_word(Setting::cgroup_root)) +
+    const std::string fix = "set " + setting_token(Setting::cgroup_root) +
                             " to an empty delegated cgroup where it is enabled, or run without the limit";
     std::lock_guard lock(controller_mu_);
     auto available = sys::read_file_at(base_.get(), "cgroup.controllers");
@@ -532,7 +532,7 @@ void CgroupBoundary::release(bool verified_empty) noexcept {
   owner_.give_back(std::move(leaf_), reuse);
 }
 
-std::expected<void, std::string> CgroupBoundary::set_limits(const Limits& limits) {
+std::expected<void, Error> CgroupBoundary::set_limits(const Limits& limits) {
   // Marked first: a leaf with any limit written is never pooled again.
   leaf_.limited = true;
   limits_ = limits;
@@ -564,13 +564,13 @@ std::expected<void, std::string> CgroupBoundary::set_limits(const Limits& limits
     err = owner_.ensure_controller(dir, "cpu", "cpu.max");
     if (err.empty()) err = write("cpu.max", cpu_max_line(*limits.cpu_max), "cpu");
   }
-  if (!err.empty()) return std::unexpected(err);
+  if (!err.empty()) return std::unexpected(Error::line(err, Errc::confinement));
   return {};
 }
 
 }  // namespace
 
-std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
+std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(
     const std::string& cgroup_root) {
   auto where = confine::choose_leaf_base(cgroup_root);
   if (!where) return std::unexpected(where.error());
@@ -581,15 +581,15 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   // kernel has cgroup.kill (5.14+).
   auto leaf = backend->make_leaf();
   if (!leaf)
-    return std::unexpected("cannot create a cgroup under " + base_path + ": " +
+    return unsupported("cannot create a cgroup under " + base_path + ": " +
                            leaf.error().message() +
                            "; run pmon inside a delegated cgroup subtree (systemd "
                            "Delegate=yes, or a chowned one) or set " +
-                           std::string(setting_word(Setting::cgroup_root)) + systemd_note);
+                           setting_token(Setting::cgroup_root) + systemd_note);
   if (::faccessat(leaf->dir.get(), "cgroup.kill", W_OK, 0) != 0) {
     int e = errno;
     backend->remove_leaf(*leaf);
-    return std::unexpected("cgroup.kill is not usable in " + base_path + " (" + strerr(e) +
+    return unsupported("cgroup.kill is not usable in " + base_path + " (" + strerr(e) +
                            "); it needs Linux 5.14 or newer");
   }
   // Below a threaded cgroup a new child is "domain invalid": mkdir works but
@@ -597,9 +597,9 @@ std::expected<std::unique_ptr<Backend>, std::string> open_cgroup_backend(
   auto type = sys::read_file_at(leaf->dir.get(), "cgroup.type");
   if (type && type->rfind("domain invalid", 0) == 0) {
     backend->remove_leaf(*leaf);
-    return std::unexpected("cannot run processes in a cgroup under " + base_path +
+    return unsupported("cannot run processes in a cgroup under " + base_path +
                            ": it is a threaded subtree (cgroup.type); set " +
-                           std::string(setting_word(Setting::cgroup_root)) + " to a domain cgroup");
+                           setting_token(Setting::cgroup_root) + " to a domain cgroup");
   }
   backend->pool_fresh(std::move(*leaf));
   backend->start_guard();

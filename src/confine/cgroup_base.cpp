@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "confine/settings.h"
+#include "confine/error.h"
 #include "confine/systemd.h"
 
 namespace pmon::confine {
@@ -26,10 +26,10 @@ std::string common_ancestor(const std::string& a, const std::string& b) {
   return out.empty() ? "/" : out;
 }
 
-std::expected<LeafBase, std::string> choose_leaf_base(const std::string& cgroup_root) {
+std::expected<LeafBase, Error> choose_leaf_base(const std::string& cgroup_root) {
   std::string why;
   auto loc = locate_cgroup2(&why);
-  if (!loc) return std::unexpected(why);
+  if (!loc) return std::unexpected(Error::line(why, Errc::unsupported));
 
   std::string base_rel = loc->own;
   // Our own cgroup is not ours to write: a systemd manager may hand us a
@@ -70,7 +70,7 @@ std::expected<LeafBase, std::string> choose_leaf_base(const std::string& cgroup_
     std::string r = cgroup_root;
     while (r.size() > 1 && r.back() == '/') r.pop_back();
     if (r != loc->mount && r.rfind(loc->mount + "/", 0) != 0)
-      return std::unexpected("the cgroup root " + cgroup_root + " (" + std::string(setting_word(Setting::cgroup_root)) +
+      return unsupported("the cgroup root " + cgroup_root + " (" + setting_token(Setting::cgroup_root) +
                              ") is not below the cgroup2 mount " + loc->mount);
     base_rel = r == loc->mount ? "/" : r.substr(loc->mount.size());
   }
@@ -78,17 +78,17 @@ std::expected<LeafBase, std::string> choose_leaf_base(const std::string& cgroup_
 
   Fd base(::open(base_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!base)
-    return std::unexpected("cannot open cgroup " + base_path + ": " + std::strerror(errno));
+    return unsupported("cannot open cgroup " + base_path + ": " + std::strerror(errno));
 
   // CLONE_INTO_CGROUP needs write access to cgroup.procs of the common
   // ancestor of our cgroup and the leaf (the kernel's migration rule).
   std::string anc = common_ancestor(loc->own, base_rel);
   std::string anc_procs = (anc == "/" ? loc->mount : loc->mount + anc) + "/cgroup.procs";
   if (!(own_writable && anc == own_checked) && ::access(anc_procs.c_str(), W_OK) != 0)
-    return std::unexpected(
+    return unsupported(
         "cannot move processes under " + base_path + ": " + anc_procs + " is not writable (" +
         std::strerror(errno) + "); run pmon inside a delegated cgroup subtree or set " +
-        std::string(setting_word(Setting::cgroup_root)) + " to one that contains pmon's own cgroup" + systemd_note);
+        setting_token(Setting::cgroup_root) + " to one that contains pmon's own cgroup" + systemd_note);
 
   return LeafBase{std::move(*loc), std::move(base_rel), std::move(base_path), std::move(base),
                   std::move(systemd_note), std::move(fallback_note)};

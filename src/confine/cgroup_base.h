@@ -9,6 +9,7 @@
 #include <string>
 
 #include "confine/cgroup_fs.h"
+#include "confine/error.h"
 #include "sys/fd.h"
 
 namespace pmon::confine {
@@ -23,7 +24,7 @@ struct LeafBase {
 };
 
 // `cgroup_root`: the caller's choice ("" for pmon's own cgroup).
-std::expected<LeafBase, std::string> choose_leaf_base(const std::string& cgroup_root);
+std::expected<LeafBase, Error> choose_leaf_base(const std::string& cgroup_root);
 
 // The lowest common ancestor of two relative cgroup paths.
 std::string common_ancestor(const std::string& a, const std::string& b);

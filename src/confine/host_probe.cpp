@@ -14,7 +14,7 @@
 #include "confine/boundary.h"
 #include "confine/cgroup_fs.h"
 #include "confine/host_container.h"
-#include "confine/settings.h"
+#include "confine/error.h"
 #include "confine/systemd.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
@@ -82,7 +82,7 @@ std::vector<HostCheck> probe_host() {
     if (cg) {
       checks.push_back({"delegated", true, (*cg)->describe()});
     } else {
-      checks.push_back({"delegated", false, cg.error()});
+      checks.push_back({"delegated", false, cg.error().text});
     }
     // Controllers a leaf can get: those pmon's cgroup enables for its
     // children. A non-root cgroup that holds processes cannot enable any
@@ -104,7 +104,7 @@ std::vector<HostCheck> probe_host() {
       d += "; memory: not available to pmon's cgroup (no memory_peak_bytes in reports)";
     } else if (!enabled.count("memory") && has_procs && loc->own != "/") {
       d += "; memory: pmon's own cgroup holds processes, so its leaves can never get memory "
-           "accounting: set " + std::string(setting_word(Setting::cgroup_root)) + " to an empty delegated cgroup";
+           "accounting: set " + setting_token(Setting::cgroup_root) + " to an empty delegated cgroup";
     }
     checks.push_back({"controllers", enabled.count("memory") > 0, d});
   }
@@ -189,7 +189,7 @@ std::vector<HostCheck> probe_host() {
                       sd ? *sd + "; pmon asks it for a Delegate=yes scope only when its own cgroup is not writable"
                          : sd.error()});
   }
-  cg = std::unexpected(std::string());  // drop the probe backend (and its guard)
+  cg = std::unexpected(Error{});  // drop the probe backend (and its guard)
 
   // Inside a container: what it offers, and the fix for each gap.
   ContainerProbe cprobe;

@@ -15,7 +15,7 @@ namespace pmon::confine {
 struct HostCheck {
   std::string name;    // "cgroup2", "delegated", "pidfd", ...
   bool ok = false;
-  std::string detail;  // what was found, or why not and what to do
+  std::string detail;  // what was found, or why not and what to do (may name a setting: render_text)
 };
 
 std::vector<HostCheck> probe_host();

@@ -51,48 +51,45 @@ std::vector<std::string> exec_candidates(const std::string& file, const std::vec
   return out;
 }
 
-SpawnError describe_failure(const sys::ChildFailure& f, const SpawnSpec& spec) {
-  SpawnError e;
+Error describe_failure(const sys::ChildFailure& f, const SpawnSpec& spec) {
+  Error e;
+  e.code = Errc::system;
   e.err = f.err;
   const std::string& cmd = spec.argv[0];
   switch (f.stage) {
     case sys::ChildFailure::kExec: {
-      e.exit_code = (f.err == ENOENT || f.err == ENOTDIR) ? 127 : 126;
+      e.code = (f.err == ENOENT || f.err == ENOTDIR) ? Errc::not_found : Errc::not_executable;
       struct stat st;
       bool has_slash = cmd.find('/') != std::string::npos;
       if (cmd.empty())
-        e.message = "cannot run '': the command name is empty";
-      else if (e.exit_code == 127 && !has_slash)
-        e.message = "cannot run '" + cmd + "': command not found in PATH";
+        e.text = "cannot run '': the command name is empty";
+      else if (e.code == Errc::not_found && !has_slash)
+        e.text = "cannot run '" + cmd + "': command not found in PATH";
       else if (has_slash && ::stat(cmd.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        e.message = "cannot run '" + cmd + "': is a directory";
+        e.text = "cannot run '" + cmd + "': is a directory";
       else
-        e.message = "cannot run '" + cmd + "': " + std::strerror(f.err);
+        e.text = "cannot run '" + cmd + "': " + std::strerror(f.err);
       break;
     }
     case sys::ChildFailure::kChdir:
-      e.message = "cannot change directory to '" + spec.cwd + "': " + std::strerror(f.err);
+      e.text = "cannot change directory to '" + spec.cwd + "': " + std::strerror(f.err);
       break;
     case sys::ChildFailure::kParentGone:
-      e.message = "the parent exited before the child was armed; not started";
+      e.text = "the parent exited before the child was armed; not started";
       break;
     case sys::ChildFailure::kNsMount:
-      e.message = std::string("cannot mount /proc in the call's namespaces: ") + std::strerror(f.err);
+      e.text = std::string("cannot mount /proc in the call's namespaces: ") + std::strerror(f.err);
       break;
     case sys::ChildFailure::kNsInit:
-      e.message = std::string("cannot start pmon's namespace init: ") + std::strerror(f.err);
+      e.text = std::string("cannot start pmon's namespace init: ") + std::strerror(f.err);
       break;
     default:
-      e.message = std::string("child setup failed: ") + std::strerror(f.err);
+      e.text = std::string("child setup failed: ") + std::strerror(f.err);
   }
   return e;
 }
 
-SpawnError spawn_error(int e, const std::string& what) {
-  return SpawnError{125, e, what + ": " + std::strerror(e)};
-}
-
-std::expected<Child, SpawnError> launch_process(const SpawnSpec& spec, int cgroup_fd) {
+std::expected<Child, Error> launch_process(const SpawnSpec& spec, int cgroup_fd) {
   // Everything the child touches is laid out here, before the clone.
   std::vector<std::string> cands = exec_candidates(spec.argv[0], spec.env ? &*spec.env : nullptr);
   std::vector<const char*> cand_ptrs;
@@ -120,7 +117,7 @@ std::expected<Child, SpawnError> launch_process(const SpawnSpec& spec, int cgrou
   if (!shared) {
     int pipefd[2];
     if (::pipe2(pipefd, O_CLOEXEC) != 0)
-      return std::unexpected(SpawnError{125, errno, std::string("pipe2: ") + std::strerror(errno)});
+      return std::unexpected(Error::failed(errno, std::string("pipe2: ") + std::strerror(errno)));
     report_r = Fd(pipefd[0]);
     report_w = Fd(pipefd[1]);
   }
@@ -175,7 +172,7 @@ std::expected<Child, SpawnError> launch_process(const SpawnSpec& spec, int cgrou
     // The child's parent-death signal follows the thread that clones it:
     // that must be the launcher, which outlives every child (seed 001).
     if (std::error_code ec = sys::run_on_launcher(do_clone))
-      return std::unexpected(SpawnError{125, ec.value(), "cannot start the launcher thread: " + ec.message()});
+      return std::unexpected(Error::failed(ec.value(), "cannot start the launcher thread: " + ec.message()));
   } else {
     do_clone();
   }
@@ -191,7 +188,7 @@ std::expected<Child, SpawnError> launch_process(const SpawnSpec& spec, int cgrou
     int e = cr.error().value();
     std::string msg = std::string("clone3: ") + std::strerror(e);
     if (req.into_cgroup) msg = std::string("cannot start the command inside its cgroup (clone3 CLONE_INTO_CGROUP: ") + std::strerror(e) + ")";
-    return std::unexpected(SpawnError{125, e, msg});
+    return std::unexpected(Error::failed(e, msg));
   }
   report_w.reset();
   Child child;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "confine/error.h"
 #include "sys/fd.h"
 
 namespace pmon {
@@ -73,25 +74,13 @@ struct Child {
   Fd pidfd;
 };
 
-struct SpawnError {
-  int exit_code = 125;  // 126 not executable, 127 not found, 125 otherwise
-  int err = 0;          // errno
-  std::string message;  // one line, without the "pmon: " prefix
-  // The boundary could not be made as asked (a limit that cannot be set):
-  // the binding raises its ConfinementError for it.
-  bool confinement = false;
-};
-
 // The plain clone of spec.argv[0] (searched in PATH like execvp), into the
 // cgroup `cgroup_fd` when it is one (>= 0). Exec failures are reported from
 // the child over a CLOEXEC pipe, or in memory on the shared-memory path.
-std::expected<Child, SpawnError> launch_process(const SpawnSpec& spec, int cgroup_fd);
+std::expected<Child, Error> launch_process(const SpawnSpec& spec, int cgroup_fd);
 
 // The error of a child that failed at `f` (its stage and errno), worded
 // for `spec`'s command: not found (127), not executable (126), ...
-SpawnError describe_failure(const sys::ChildFailure& f, const SpawnSpec& spec);
-// A failure of pmon's own before the command could run (125): `what` and
-// the errno's words.
-SpawnError spawn_error(int e, const std::string& what);
+Error describe_failure(const sys::ChildFailure& f, const SpawnSpec& spec);
 
 }  // namespace pmon

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "confine/settings.h"
+#include "confine/error.h"
 
 namespace pmon {
 
@@ -27,13 +27,14 @@ std::string limit_names(const Limits& l) {
   return out;
 }
 
-std::string no_cgroup_for_limits(const Limits& l, std::string_view boundary) {
+Error no_cgroup_for_limits(const Limits& l, std::string_view boundary) {
   const std::string names = limit_names(l);
   const bool several = names.find(' ') != std::string::npos;
-  return "cannot set the " + names + " limit" + (several ? "s" : "") + ": limits need a cgroup, and " +
+  return Error::line("cannot set the " + names + " limit" + (several ? "s" : "") + ": limits need a cgroup, and " +
          std::string(boundary) + " has none; use the cgroup backend (" +
-         std::string(setting_word(Setting::confine_cgroup)) + ") where cgroup v2 "
-         "is delegated, or run without " + (several ? "them" : "it");
+         setting_token(Setting::confine_cgroup) + ") where cgroup v2 "
+         "is delegated, or run without " + (several ? "them" : "it"),
+                     Errc::confinement);
 }
 
 }  // namespace pmon

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "confine/error.h"
+
 namespace pmon {
 
 struct Limits {
@@ -35,6 +37,6 @@ std::string limit_names(const Limits& l);
 
 // The one line for limits asked of a boundary without a cgroup (named as
 // "the pgroup backend", "a PID namespace without --isolate").
-std::string no_cgroup_for_limits(const Limits& l, std::string_view boundary);
+Error no_cgroup_for_limits(const Limits& l, std::string_view boundary);
 
 }  // namespace pmon

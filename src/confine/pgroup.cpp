@@ -64,7 +64,7 @@ class PgroupBackend final : public Backend {
 
 }  // namespace
 
-std::expected<std::unique_ptr<Backend>, std::string> open_pgroup_backend() {
+std::expected<std::unique_ptr<Backend>, Error> open_pgroup_backend() {
   return std::make_unique<PgroupBackend>();
 }
 

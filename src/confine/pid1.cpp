@@ -6,7 +6,7 @@
 
 #include <unordered_map>
 
-#include "confine/settings.h"
+#include "confine/error.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -30,9 +30,9 @@ class Pid1Boundary final : public Boundary {
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
   void set_main(pid_t) noexcept override {}
 
-  std::expected<void, std::string> set_limits(const Limits& limits) override {
+  std::expected<void, Error> set_limits(const Limits& limits) override {
     return std::unexpected(no_cgroup_for_limits(
-        limits, "a PID namespace whose init is pmon (without " + std::string(setting_word(Setting::confine_cgroup)) + ")"));
+        limits, "a PID namespace whose init is pmon (without " + setting_token(Setting::confine_cgroup) + ")"));
   }
 
   // For the record only (the stop does not need it), by pids of this

@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "confine/cgroup_fs.h"
-#include "confine/settings.h"
+#include "confine/error.h"
 #include "sys/child.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
@@ -125,8 +125,8 @@ std::optional<uint64_t> PidnsBoundary::memory_peak_bytes() {
   return inner_ ? inner_->memory_peak_bytes() : std::nullopt;
 }
 
-std::expected<void, std::string> PidnsBoundary::set_limits(const Limits& limits) {
-  if (!inner_) return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace without " + std::string(setting_word(Setting::isolate))));
+std::expected<void, Error> PidnsBoundary::set_limits(const Limits& limits) {
+  if (!inner_) return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace without " + setting_token(Setting::isolate)));
   return inner_->set_limits(limits);
 }
 
@@ -249,19 +249,19 @@ class PidnsBackend final : public Backend {
 
 }  // namespace
 
-std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const PidnsOptions& opts) {
+std::expected<std::unique_ptr<Backend>, Error> open_pidns_backend(const PidnsOptions& opts) {
   Fd exe(::open(opts.init_exe.c_str(), O_PATH | O_CLOEXEC));
-  if (!exe) return std::unexpected("cannot open pmon's own binary " + opts.init_exe + ": " + std::strerror(errno));
+  if (!exe) return unsupported("cannot open pmon's own binary " + opts.init_exe + ": " + std::strerror(errno));
 
   NsSetup base;
   std::unique_ptr<Backend> cgroup;
   if (opts.isolate) {
     auto cg = open_cgroup_backend(opts.cgroup_root);
-    if (!cg) return std::unexpected("it needs the cgroup backend: " + cg.error());
+    if (!cg) return std::unexpected(prefixed("it needs the cgroup backend: ", cg.error()));
     cgroup = std::move(*cg);
     std::string why;
     auto loc = confine::locate_cgroup2(&why);
-    if (!loc) return std::unexpected(why);
+    if (!loc) return std::unexpected(Error::line(why, Errc::unsupported));
     base.cgroup_ns = true;
     base.cgroup2_mount = loc->mount;
     // Even as root: without a user namespace the call would keep
@@ -274,7 +274,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const Pi
   std::unique_ptr<Boundary> leaf;
   if (cgroup) {
     auto b = cgroup->open_boundary();
-    if (!b) return std::unexpected("cannot make a cgroup leaf: " + b.error().message());
+    if (!b) return std::unexpected(Error::failed(b.error().value(), "cannot make a cgroup leaf: " + b.error().message()));
     leaf = std::move(*b);
   }
   const int leaf_fd = leaf ? leaf->clone_cgroup_fd() : -1;
@@ -288,7 +288,7 @@ std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const Pi
       why.reset();
     }
   }
-  if (why) return std::unexpected(*why);
+  if (why) return std::unexpected(Error::line(*why, Errc::unsupported));
   return std::make_unique<PidnsBackend>(std::move(base), std::move(exe), std::move(cgroup));
 }
 

@@ -51,7 +51,7 @@ class PidnsBoundary final : public Boundary {
   // pmon's init (`pmon __nsinit`) as PID 1, then the command as its child,
   // and pmon's direct child, the status relay, which exits as the command
   // did (see confine/pidns_launch.cpp).
-  std::expected<Child, SpawnError> launch(const SpawnSpec& spec) override;
+  std::expected<Child, Error> launch(const SpawnSpec& spec) override;
 
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
   int clone_cgroup_fd() const noexcept override;
@@ -66,7 +66,7 @@ class PidnsBoundary final : public Boundary {
   std::optional<uint64_t> cpu_usec() override;
   std::optional<uint64_t> memory_peak_bytes() override;
   // Set on the cgroup leaf under --isolate; without one there is nowhere.
-  std::expected<void, std::string> set_limits(const Limits& limits) override;
+  std::expected<void, Error> set_limits(const Limits& limits) override;
   std::optional<bool> oom_killed() override;
   std::optional<bool> pids_max_hit() override;
   std::optional<bool> memory_high_hit() override;
@@ -99,6 +99,6 @@ struct PidnsOptions {
   std::string init_exe = "/proc/self/exe";
 };
 
-std::expected<std::unique_ptr<Backend>, std::string> open_pidns_backend(const PidnsOptions& opts);
+std::expected<std::unique_ptr<Backend>, Error> open_pidns_backend(const PidnsOptions& opts);
 
 }  // namespace pmon

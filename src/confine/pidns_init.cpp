@@ -86,10 +86,10 @@ int nsinit_main(const std::vector<std::string>& args) {
   auto child = spawn(spec, *self);
   if (!child) {
     // pmon words the failure from the stage and errno, as for any spawn.
-    const SpawnError& e = child.error();
-    sys::ChildFailure f{e.exit_code == 125 ? sys::ChildFailure::kSetup : sys::ChildFailure::kExec, e.err};
+    const Error& e = child.error();
+    sys::ChildFailure f{exit_status(e) == 125 ? sys::ChildFailure::kSetup : sys::ChildFailure::kExec, e.err};
     write_all(report_fd, &f, sizeof f);
-    return e.exit_code;
+    return exit_status(e);
   }
   (void)::close(report_fd);  // EOF: the command runs
   // pmon looks up the command's host pid among our children: reap nothing

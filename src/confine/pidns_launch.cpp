@@ -69,13 +69,13 @@ pid_t command_host_pid(pid_t init_pid) {
 // plus the status relay, pmon's direct child that exits the way the command
 // did. The init is cloned on the launcher thread: its PR_SET_PDEATHSIG
 // (SIGKILL, always) follows the thread that cloned it (seed 001).
-std::expected<Child, SpawnError> PidnsBoundary::launch(const SpawnSpec& spec) {
+std::expected<Child, Error> PidnsBoundary::launch(const SpawnSpec& spec) {
   PidnsBoundary& nb = *this;
   const NsSetup& setup = setup_;
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return std::unexpected(spawn_error(errno, "pipe2"));
+  if (::pipe2(p, O_CLOEXEC) != 0) return std::unexpected(Error::system(errno, "pipe2"));
   Fd report_r(p[0]), report_w(p[1]);
-  if (::pipe2(p, O_CLOEXEC) != 0) return std::unexpected(spawn_error(errno, "pipe2"));
+  if (::pipe2(p, O_CLOEXEC) != 0) return std::unexpected(Error::system(errno, "pipe2"));
   Fd status_r(p[0]), status_w(p[1]);
 
   std::vector<std::string> init_args = {"pmon",
@@ -135,15 +135,15 @@ std::expected<Child, SpawnError> PidnsBoundary::launch(const SpawnSpec& spec) {
     if (cr && cr->pid == 0) sys::run_child(plan);
   };
   if (std::error_code ec = sys::run_on_launcher(do_clone))
-    return std::unexpected(SpawnError{125, ec.value(), "cannot start the launcher thread: " + ec.message()});
+    return std::unexpected(Error::failed(ec.value(), "cannot start the launcher thread: " + ec.message()));
   if (!cr) {
     int e = cr.error().value();
-    return std::unexpected(SpawnError{125, e, std::string("cannot create the call's namespaces (clone3: ") +
-                                                  std::strerror(e) + ")"});
+    return std::unexpected(Error::failed(e, std::string("cannot create the call's namespaces (clone3: ") +
+                                                  std::strerror(e) + ")"));
   }
   pid_t init_pid = cr->pid;
   Fd init_pidfd = std::move(cr->pidfd);
-  auto abandon = [&](SpawnError err) {
+  auto abandon = [&](Error err) {
     (void)sys::pidfd_send_signal(init_pidfd.get(), SIGKILL);
     siginfo_t si;
     (void)sys::waitid_raw(P_PIDFD, static_cast<id_t>(init_pidfd.get()), &si, WEXITED, nullptr);
@@ -153,10 +153,10 @@ std::expected<Child, SpawnError> PidnsBoundary::launch(const SpawnSpec& spec) {
   status_w.reset();
   if (setup.user_ns)
     if (std::error_code ec = write_id_maps(init_pid); ec)
-      return abandon(SpawnError{125, ec.value(), "cannot map the call's uid/gid into its user namespace: " + ec.message()});
+      return abandon(Error::failed(ec.value(), "cannot map the call's uid/gid into its user namespace: " + ec.message()));
   char go = 'g';
   if (retry_eintr([&] { return ::write(setup.sync_w, &go, 1); }) != 1)
-    return abandon(spawn_error(errno, "cannot start the namespace init"));
+    return abandon(Error::system(errno, "cannot start the namespace init"));
 
   sys::ChildFailure f;
   ssize_t n = retry_eintr([&] { return ::read(report_r.get(), &f, sizeof f); });
@@ -165,13 +165,13 @@ std::expected<Child, SpawnError> PidnsBoundary::launch(const SpawnSpec& spec) {
     (void)sys::waitid_raw(P_PIDFD, static_cast<id_t>(init_pidfd.get()), &si, WEXITED, nullptr);
     return std::unexpected(describe_failure(f, spec));
   }
-  if (n != 0) return abandon(spawn_error(n < 0 ? errno : EIO, "reading the namespace init's report"));
+  if (n != 0) return abandon(Error::system(n < 0 ? errno : EIO, "reading the namespace init's report"));
   // The init waits for our "ack" before it reaps anything, so the command
   // is still its child (maybe a zombie) and listed there by host pid.
   pid_t command_pid = command_host_pid(init_pid);
   char ack = 'a';
   if (retry_eintr([&] { return ::write(setup.sync_w, &ack, 1); }) != 1)
-    return abandon(spawn_error(errno, "cannot start the namespace init"));
+    return abandon(Error::system(errno, "cannot start the namespace init"));
   nb.adopt_init(init_pid, std::move(init_pidfd), command_pid);
 
   // The relay, cloned only now: the init's parent check is long over, so a
@@ -191,7 +191,7 @@ std::expected<Child, SpawnError> PidnsBoundary::launch(const SpawnSpec& spec) {
   if (ec || !rr) {
     int e = ec ? ec.value() : rr.error().value();
     (void)nb.kill_all();
-    return std::unexpected(spawn_error(e, "cannot start the status relay"));
+    return std::unexpected(Error::system(e, "cannot start the status relay"));
   }
   Child child;
   child.pid = rr->pid;

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The settings an error from confine/ or core/ may tell its reader to
 // change, named in the reader's terms: a flag on the command line, a keyword
-// argument in Python. Each front end says once, at its start, which words it
-// uses (the command line's are the default); a message asks for the word of
-// a setting and never spells a flag itself.
+// argument in Python. A message holds a token for the setting (see
+// confine/error.h); the front end that shows it puts in its own word.
 #pragma once
 
 #include <string_view>
@@ -25,8 +24,7 @@ struct SettingWords {
 // pmon run, serve, mcp, supervise, init.
 inline constexpr SettingWords kCommandLineWords{"--cgroup-root", "--confine cgroup", "--isolate"};
 
-// Replaces the words for the whole process (the strings must outlive it).
-void use_setting_words(const SettingWords& words) noexcept;
-std::string_view setting_word(Setting s) noexcept;
+// The Python module's keyword arguments.
+inline constexpr SettingWords kPythonWords{"cgroup_root=", "confine=\"cgroup\"", "isolate=True"};
 
 }  // namespace pmon

@@ -147,9 +147,9 @@ class SubreaperBackend final : public Backend {
 
 }  // namespace
 
-std::expected<std::unique_ptr<Backend>, std::string> open_subreaper_backend() {
+std::expected<std::unique_ptr<Backend>, Error> open_subreaper_backend() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0)
-    return std::unexpected(std::string("prctl(PR_SET_CHILD_SUBREAPER) failed: ") +
+    return unsupported(std::string("prctl(PR_SET_CHILD_SUBREAPER) failed: ") +
                            std::strerror(errno));
   return std::make_unique<SubreaperBackend>();
 }

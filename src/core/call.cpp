@@ -215,7 +215,7 @@ Call::~Call() {
   if (s_ && started() && !finished() && s_->b) (void)s_->b->kill_all();
 }
 
-std::expected<void, SpawnError> Call::start() {
+std::expected<void, Error> Call::start() {
   CallMachine& s = *s_;
   s.t0 = sys::monotonic_ns();
   s.res.started_at = std::chrono::system_clock::now();
@@ -228,9 +228,9 @@ std::expected<void, SpawnError> Call::start() {
     if (!s.opts.inside_cgroup.empty()) b = s.backend->open_boundary_inside(s.opts.inside_cgroup);
     if (!b) b = s.backend->open_boundary();
     if (!b)
-      return std::unexpected(SpawnError{125, b.error().value(),
+      return std::unexpected(Error::failed(b.error().value(),
                                         "cannot open a " + std::string(to_string(s.backend->kind())) +
-                                            " boundary: " + b.error().message()});
+                                            " boundary: " + b.error().message()));
     s.b = std::move(*b);
   }
 

@@ -42,7 +42,7 @@ class Call {
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
-  std::expected<void, SpawnError> start();
+  std::expected<void, Error> start();
 
   // The machine. watch(): the fds that may change its state (the main
   // process's pidfd while it runs, the boundary's watch while it stops or

@@ -46,7 +46,7 @@ class Initer {
   Initer(std::unique_ptr<Boundary> b, sys::Reaper& reaper, const InitOptions& opts)
       : b_(std::move(b)), reaper_(reaper), opts_(opts) {}
 
-  std::expected<InitResult, SpawnError> run();
+  std::expected<InitResult, Error> run();
 
  private:
   void warn(const std::string& s) const {
@@ -96,7 +96,7 @@ void Initer::forward(int sig) {
   trace("forwarded " + signal_name(sig));
 }
 
-std::expected<InitResult, SpawnError> Initer::run() {
+std::expected<InitResult, Error> Initer::run() {
   // The /proc here shows the boundary's processes under their own pids (a
   // tracker verifies each process by reading /proc under the pid it has
   // here); without one only their count is known, or nothing.
@@ -158,7 +158,7 @@ std::expected<InitResult, SpawnError> Initer::run() {
 
 }  // namespace
 
-std::expected<InitResult, SpawnError> run_init(std::unique_ptr<Boundary> boundary, sys::Reaper& reaper,
+std::expected<InitResult, Error> run_init(std::unique_ptr<Boundary> boundary, sys::Reaper& reaper,
                                                const InitOptions& opts) {
   Initer in(std::move(boundary), reaper, opts);
   return in.run();

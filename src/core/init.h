@@ -64,7 +64,7 @@ struct InitResult {
 // them all, which is what PID 1 and a subreaper must do. The call owns
 // `boundary` and releases it once it is over.
 // Errors are returned only from before the command started.
-std::expected<InitResult, SpawnError> run_init(std::unique_ptr<Boundary> boundary, sys::Reaper& reaper,
+std::expected<InitResult, Error> run_init(std::unique_ptr<Boundary> boundary, sys::Reaper& reaper,
                                                const InitOptions& opts);
 
 }  // namespace pmon

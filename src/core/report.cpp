@@ -67,12 +67,12 @@ J report_object(const RunResult& r, const ReportContext& ctx) {
   j["pid"] = r.pid > 0 ? json(r.pid) : json(nullptr);  // null: never started
   j["confinement"] = std::string(to_string(r.confinement));
   j["confinement_weak"] = ctx.weak;
-  j["confinement_passed_over"] = ctx.passed_over;
+  j["confinement_passed_over"] = render_all(ctx.passed_over, ctx.words);
   j["cgroup"] = opt<json>(r.cgroup);
   j["started_at"] = iso8601(r.started_at);
   j["duration_ms"] = round3(r.duration_ms);
   j["outcome"] = std::string(to_string(r.outcome));
-  j["error"] = opt<json>(r.error);
+  j["error"] = r.error ? json(render(*r.error, ctx.words)) : json(nullptr);
   j["exit_code"] = opt<json>(r.exit_code);
   j["signal"] = opt<json>(r.signal);
   j["signal_name"] = r.signal ? json(signal_name(*r.signal)) : json(nullptr);

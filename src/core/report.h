@@ -12,7 +12,9 @@
 namespace pmon {
 
 struct ReportContext {
-  std::vector<std::string> passed_over;  // why stronger backends were not used
+  std::vector<Error> passed_over;  // why stronger backends were not used
+  // The words the report's messages use for a setting the reader may change.
+  SettingWords words = kCommandLineWords;
   bool weak = false;                     // the backend cannot contain escapes
 };
 

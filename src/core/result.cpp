@@ -51,10 +51,10 @@ std::string_view to_string(Outcome o) noexcept {
 }
 
 int RunResult::status() const noexcept {
-  if (outcome == Outcome::not_started) return error_status;
+  if (outcome == Outcome::not_started) return error ? exit_status(*error) : 125;
   if (!cleanup_verified) return 125;
   switch (outcome) {
-    case Outcome::not_started: return error_status;
+    case Outcome::not_started: return error ? exit_status(*error) : 125;
     case Outcome::timeout: return 124;
     // Cancelled without a signal (the parent exited): as a shell whose
     // terminal hung up.
@@ -65,7 +65,7 @@ int RunResult::status() const noexcept {
   return 125;
 }
 
-RunResult not_started(std::vector<std::string> command, ConfineKind confinement, const SpawnError& err,
+RunResult not_started(std::vector<std::string> command, ConfineKind confinement, const Error& err,
                       std::chrono::system_clock::time_point started_at) {
   RunResult r;
   r.command = std::move(command);
@@ -74,8 +74,7 @@ RunResult not_started(std::vector<std::string> command, ConfineKind confinement,
   r.duration_ms = std::max(0.0, std::chrono::duration<double, std::milli>(
                                     std::chrono::system_clock::now() - started_at).count());
   r.outcome = Outcome::not_started;
-  r.error = err.message;
-  r.error_status = err.exit_code;
+  r.error = err;
   // A child whose exec failed is reaped before the error is returned.
   r.cleanup_verified = true;
   return r;

@@ -100,10 +100,9 @@ struct RunResult {
   // Known where memory.high was set: the call went past it and was
   // throttled (memory.events high).
   std::optional<bool> memory_high_hit;
-  // Outcome::not_started: why, in one line, and the status it ends with
-  // (125 confinement, 126 not executable, 127 not found).
-  std::optional<std::string> error;
-  int error_status = 0;
+  // Outcome::not_started: why (its status: 125 confinement, 126 not
+  // executable, 127 not found).
+  std::optional<Error> error;
 
   // The timeout(1)-compatible status: child's code, 128+N, 124, and 125
   // when the boundary could not be verified empty.
@@ -112,7 +111,7 @@ struct RunResult {
 
 // The result of a call whose command never ran: nothing of it is alive,
 // nothing is known of an exit.
-RunResult not_started(std::vector<std::string> command, ConfineKind confinement, const SpawnError& err,
+RunResult not_started(std::vector<std::string> command, ConfineKind confinement, const Error& err,
                       std::chrono::system_clock::time_point started_at);
 
 // A process found outside the boundary (escaped) may be one the boundary

@@ -7,7 +7,7 @@
 
 namespace pmon {
 
-std::expected<RunResult, SpawnError> run_call(Backend& backend, const RunOptions& opts) {
+std::expected<RunResult, Error> run_call(Backend& backend, const RunOptions& opts) {
   Call call(backend, opts);
   if (auto s = call.start(); !s) return std::unexpected(s.error());
   Driver driver(call);

@@ -10,6 +10,6 @@
 
 namespace pmon {
 
-std::expected<RunResult, SpawnError> run_call(Backend& backend, const RunOptions& opts);
+std::expected<RunResult, Error> run_call(Backend& backend, const RunOptions& opts);
 
 }  // namespace pmon

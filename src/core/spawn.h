@@ -17,7 +17,7 @@ namespace pmon {
 // need not read every leaf it takes back. *boundary is replaced then.
 // `limits` are set on each boundary first (Boundary::set_limits); one that
 // cannot be set fails the spawn with 125 and its one line.
-std::expected<Child, SpawnError> spawn_in(const SpawnSpec& spec, Backend& backend,
+std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend,
                                           std::unique_ptr<Boundary>& boundary, const Limits& limits = {});
 
 }  // namespace pmon

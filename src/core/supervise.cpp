@@ -58,7 +58,7 @@ int SuperviseResult::status() const noexcept {
     case SuperviseEnd::gave_up: return 1;
     case SuperviseEnd::timeout: return 124;
     case SuperviseEnd::signal: return 128 + stop_signal;
-    case SuperviseEnd::spawn_failed: return spawn_error ? spawn_error->exit_code : 125;
+    case SuperviseEnd::spawn_failed: return spawn_error ? exit_status(*spawn_error) : 125;
     case SuperviseEnd::cleanup_failed: return 125;
   }
   return 125;

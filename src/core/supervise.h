@@ -89,7 +89,7 @@ struct SuperviseResult {
   int spawns = 0;
   std::optional<sys::ExitStatus> last_status;  // of the last child reaped
   int stop_signal = 0;            // for SuperviseEnd::signal
-  std::optional<SpawnError> spawn_error;
+  std::optional<Error> spawn_error;
   std::string cleanup_error;      // one line, for cleanup_failed
   // Live processes below this one, outside a weak boundary, at the end.
   std::vector<sys::ProcStat> escaped;

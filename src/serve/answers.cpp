@@ -59,16 +59,16 @@ void Answers::settle(Job& j) {
               return true;
             }
         }
-        JobError e;
+        Error e;
         e.job = j.id;
         e.port = w.port;
         if (j.done) {
-          e.fault = JobError::Fault::never_listened;
+          e.code = Errc::never_listened;
           front_->answer(w, j, std::move(e));
           return true;
         }
         if (due) {
-          e.fault = JobError::Fault::did_not_listen;
+          e.code = Errc::did_not_listen;
           e.ms = w.timeout_ms;
           front_->answer(w, j, std::move(e));
           return true;

@@ -21,7 +21,7 @@ namespace pmon::serve {
 struct StillRunning {};
 // A run's answer is due: the job is over, or it goes on in the background.
 struct RunDue {};
-using Due = std::variant<ExitStatus, StillRunning, Stopped, OutputRead, ListeningPort, JobError, RunDue>;
+using Due = std::variant<ExitStatus, StillRunning, Stopped, OutputRead, ListeningPort, Error, RunDue>;
 
 // The front end of the service (JSON-RPC or MCP): it took the requests
 // that wait, and is told what is due to them and of every job's end.
@@ -34,7 +34,7 @@ class Front {
   // The job is over (its waiters are settled next).
   virtual void job_ended(Job& job) = 0;
   // A create that waited for the job of its name to be gone: its answer.
-  virtual void created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) = 0;
+  virtual void created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) = 0;
 };
 
 // A listening socket can only be seen in the kernel's tables, with no event

@@ -70,19 +70,19 @@ uint32_t epoll_events(short poll_events) {
 
 }  // namespace
 
-JobError fd_error(const std::string& what, int err) {
+Error fd_error(const std::string& what, int err) {
   rlimit rl{};
   if (err == EMFILE && ::getrlimit(RLIMIT_NOFILE, &rl) == 0)
-    return JobError::line("cannot start the job: the service has no file descriptors left (its limit is " +
+    return Error::line("cannot start the job: the service has no file descriptors left (its limit is " +
                           std::to_string(rl.rlim_cur) +
                           " open files); release some jobs, or start the service under a higher 'ulimit -Hn'");
   if (err == ENFILE)
-    return JobError::line(
+    return Error::line(
         "cannot start the job: the system has no file descriptors left (fs.file-max); release some jobs");
-  return JobError::line(what + ": " + std::strerror(err));
+  return Error::line(what + ": " + std::strerror(err));
 }
 
-std::expected<JobStdio, JobError> open_stdio(const CreateParams& p) {
+std::expected<JobStdio, Error> open_stdio(const CreateParams& p) {
   JobStdio io;
   if (p.pty) {
     auto pair = sys::open_pty(p.pty->rows, p.pty->cols);

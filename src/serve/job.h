@@ -60,7 +60,7 @@ struct Flow {
 struct JobStdio {
   Fd out_r, out_w, in_r, in_w, err_r, err_w;
 };
-std::expected<JobStdio, JobError> open_stdio(const CreateParams& p);
+std::expected<JobStdio, Error> open_stdio(const CreateParams& p);
 
 // What every job's child gets from the service: the signal dispositions it
 // resets before exec, and the open-files limit the service started with.
@@ -73,7 +73,7 @@ RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBas
 
 // A job that cannot start for want of fds (its pipes, pty, pidfd, leaf):
 // said as such, with what to do. Any other errno: `what` and its words.
-JobError fd_error(const std::string& what, int err);
+Error fd_error(const std::string& what, int err);
 
 struct Job {
   Job(size_t limit, MemoryBudget* budget, Poller& poller) : buffer(limit, budget), poller(poller) {}

@@ -3,31 +3,31 @@
 
 namespace pmon::serve {
 
-std::string words(const JobError& e, std::string_view noun) {
-  using F = JobError::Fault;
+std::string words(const Error& e, std::string_view noun) {
+  using F = Errc;
   const std::string job = std::string(noun) + " '" + e.job + "'";
   const std::string port = e.port ? "TCP port " + std::to_string(*e.port) : std::string("any TCP port");
-  switch (e.fault) {
+  switch (e.code) {
     case F::unknown_job: return "unknown " + job;
     case F::no_stdin: return job + " has no open stdin";
     case F::stdin_full: return job + " is not reading its stdin; try again later";
     case F::no_pty: return job + " has no pseudo-terminal";
-    case F::ended: return job + " has ended";
-    case F::cannot_resize: return "cannot resize " + job + ": " + e.detail;
+    case F::job_ended: return job + " has ended";
+    case F::cannot_resize: return "cannot resize " + job + ": " + e.text;
     case F::still_running: return job + " is still running; its report is made when it ends";
     case F::never_listened: return job + " ended before it listened on " + port;
     case F::did_not_listen: return job + " did not listen on " + port + " within " + std::to_string(e.ms) + " ms";
     case F::owner_stopping:
       return job + ", which this request comes from, is stopping; a job started from inside a job ends with it";
-    case F::not_found: {
+    case F::no_such_job: {
       std::string what = std::string("no running ") + std::string(noun) + " of yours";
-      if (!e.detail.empty()) what += " is named '" + e.detail + "'" + (e.port ? " and" : "");
+      if (!e.text.empty()) what += " is named '" + e.text + "'" + (e.port ? " and" : "");
       if (e.port) what += " listens on " + port;
       return what;
     }
-    case F::other: break;
+    default: break;
   }
-  return e.detail;
+  return render(e);
 }
 
 }  // namespace pmon::serve

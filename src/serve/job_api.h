@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "confine/error.h"
 #include "confine/limits.h"
 #include "serve/output_buffer.h"
 #include "serve/ports.h"
@@ -172,46 +173,10 @@ struct JobInfo {
   std::optional<bool> cleanup_verified;  // once over
 };
 
-// Why a request about jobs failed: the fault and its facts. Each front end
-// says which word names a job ("terminal", "job"); words() says the rest.
-struct JobError {
-  enum class Fault {
-    unknown_job,     // no job has that id
-    no_stdin,        // its stdin is closed
-    stdin_full,      // it does not read what was written to it
-    no_pty,          // a resize of a job on pipes
-    ended,           // a resize of a job that is over
-    cannot_resize,   // detail: why
-    still_running,   // a report asked for too soon
-    never_listened,  // it ended before it listened on `port` (any: none)
-    did_not_listen,  // it did not listen on `port` within `ms`
-    owner_stopping,  // the job a create comes from is stopping
-    not_found,       // no running job of the caller's has this `detail` (name) or `port`
-    other,           // detail: the whole line
-  };
-  Fault fault = Fault::other;
-  bool invalid_params = false;  // the request is at fault, not the service
-  std::string job;
-  std::optional<uint16_t> port;
-  uint64_t ms = 0;
-  std::string detail;
-
-  // A fault of job `id`.
-  static JobError of(Fault fault, std::string id) {
-    JobError e;
-    e.fault = fault;
-    e.job = std::move(id);
-    return e;
-  }
-  static JobError unknown(std::string id) { return of(Fault::unknown_job, std::move(id)); }
-  static JobError line(std::string text, bool invalid_params = false) {
-    JobError e;
-    e.invalid_params = invalid_params;
-    e.detail = std::move(text);
-    return e;
-  }
-};
-// The error in one line, a job named "<noun> '<id>'".
-std::string words(const JobError& e, std::string_view noun);
+// The error in one line for a client of the service: a job named
+// "<noun> '<id>'", a setting by the service's own flag.
+std::string words(const Error& e, std::string_view noun);
+// The request is at fault (a JSON-RPC "invalid params"), not the service.
+inline bool callers_fault(const Error& e) { return e.code == Errc::invalid_argument; }
 
 }  // namespace pmon::serve

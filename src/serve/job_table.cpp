@@ -73,9 +73,9 @@ Job* JobTable::job_by_num(uint64_t num) {
   return key == job_keys_.end() ? nullptr : find(key->second);
 }
 
-std::expected<Job*, JobError> JobTable::get(const std::string& id) {
+std::expected<Job*, Error> JobTable::get(const std::string& id) {
   if (Job* j = find(id)) return j;
-  return std::unexpected(JobError::unknown(id));
+  return std::unexpected(Error::of(Errc::unknown_job, id));
 }
 
 // A request from a process inside a pmon call (any backend) makes a job of
@@ -92,7 +92,7 @@ Job* JobTable::running_named(const Asker& a, const std::string& name, const std:
   return nullptr;
 }
 
-std::expected<std::optional<Started>, JobError> JobTable::start(const Asker& a, const CreateParams& p) {
+std::expected<std::optional<Started>, Error> JobTable::start(const Asker& a, const CreateParams& p) {
   Job* old = p.name && !p.name->empty() ? running_named(a, *p.name, p.session_id) : nullptr;
   if (!old) {
     auto j = create(a, p);
@@ -101,7 +101,7 @@ std::expected<std::optional<Started>, JobError> JobTable::start(const Asker& a, 
   }
   if (!p.replace && !old->stopping()) return Started{old->id, true};
   if (replacing_.size() >= opts_.max_jobs)
-    return std::unexpected(JobError::line("too many jobs wait for the job of their name to stop (at most " +
+    return std::unexpected(Error::line("too many jobs wait for the job of their name to stop (at most " +
                                           std::to_string(opts_.max_jobs) + "); try again once they have"));
   replacing_.push_back({old->num, a, p});
   if (!old->stopping()) stops_.begin(*old, Call::End::cancel, "replaced");
@@ -120,12 +120,12 @@ void JobTable::start_replacements() {
   for (auto& [r, unverified] : due) {
     if (!unverified.empty()) {
       front_->created(r.asker.conn, r.asker.id,
-                      std::unexpected(JobError::line("job '" + unverified + "' of the name '" + r.params.name.value_or("") +
+                      std::unexpected(Error::line("job '" + unverified + "' of the name '" + r.params.name.value_or("") +
                                                      "' could not be confirmed gone; nothing new was started")));
       continue;
     }
     if (shutting_down_) {
-      front_->created(r.asker.conn, r.asker.id, std::unexpected(JobError::line("the service is stopping")));
+      front_->created(r.asker.conn, r.asker.id, std::unexpected(Error::line("the service is stopping")));
       continue;
     }
     // Looked for again: another may have started one of that name since.
@@ -135,7 +135,7 @@ void JobTable::start_replacements() {
   }
 }
 
-std::expected<Job*, JobError> JobTable::find_own(const Asker& a, const FindParams& p) {
+std::expected<Job*, Error> JobTable::find_own(const Asker& a, const FindParams& p) {
   for (auto& [num, id] : job_keys_) {
     Job* j = find(id);
     if (!j || j->done || !owned_by(*j, a, p.session_id) || (p.name && j->name != *p.name)) continue;
@@ -145,17 +145,17 @@ std::expected<Job*, JobError> JobTable::find_own(const Asker& a, const FindParam
     }
     return j;
   }
-  JobError e;
-  e.fault = JobError::Fault::not_found;
-  e.detail = p.name.value_or("");
+  Error e;
+  e.code = Errc::no_such_job;
+  e.text = p.name.value_or("");
   e.port = p.port;
   return std::unexpected(e);
 }
 
-std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParams& p) {
+std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& p) {
   using std::unexpected;
   if (jobs_.size() >= opts_.max_jobs)
-    return unexpected(JobError::line("too many jobs (at most " + std::to_string(opts_.max_jobs) +
+    return unexpected(Error::line("too many jobs (at most " + std::to_string(opts_.max_jobs) +
                                      "); release some first"));
   auto io = open_stdio(p);
   if (!io) return unexpected(io.error());
@@ -164,18 +164,18 @@ std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParam
   if (a.sock >= 0) {
     auto pc = peer_calls_.of(a.conn, a.sock);
     if (!pc)
-      return unexpected(JobError::line("cannot tell which pmon call the request comes from: the process that "
+      return unexpected(Error::line("cannot tell which pmon call the request comes from: the process that "
                                        "connected has exited; connect from the process that creates the job"));
     from = *pc;
     if (from->call_over)
-      return unexpected(JobError::line("the pmon call this request comes from has ended; a job started from "
+      return unexpected(Error::line("the pmon call this request comes from has ended; a job started from "
                                        "inside a call ends with it"));
   }
   uint64_t owner_job = 0;
   if (from && from->service_child != 0)
     for (auto& [tid, oj] : jobs_)
       if (!oj->done && oj->call->pid() == from->service_child) {
-        if (oj->stopping()) return unexpected(JobError::of(JobError::Fault::owner_stopping, tid));
+        if (oj->stopping()) return unexpected(Error::of(Errc::owner_stopping, tid));
         owner_job = oj->num;
       }
   if (from && !from->leaf.empty()) ro.inside_cgroup = from->leaf;
@@ -183,7 +183,7 @@ std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParam
   const uint64_t n = next_job_++;
   if (p.output_backpressure && p.output_byte_limit == 0)
     return unexpected(
-        JobError::line("invalid params: 'outputBackpressure' needs an outputByteLimit of at least 1", true));
+        Error::line("invalid params: 'outputBackpressure' needs an outputByteLimit of at least 1", Errc::invalid_argument));
   if (auto too_much = output_fits(p)) return unexpected(*too_much);
   auto job = std::make_unique<Job>(static_cast<size_t>(p.output_byte_limit), &output_budget_, poller_);
   Job& j = *job;
@@ -204,8 +204,8 @@ std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParam
   j.call = std::make_unique<Call>(backend_, std::move(ro));
   if (auto s = j.call->start(); !s) {
     if (s.error().err == EMFILE || s.error().err == ENFILE)
-      return unexpected(fd_error(s.error().message, s.error().err));
-    return unexpected(JobError::line(s.error().message));
+      return unexpected(fd_error(s.error().text, s.error().err));
+    return unexpected(s.error());
   }
   j.tie.owner_job = owner_job;
   if (owner_job != 0) ++owned_jobs_;
@@ -233,17 +233,17 @@ std::expected<Job*, JobError> JobTable::create(const Asker& a, const CreateParam
 
 // A job's buffers may grow to outputByteLimit each (stdout, and stderr
 // apart): more than the budget's share for all output is refused.
-std::optional<JobError> JobTable::output_fits(const CreateParams& p) const {
+std::optional<Error> JobTable::output_fits(const CreateParams& p) const {
   const uint64_t buffers = p.separate_stderr && !p.pty ? 2 : 1;
   const uint64_t share = output_budget_.limit();
   if (p.output_byte_limit * buffers <= share) return std::nullopt;
-  return JobError::line("invalid params: 'outputByteLimit' " + std::to_string(p.output_byte_limit) +
+  return Error::line("invalid params: 'outputByteLimit' " + std::to_string(p.output_byte_limit) +
                             (buffers == 2 ? " (twice, with separateStderr)" : "") +
                             " does not fit the service's memory budget, which keeps " + std::to_string(share) +
                             " bytes for all jobs' output (--memory-budget " +
                             std::to_string(opts_.memory_budget >> 20) + "M); ask for at most " +
                             std::to_string(share / buffers) + " or start the service with a larger --memory-budget",
-                        true);
+                     Errc::invalid_argument);
 }
 
 void JobTable::catch_up(Job& j) {
@@ -252,7 +252,7 @@ void JobTable::catch_up(Job& j) {
   if (j.err_buffer) j.pull(true, false, scratch_);
 }
 
-std::expected<StreamStart, JobError> JobTable::open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since,
+std::expected<StreamStart, Error> JobTable::open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since,
                                                            bool follow) {
   return streams_.open(conn, j, since, follow);
 }
@@ -264,16 +264,16 @@ OutputRead JobTable::read_output(Job& j, std::optional<uint64_t> since, std::opt
 
 // Its share: about its bookkeeping, twice (for the vector it is kept in),
 // and its id.
-std::optional<JobError> JobTable::admit(const Asker& a, Waiter& w) {
+std::optional<Error> JobTable::admit(const Asker& a, Waiter& w) {
   const size_t bytes = 2 * sizeof(Waiter) + (w.id.is_string() ? w.id.get_ref<const std::string&>().size() : 0);
   RequestBudget::Over over{};
   w.ticket = waiting_.take(a.waiting, bytes, &over);
   if (w.ticket) return std::nullopt;
   if (over == RequestBudget::Over::per_connection)
-    return JobError::line("too many requests waiting for their answer on this connection: at most " +
+    return Error::line("too many requests waiting for their answer on this connection: at most " +
                           std::to_string(waiting_.per_connection()) +
                           " at once; wait for some to be answered, or use another connection");
-  return JobError::line("the service's memory budget for requests waiting for their answer is used up (" +
+  return Error::line("the service's memory budget for requests waiting for their answer is used up (" +
                         std::to_string(waiting_.limit()) + " bytes, a sixteenth of --memory-budget " +
                         std::to_string(opts_.memory_budget >> 20) +
                         "M); wait for some to be answered, or start the service with a larger --memory-budget");
@@ -288,7 +288,7 @@ Waiter JobTable::waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_
   return w;
 }
 
-std::optional<JobError> JobTable::wait_output(const Asker& a, Job& j, const OutputParams& p) {
+std::optional<Error> JobTable::wait_output(const Asker& a, Job& j, const OutputParams& p) {
   Waiter w = waiter(Waiter::Kind::output, a, p.wait_ms);
   w.since = p.since;
   w.stderr_since = p.stderr_since;
@@ -298,7 +298,7 @@ std::optional<JobError> JobTable::wait_output(const Asker& a, Job& j, const Outp
   return std::nullopt;
 }
 
-std::expected<std::optional<ExitStatus>, JobError> JobTable::wait_exit(const Asker& a, Job& j,
+std::expected<std::optional<ExitStatus>, Error> JobTable::wait_exit(const Asker& a, Job& j,
                                                                        std::optional<uint64_t> timeout_ms) {
   if (j.done) return j.exit_status();
   Waiter w = waiter(Waiter::Kind::exit, a, timeout_ms);
@@ -307,7 +307,7 @@ std::expected<std::optional<ExitStatus>, JobError> JobTable::wait_exit(const Ask
   return std::nullopt;
 }
 
-std::optional<JobError> JobTable::wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
+std::optional<Error> JobTable::wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
                                             std::optional<uint64_t> timeout_ms) {
   Waiter w = waiter(Waiter::Kind::port, a, timeout_ms.value_or(kPortWaitMs));
   w.port = port;
@@ -318,7 +318,7 @@ std::optional<JobError> JobTable::wait_port(const Asker& a, Job& j, std::optiona
   return std::nullopt;
 }
 
-std::expected<Job*, JobError> JobTable::run(const Asker& a, const CreateParams& p,
+std::expected<Job*, Error> JobTable::run(const Asker& a, const CreateParams& p,
                                             std::optional<uint64_t> background_after_ms) {
   Waiter w = waiter(Waiter::Kind::run, a, std::nullopt);
   // Over the limits nothing is started.
@@ -333,9 +333,9 @@ std::expected<Job*, JobError> JobTable::run(const Asker& a, const CreateParams& 
   return j;
 }
 
-std::optional<JobError> JobTable::write(Job& j, const std::string& data, bool eof) {
-  if (!j.in || j.in_eof) return JobError::of(JobError::Fault::no_stdin, j.id);
-  if (j.in_pending.size() + data.size() > (size_t{8} << 20)) return JobError::of(JobError::Fault::stdin_full, j.id);
+std::optional<Error> JobTable::write(Job& j, const std::string& data, bool eof) {
+  if (!j.in || j.in_eof) return Error::of(Errc::no_stdin, j.id);
+  if (j.in_pending.size() + data.size() > (size_t{8} << 20)) return Error::of(Errc::stdin_full, j.id);
   j.in_pending += data;
   // A terminal's end of input is its EOF character; closing the master
   // would hang the terminal up instead.
@@ -345,7 +345,7 @@ std::optional<JobError> JobTable::write(Job& j, const std::string& data, bool eo
   return std::nullopt;
 }
 
-std::expected<std::optional<Stopped>, JobError> JobTable::kill(const Asker& a, Job& j, bool release) {
+std::expected<std::optional<Stopped>, Error> JobTable::kill(const Asker& a, Job& j, bool release) {
   if (j.done) {
     const bool verified = j.call->result().cleanup_verified;
     if (release) j.forget = true, erase(j.id);
@@ -363,12 +363,12 @@ std::expected<std::optional<Stopped>, JobError> JobTable::kill(const Asker& a, J
   return std::nullopt;
 }
 
-std::optional<JobError> JobTable::resize(Job& j, PtySize size) {
-  if (!j.pty) return JobError::of(JobError::Fault::no_pty, j.id);
-  if (j.done || !j.in) return JobError::of(JobError::Fault::ended, j.id);
+std::optional<Error> JobTable::resize(Job& j, PtySize size) {
+  if (!j.pty) return Error::of(Errc::no_pty, j.id);
+  if (j.done || !j.in) return Error::of(Errc::job_ended, j.id);
   if (auto r = sys::resize_pty(j.in.get(), size.rows, size.cols); !r) {
-    JobError e = JobError::of(JobError::Fault::cannot_resize, j.id);
-    e.detail = r.error().message();
+    Error e = Error::of(Errc::cannot_resize, j.id);
+    e.text = r.error().message();
     return e;
   }
   return std::nullopt;
@@ -394,8 +394,8 @@ Json JobTable::report(const Job& j) const {
   return rep;
 }
 
-std::expected<const std::string*, JobError> JobTable::report_text(Job& j) {
-  if (!j.done) return std::unexpected(JobError::of(JobError::Fault::still_running, j.id));
+std::expected<const std::string*, Error> JobTable::report_text(Job& j) {
+  if (!j.done) return std::unexpected(Error::of(Errc::still_running, j.id));
   // Killed by a signal the service did not send: by the call it belongs to?
   if (j.report.empty() && j.ended_by.empty() && j.call->result().signal) note_owner_end(j);
   if (j.report.empty()) j.report = dump_text(report(j));

@@ -44,21 +44,21 @@ class JobTable : private StopHost {
 
   // --- what the front ends ask ---
   bool shutting_down() const { return shutting_down_; }
-  std::expected<Job*, JobError> create(const Asker& a, const CreateParams& p);
+  std::expected<Job*, Error> create(const Asker& a, const CreateParams& p);
   // A create as a client asks it (CreateParams::name): the caller's running
   // job of that name (existing), else a new job. With `replace`, or while
   // the job of that name is stopping, nothing now: the new job is started
   // once the old one is verified gone, and answered then (Front::created).
-  std::expected<std::optional<Started>, JobError> start(const Asker& a, const CreateParams& p);
+  std::expected<std::optional<Started>, Error> start(const Asker& a, const CreateParams& p);
   // One of the caller's running jobs, by name and/or listening port: its
   // own connection's, or kept ones (the service's), of p.session_id if given.
-  std::expected<Job*, JobError> find_own(const Asker& a, const FindParams& p);
-  std::expected<Job*, JobError> get(const std::string& id);
+  std::expected<Job*, Error> find_own(const Asker& a, const FindParams& p);
+  std::expected<Job*, Error> get(const std::string& id);
   // A job that is over with backpressure may have output left in its
   // pipes: it is read first (a reply with nothing new and an exit status
   // then means there is no more).
   void catch_up(Job& j);
-  std::expected<StreamStart, JobError> open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since, bool follow);
+  std::expected<StreamStart, Error> open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since, bool follow);
   OutputRead read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, uint64_t max);
   Answers& answers() { return answers_; }
   // The requests that wait: each is let in with its share of the memory
@@ -66,26 +66,26 @@ class JobTable : private StopHost {
   // through the front end once due (Front::answer).
   // New output of `j` past `since` (and `stderr_since`), or the job's
   // end, for up to p.wait_ms.
-  std::optional<JobError> wait_output(const Asker& a, Job& j, const OutputParams& p);
+  std::optional<Error> wait_output(const Asker& a, Job& j, const OutputParams& p);
   // Its exit status: now when it is over, else once it is (or at timeout_ms).
-  std::expected<std::optional<ExitStatus>, JobError> wait_exit(const Asker& a, Job& j,
+  std::expected<std::optional<ExitStatus>, Error> wait_exit(const Asker& a, Job& j,
                                                                std::optional<uint64_t> timeout_ms);
   // A process of it listening on TCP `port` (or any), within timeout_ms
   // (default 30 s); at once when one already does, or the job is over.
-  std::optional<JobError> wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
+  std::optional<Error> wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
                                     std::optional<uint64_t> timeout_ms);
   // The whole tree stopped and verified gone: now when it is over, else
   // once it is; `release` forgets the job too.
-  std::expected<std::optional<Stopped>, JobError> kill(const Asker& a, Job& j, bool release);
+  std::expected<std::optional<Stopped>, Error> kill(const Asker& a, Job& j, bool release);
   // A job with stdin closed whose answer is due once it is over (then it
   // is forgotten), or after background_after_ms (it goes on as a job).
-  std::expected<Job*, JobError> run(const Asker& a, const CreateParams& p,
+  std::expected<Job*, Error> run(const Asker& a, const CreateParams& p,
                                     std::optional<uint64_t> background_after_ms);
-  std::optional<JobError> write(Job& j, const std::string& data, bool eof);
-  std::optional<JobError> resize(Job& j, PtySize size);
+  std::optional<Error> write(Job& j, const std::string& data, bool eof);
+  std::optional<Error> resize(Job& j, PtySize size);
   std::vector<JobInfo> list(const std::optional<std::string>& session);
   // Its section-4 report, once over: dumped (kept), or as a value.
-  std::expected<const std::string*, JobError> report_text(Job& j);
+  std::expected<const std::string*, Error> report_text(Job& j);
   Json report(const Job& j) const;
   // Stops every job of `session` created on `conn`; how many.
   size_t close_session(uint64_t conn, const std::string& session);
@@ -115,7 +115,7 @@ class JobTable : private StopHost {
   Job* find(const std::string& id);
   bool owned_by(const Job& j, const Asker& a, const std::optional<std::string>& session) const;
   Job* running_named(const Asker& a, const std::string& name, const std::optional<std::string>& session);
-  std::optional<JobError> admit(const Asker& a, Waiter& w);
+  std::optional<Error> admit(const Asker& a, Waiter& w);
   static Waiter waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_t> within_ms);
   Job* job_by_num(uint64_t num) override;
   void note_owner_end(Job& j) override;
@@ -124,7 +124,7 @@ class JobTable : private StopHost {
   // Stopped (when running) and forgotten once over.
   void dismiss(Job& j, const char* why);
   void erase(const std::string& id);
-  std::optional<JobError> output_fits(const CreateParams& p) const;
+  std::optional<Error> output_fits(const CreateParams& p) const;
 
   Backend& backend_;
   const ServeOptions& opts_;

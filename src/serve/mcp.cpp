@@ -230,7 +230,7 @@ Json tool_error(const std::string& message) {
   return {{"content", Json::array({{{"type", "text"}, {"text", message}}})}, {"isError", true}};
 }
 
-Json tool_error(const JobError& e) { return tool_error(words(e, "job")); }
+Json tool_error(const Error& e) { return tool_error(words(e, "job")); }
 
 Json run_result(const RunSummary& a) {
   auto [out, cut] = head_and_tail(a.output);

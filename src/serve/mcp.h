@@ -76,7 +76,7 @@ Json port_result(const ListeningPort& l);
 // A tool error: isError with one line of text.
 Json tool_error(const std::string& message);
 // A job's id is a "job" to the model.
-Json tool_error(const JobError& e);
+Json tool_error(const Error& e);
 
 // Output longer than this is cut to its head and its tail.
 inline constexpr size_t kOutputLimit = 30000;

@@ -53,7 +53,7 @@ McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const CreateParams
   return mcp::start_result(**s);
 }
 
-void McpAdapter::created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) {
+void McpAdapter::created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) {
   conns_.send(conn, result_line(id, r ? mcp::start_result(*r) : mcp::tool_error(r.error())));
 }
 
@@ -132,7 +132,7 @@ void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
     result = mcp::output_result(*read);
   }
   else if (auto* port = std::get_if<ListeningPort>(&due)) result = mcp::port_result(*port);
-  else if (auto* err = std::get_if<JobError>(&due)) result = mcp::tool_error(*err);
+  else if (auto* err = std::get_if<Error>(&due)) result = mcp::tool_error(*err);
   else result = mcp::run_result(run_summary(job));
   conns_.send(w.conn, result_line(w.id, result));
 }

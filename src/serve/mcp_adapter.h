@@ -23,7 +23,7 @@ class McpAdapter final : public FrontEnd {
   void answer(const Waiter& w, Job& job, Due due) override;
   // MCP has no such notification; its clients ask (wait, output, list).
   void job_ended(Job&) override {}
-  void created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) override;
+  void created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) override;
 
  private:
   // A tool's result now, or later (a waiter answers it).

@@ -5,8 +5,8 @@ namespace pmon::serve {
 
 namespace {
 
-RpcError rpc_error(const JobError& e) {
-  return {e.invalid_params ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal")};
+RpcError rpc_error(const Error& e) {
+  return {callers_fault(e) ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal")};
 }
 
 Json started_json(const Started& s) { return {{"terminalId", s.id}, {"existing", s.existing}}; }
@@ -29,7 +29,7 @@ void Methods::on_line(Conn& c, std::string_view line) {
                                   : std::visit([&](const auto& p) { return handle(c, r.id, p); }, r.params);
   if (r.notification) return;
   if (auto* res = std::get_if<Json>(&a)) conns_.send(cid, result_line(r.id, *res));
-  else if (auto* err = std::get_if<JobError>(&a)) conns_.send(cid, error_line(r.id, rpc_error(*err)));
+  else if (auto* err = std::get_if<Error>(&a)) conns_.send(cid, error_line(r.id, rpc_error(*err)));
   else if (auto* rerr = std::get_if<RpcError>(&a)) conns_.send(cid, error_line(r.id, *rerr));
   else if (auto* l = std::get_if<Line>(&a)) conns_.send(cid, std::move(l->text));
   else if (auto* with = std::get_if<WithFd>(&a)) conns_.send(cid, result_line(r.id, with->result), std::move(with->fd));
@@ -48,7 +48,7 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const FindParams& p) {
   return Json{{"terminalId", (*j)->id}};
 }
 
-void Methods::created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) {
+void Methods::created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) {
   if (id.is_discarded()) return;
   conns_.send(conn, r ? result_line(id, started_json(*r)) : error_line(id, rpc_error(r.error())));
 }
@@ -161,7 +161,7 @@ void Methods::answer(const Waiter& w, Job&, Due due) {
     line = output_line(w.id, std::move(*read));
   } else if (auto* port = std::get_if<ListeningPort>(&due)) {
     line = result_line(w.id, port_json(*port));
-  } else if (auto* err = std::get_if<JobError>(&due)) {
+  } else if (auto* err = std::get_if<Error>(&due)) {
     line = error_line(w.id, rpc_error(*err));
   }
   conns_.send(w.conn, std::move(line));

@@ -21,7 +21,7 @@ class Methods final : public FrontEnd {
   void on_line(Conn& c, std::string_view line) override;
   void answer(const Waiter& w, Job& job, Due due) override;
   void job_ended(Job& job) override;
-  void created(uint64_t conn, const Json& id, const std::expected<Started, JobError>& r) override;
+  void created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) override;
 
  private:
   // What a handler answers: nothing yet (a waiter answers later), a
@@ -35,7 +35,7 @@ class Methods final : public FrontEnd {
     Json result;
     Fd fd;
   };
-  using Reply = std::variant<Later, Json, JobError, RpcError, Line, WithFd>;
+  using Reply = std::variant<Later, Json, Error, RpcError, Line, WithFd>;
 
   // One handler a method (the type of its params says which).
   Reply handle(Conn& c, const Json& id, const CreateParams& p);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "confine/error.h"
 #include "core/stop.h"
 
 namespace pmon::serve {
@@ -32,7 +33,7 @@ struct ServeOptions {
   static constexpr size_t kDefaultMemoryBudget = size_t{256} << 20;
   static constexpr size_t kMinMemoryBudget = size_t{16} << 20;
   // For the report of every job.
-  std::vector<std::string> passed_over;
+  std::vector<Error> passed_over;
   // The socket's path (with listen_fd), named in the records of jobs asked
   // for from inside a pmon call (serve/call_records.h).
   std::string socket_path;

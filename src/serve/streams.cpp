@@ -22,14 +22,14 @@ constexpr size_t kWriteMax = size_t{4} << 20;
 
 }  // namespace
 
-std::expected<StreamStart, JobError> Streams::open(uint64_t conn, Job& job, std::optional<uint64_t> since,
+std::expected<StreamStart, Error> Streams::open(uint64_t conn, Job& job, std::optional<uint64_t> since,
                                                    bool follow) {
   if (per_conn_[conn] >= kMaxStreams)
-    return std::unexpected(JobError::line("too many streams on this connection (at most " +
+    return std::unexpected(Error::line("too many streams on this connection (at most " +
                                           std::to_string(kMaxStreams) + "); read one to its end first"));
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
-    return std::unexpected(JobError::line(std::string("cannot make a pipe: ") + std::strerror(errno)));
+    return std::unexpected(Error::line(std::string("cannot make a pipe: ") + std::strerror(errno)));
   int fl = ::fcntl(fds[1], F_GETFL);
   if (fl >= 0) (void)::fcntl(fds[1], F_SETFL, fl | O_NONBLOCK);
   Stream s;

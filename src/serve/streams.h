@@ -26,7 +26,7 @@ class Streams {
 
   // A stream of `job` for connection `conn`, from `since` (or the oldest
   // byte kept); with `follow` until the job's output ends.
-  std::expected<StreamStart, JobError> open(uint64_t conn, Job& job, std::optional<uint64_t> since, bool follow);
+  std::expected<StreamStart, Error> open(uint64_t conn, Job& job, std::optional<uint64_t> since, bool follow);
   // Writes what the job's streams have to write; ends those that are over.
   void pump(Job& job);
   // The pipe of stream `sid` has room again, or its reader went.

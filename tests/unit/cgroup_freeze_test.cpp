@@ -61,7 +61,7 @@ class CgroupFreeze : public ::testing::Test {
  protected:
   void SetUp() override {
     auto backend = open_cgroup_backend("");
-    if (!backend) GTEST_SKIP() << "no cgroup backend here: " << backend.error();
+    if (!backend) GTEST_SKIP() << "no cgroup backend here: " << render(backend.error());
     backend_ = std::move(*backend);
     auto b = backend_->open_boundary();
     ASSERT_TRUE(b) << b.error().message();

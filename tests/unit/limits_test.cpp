@@ -93,23 +93,23 @@ TEST(LimitNames, ForMessages) {
   EXPECT_EQ(limit_names(l), "memory and cpu");
   l.pids_max = 1;
   EXPECT_EQ(limit_names(l), "memory, pids and cpu");
-  EXPECT_NE(no_cgroup_for_limits(l, "the pgroup backend").find("cannot set the memory, pids and cpu limits: limits "
+  EXPECT_NE(render(no_cgroup_for_limits(l, "the pgroup backend")).find("cannot set the memory, pids and cpu limits: limits "
                                                               "need a cgroup, and the pgroup backend has none"),
             std::string::npos);
 }
 
 // The fix a refusal names is in the caller's words: the command line's by
-// default, a Python caller's once the binding has said so.
+// default, a Python caller's when the binding renders it.
 TEST(LimitNames, TheFixIsNamedInTheCallersWords) {
   Limits l;
   l.memory_max = 1;
-  EXPECT_NE(no_cgroup_for_limits(l, "the pgroup backend").find("(--confine cgroup)"), std::string::npos);
-  use_setting_words({"cgroup_root=", "confine=\"cgroup\"", "isolate=True"});
-  const std::string py = no_cgroup_for_limits(l, "the pgroup backend");
-  use_setting_words(kCommandLineWords);
+  const Error e = no_cgroup_for_limits(l, "the pgroup backend");
+  EXPECT_EQ(e.code, Errc::confinement);
+  EXPECT_NE(render(e).find("(--confine cgroup)"), std::string::npos);
+  const std::string py = render(e, kPythonWords);
   EXPECT_NE(py.find("(confine=\"cgroup\")"), std::string::npos) << py;
   EXPECT_EQ(py.find("--"), std::string::npos) << py;
-  EXPECT_EQ(setting_word(Setting::cgroup_root), "--cgroup-root");
+  EXPECT_EQ(render_text(setting_token(Setting::cgroup_root)), "--cgroup-root");
 }
 
 }  // namespace

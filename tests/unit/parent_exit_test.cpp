@@ -24,7 +24,7 @@ TEST(ParentExit, StopsTheCallAndSaysWhy) {
   auto r = run_call(**be, opts);
   ::close(p[0]);
   ::close(p[1]);
-  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().text;
   EXPECT_EQ(r->stop.reason, StopReason::parent_exited);
   EXPECT_EQ(r->outcome, Outcome::cancelled);
   EXPECT_EQ(r->cancel_signal, 0);
@@ -44,7 +44,7 @@ TEST(ParentExit, ACallThatEndsFirstIsNotStopped) {
   auto r = run_call(**be, opts);
   ::close(p[0]);
   ::close(p[1]);
-  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().text;
   EXPECT_EQ(r->stop.reason, StopReason::none);
   EXPECT_EQ(r->outcome, Outcome::exited);
   EXPECT_EQ(r->status(), 3);

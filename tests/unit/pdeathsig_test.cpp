@@ -158,7 +158,7 @@ TEST_F(Pdeathsig, NormalCompletionNoSignal) {
   s.pdeathsig = SIGTERM;
   s.stdio = {-1, out[1], -1};
   auto c = spawn(s, *boundary_);
-  ASSERT_TRUE(c.has_value()) << c.error().message;
+  ASSERT_TRUE(c.has_value()) << c.error().text;
   ::close(out[1]);
   EXPECT_EQ(read_line(out[0]), "pdeathsig=15");
   ::close(out[0]);
@@ -177,7 +177,7 @@ TEST_F(Pdeathsig, ArmingSurvivesExec) {
     s.pdeathsig = sig;
     s.stdio = {-1, out[1], -1};
     auto c = spawn(s, *boundary_);
-    ASSERT_TRUE(c.has_value()) << c.error().message;
+    ASSERT_TRUE(c.has_value()) << c.error().text;
     ::close(out[1]);
     EXPECT_EQ(read_line(out[0]), "pdeathsig=" + std::to_string(sig));
     ::close(out[0]);
@@ -202,7 +202,7 @@ TEST_F(Pdeathsig, CallingThreadExitDoesNotKillChild) {
     s.stdio = {in[0], out[1], -1};
     auto c = spawn(s, *boundary_);  // returns after the exec: armed by now
     if (c) child = std::move(*c);
-    else err = c.error().message;
+    else err = c.error().text;
   });
   t.join();
   ASSERT_TRUE(err.empty()) << err;

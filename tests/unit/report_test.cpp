@@ -180,7 +180,7 @@ TEST(ReportJson, NonUtf8BytesStillGiveValidJson) {
 // nothing of an exit.
 TEST(ReportJson, NotStarted) {
   RunResult r = not_started({"no-such-command"}, ConfineKind::cgroup,
-                            SpawnError{127, ENOENT, "cannot run 'no-such-command': not found"}, fixed_time());
+                            Error::line("cannot run 'no-such-command': not found", Errc::not_found), fixed_time());
   json j = parse(r);
   EXPECT_EQ(j.at("outcome"), "not_started");
   EXPECT_EQ(j.at("error"), "cannot run 'no-such-command': not found");

@@ -84,12 +84,12 @@ TEST(Outcome, Names) {
 // A call whose command never ran ends with the error's status (125, 126,
 // 127), whatever else the result says.
 TEST(RunResultStatus, NotStartedIsTheErrorStatus) {
-  for (int code : {125, 126, 127}) {
-    RunResult r = not_started({"x"}, ConfineKind::pgroup, SpawnError{code, 0, "why"},
-                              std::chrono::system_clock::now());
+  for (auto [code, errc] : {std::pair{125, Errc::system}, {126, Errc::not_executable}, {127, Errc::not_found}}) {
+    RunResult r = not_started({"x"}, ConfineKind::pgroup, Error::line("why", errc), std::chrono::system_clock::now());
     EXPECT_EQ(r.outcome, Outcome::not_started);
     EXPECT_EQ(r.status(), code);
-    EXPECT_EQ(r.error, "why");
+    ASSERT_TRUE(r.error.has_value());
+    EXPECT_EQ(r.error->text, "why");
     EXPECT_TRUE(r.cleanup_verified);
     EXPECT_EQ(r.pid, 0);
     EXPECT_FALSE(r.exit_code.has_value());

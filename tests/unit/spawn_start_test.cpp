@@ -29,7 +29,7 @@ std::string child_status_line(SpawnSpec s, Boundary& boundary, const std::string
   s.stdio = {-1, out[1], -1};
   auto c = spawn(s, boundary);
   ::close(out[1]);
-  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
+  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().text);
   std::string text;
   char buf[256];
   for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));

@@ -66,9 +66,9 @@ TEST(SuperviseFormat, ExitCodes) {
     EXPECT_EQ(r.status(), 128 + sig);
   }
   r.end = SuperviseEnd::spawn_failed;
-  r.spawn_error = SpawnError{127, ENOENT, "x"};
+  r.spawn_error = Error::line("x", Errc::not_found);
   EXPECT_EQ(r.status(), 127);
-  r.spawn_error = SpawnError{126, EACCES, "x"};
+  r.spawn_error = Error::line("x", Errc::not_executable);
   EXPECT_EQ(r.status(), 126);
 }
 
