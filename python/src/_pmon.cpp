@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "confine/boundary.h"
 #include "confine/pidns.h"
@@ -83,13 +84,6 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine, con
   return it->second.backend.get();
 }
 
-// Removes the pooled cgroup leaves (Python's atexit). Calls still running
-// keep their backend alive: a selection in use is never destroyed.
-void shutdown() {
-  Backends& bs = backends();
-  std::lock_guard lock(bs.mu);
-  bs.by_request.clear();
-}
 
 struct Spec {
   std::vector<std::string> argv;
@@ -138,12 +132,29 @@ struct Failure {
 
 using Started = std::variant<std::monostate, Failure>;
 
+class PyCall;
+
+// Every call handle alive, so that the interpreter's exit can stop their
+// trees before the backends they use go away.
+struct LiveCalls {
+  std::mutex mu;
+  std::set<PyCall*> calls;
+};
+
+LiveCalls& live_calls() {
+  static LiveCalls* l = new LiveCalls;  // outlives every thread
+  return *l;
+}
+
 class PyCall {
  public:
   // A call that no other thread can reach (the blocking pmon.run) is not
   // cancellable: it needs no eventfd.
   explicit PyCall(Spec spec, bool cancellable = true)
-      : spec_(std::move(spec)), cancellable_(cancellable) {}
+      : spec_(std::move(spec)), cancellable_(cancellable) {
+    std::lock_guard lock(live_calls().mu);
+    live_calls().calls.insert(this);
+  }
 
   // Opens the capture and the boundary and spawns; a Failure says why not.
   std::optional<Failure> start() {
@@ -301,9 +312,20 @@ class PyCall {
     return r;
   }
 
+  // Ends the call as a cancel does (its tree stopped and verified gone) and
+  // lets go of its backend: the handle may outlive the backends.
+  void drop() {
+    if (call_) (void)finish(static_cast<int>(Call::End::cancel));
+    std::lock_guard lock(mu_);
+    driver_.reset();
+    call_.reset();
+  }
+
   ~PyCall() {
     // A dropped handle still ends its call (Call's destructor stops the tree).
     py::gil_scoped_release nogil;
+    std::lock_guard live(live_calls().mu);  // not while shutdown() drops us
+    live_calls().calls.erase(this);
     std::lock_guard lock(mu_);
     driver_.reset();  // (ends the call, as its destructor does)
     call_.reset();
@@ -322,6 +344,20 @@ class PyCall {
   std::atomic<int> waiting_{0};
   std::atomic<int> requested_end_{-1};  // the first finish()'s end
 };
+
+// Python's atexit: stops every call still running (its tree verified gone,
+// as for a dropped handle), then removes the pooled cgroup leaves. A handle
+// still referenced at exit would otherwise be destroyed after its backend.
+void shutdown() {
+  py::gil_scoped_release nogil;
+  {
+    std::lock_guard live(live_calls().mu);
+    for (PyCall* c : live_calls().calls) c->drop();
+  }
+  Backends& bs = backends();
+  std::lock_guard lock(bs.mu);
+  bs.by_request.clear();
+}
 
 py::object opt_u64(const std::optional<uint64_t>& v) {
   return v ? py::object(py::int_(*v)) : py::object(py::none());

@@ -65,3 +65,33 @@ def test_stop_from_another_thread_interrupts_wait():
     t0 = time.monotonic()
     rc = p.wait()
     assert rc == -15 and time.monotonic() - t0 < 5
+
+
+@pytest.mark.parametrize("with_asyncio", [False, True])
+def test_interpreter_exit_stops_live_handles(tmp, recorded, with_asyncio):
+    # Handles still referenced when the interpreter exits (a global): their
+    # trees are stopped at exit, before the backends they use go away, and
+    # the interpreter exits cleanly (it used to abort freeing them).
+    import subprocess
+    import sys
+    files = [tmp / f"procs{i}" for i in range(3)]
+    script = (
+        "import asyncio, os, sys, time, pmon\n"
+        "keep = []\n"
+        "for f in sys.argv[2:]:\n"
+        "    keep.append(pmon.start([sys.argv[1], f, '-x', 'sleep', 'name=d,orphan,setsid'], grace=0.5))\n"
+        "    while not os.path.exists(f) or len(open(f).read().splitlines()) < 2:\n"
+        "        time.sleep(0.01)\n"
+        + ("asyncio.run(asyncio.sleep(0.01))\n" if with_asyncio else "")
+        + "print('started', flush=True)\n"
+    )
+    (tmp / "exit.py").write_text(script)
+    r = subprocess.run([sys.executable, str(tmp / "exit.py"), helper("escaper")] + [str(f) for f in files],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    for f in files:
+        recorded.add_file(f)
+    assert r.returncode == 0 and "started" in r.stdout, r.stderr
+    procs = [p for f in files for p in read_procs(f)]
+    assert len(procs) == 6
+    assert wait_gone(procs) == []
