@@ -453,6 +453,9 @@ class Process:
         self.args = prepared.args
         self.pid = call.pid
         self.result = None
+        self._watch_lock = threading.Lock()
+        self._callbacks = []
+        self._watcher = None
 
     @property
     def returncode(self):
@@ -486,6 +489,62 @@ class Process:
             raise TimeoutExpired(self.args, timeout)
         # Exited, or another thread's stop() interrupted us: its end applies.
         return self._finish(_pmon.END_MAIN_EXITED).returncode
+
+    async def wait_async(self):
+        """Awaitable ``wait()``: returns the returncode once the main process
+        has exited and what it left running is stopped and verified gone
+        (with wait_tree: once the whole tree has ended). The event loop is
+        never blocked: the wait runs on a thread of its own."""
+        if self.result is not None:
+            return self.returncode
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def waiter():
+            try:
+                code = self.wait()
+            except BaseException as e:  # handed to the awaiting task
+                loop.call_soon_threadsafe(lambda: done.done() or done.set_exception(e))
+            else:
+                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(code))
+
+        threading.Thread(target=waiter, name="pmon-wait", daemon=True).start()
+        return await done
+
+    def on_exit(self, callback):
+        """Calls ``callback(result)`` once the call is over, whatever ended it
+        (its main process exiting, ``stop()``, a timeout): ``result`` is the
+        CompletedProcess, with what the call left running already stopped and
+        verified gone. The callback runs on a thread of pmon's (or at once, on
+        this thread, when the call is already over); an exception in it is
+        printed and otherwise ignored. While a callback waits, the handle
+        stays alive. Returns the handle, so calls chain."""
+        with self._watch_lock:
+            over = self.result is not None
+            if not over:
+                self._callbacks.append(callback)
+                if self._watcher is None:
+                    self._watcher = threading.Thread(target=self._watch, name="pmon-on-exit", daemon=True)
+                    self._watcher.start()
+        if over:
+            callback(self.result)
+        return self
+
+    def _watch(self):
+        try:
+            self.wait()
+        except BaseException:  # the end is still reported below
+            pass
+        result = self.result
+        with self._watch_lock:
+            callbacks, self._callbacks = self._callbacks, []
+            self._watcher = None
+        for cb in callbacks:
+            try:
+                cb(result)
+            except Exception:
+                import traceback
+                traceback.print_exc()
 
     def stop(self, grace=None):
         """Stops the whole tree (TERM, ``grace`` seconds, KILL), verifies it is
