@@ -70,7 +70,7 @@ test('bad limits reject naming the field', async () => {
     [{ memoryMax: '100X' }, /'memoryMax' '100X' is not a size/],
     [{ memoryMax: -1 }, /'memoryMax' must be a number of bytes/],
     [{ memoryHigh: '200M', memoryMax: '100M' }, /'memoryHigh' must be below 'memoryMax'/],
-    [{ pidsMax: 0 }, /'pidsMax' '0' must be at least 1/],
+    [{ pidsMax: -1 }, /'pidsMax' '-1' is not a whole number of processes/],
     [{ pidsMax: '50' }, /'pidsMax' must be a whole number/],
     [{ cpuMax: 0 }, /'cpuMax' .*out of range/],
     [{ cpuMax: 'fast' }, /'cpuMax' must be a number of cores/],

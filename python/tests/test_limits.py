@@ -88,7 +88,7 @@ def test_bad_values_are_refused_before_anything_runs(tmp_path):
         (dict(memory_high="1Q"), ValueError, "'1Q' is not a size"),
         (dict(memory_high=1.5), TypeError, "memory_high must be a number of bytes"),
         (dict(memory_high="200M", memory_max="100M"), ValueError, "memory_high must be below memory_max"),
-        (dict(pids_max=0), ValueError, "'0' must be at least 1"),
+        (dict(pids_max=-1), ValueError, "'-1' is not a whole number of processes"),
         (dict(pids_max=1 << 40), ValueError, "is too large"),
         (dict(pids_max="50"), TypeError, "pids_max must be a whole number"),
         (dict(cpu_max=0), ValueError, "out of range"),
@@ -121,3 +121,28 @@ def test_cgroup_root_outside_the_mount_is_refused(tmp_path):
         pmon.run(["true"], confine="cgroup", cgroup_root=str(tmp_path))
     assert f"the cgroup root {tmp_path} (cgroup_root=)" in str(refused.value)
     assert os.path.isdir(tmp_path)
+
+
+def test_default_pids_limit_or_a_note_in_python_words():
+    # No pids_max: pids.max 4096 where the leaf can have it, else the call
+    # runs anyway and the report's limits_note says why (in Python's words).
+    leaf_pids = ('cg=$(awk \'$9 == "cgroup2" { print $5; exit }\' /proc/self/mountinfo); '
+                 'cat "$cg$(sed -n s/^0:://p /proc/self/cgroup)/pids.max" 2>/dev/null || true')
+    r = pmon.run(["sh", "-c", leaf_pids], capture_output=True, text=True, confine="cgroup")
+    assert r.returncode == 0, r.stderr
+    seen = r.stdout.strip()
+    if seen == "4096":
+        assert r.report["limits"]["pids_max"] == 4096 and r.report["limits_note"] is None
+        assert r.report["pids_max_hit"] is False
+    else:
+        assert seen in ("", "max"), seen
+        note = r.report["limits_note"]
+        assert note.startswith("the default pids_max (4096) is not set: "), note
+        assert "--" not in note, note
+        assert r.report["limits"]["pids_max"] is None
+    r = pmon.run(["true"], confine="pgroup")
+    assert r.returncode == 0
+    assert r.report["limits_note"] == "the default pids_max (4096) is not set: the pgroup backend has no cgroup"
+    r = pmon.run(["sh", "-c", leaf_pids], capture_output=True, text=True, confine="cgroup", pids_max=0)
+    assert r.returncode == 0 and r.stdout.strip() in ("", "max")
+    assert r.report["limits"]["pids_max"] == 0 and r.report["limits_note"] is None

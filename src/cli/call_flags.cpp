@@ -55,7 +55,7 @@ std::expected<Selection, Error> ConfineFlags::try_select(const std::string& sub)
   return sel;
 }
 
-void LimitFlags::add_to(CLI::App& app) {
+void LimitFlags::add_to(CLI::App& app, bool default_pids) {
   memory_opt_ = app.add_option("--memory-max", memory_max,
                  "most memory the call may use (memory.max); past it every process of the call is killed "
                  "(exit 137)")
@@ -65,7 +65,9 @@ void LimitFlags::add_to(CLI::App& app) {
                  "killed; below --memory-max when both are given")
       ->type_name("SIZE");
   pids_opt_ = app.add_option("--pids-max", pids_max,
-                 "most processes and threads the call may have at once (pids.max, at least 1); forks past it fail")
+                 default_pids ? "most processes and threads the call may have at once (pids.max); forks past it fail. Default "
+                                 "4096 where the host has the pids controller; 0 for no limit"
+                               : "most processes and threads the call may have at once (pids.max); forks past it fail")
       ->type_name("N");
   cpu_opt_ = app.add_option("--cpu-max", cpu_max,
                  "CPU time the call may use, in CPUs (cpu.max): 0.5 is half of one. A limit needs the cgroup "

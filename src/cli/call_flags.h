@@ -42,7 +42,8 @@ struct ConfineFlags {
 struct LimitFlags {
   std::string memory_max, memory_high, pids_max, cpu_max;
 
-  void add_to(CLI::App& app);
+  // default_pids: the call gets pmon's default pids limit when it asks none.
+  void add_to(CLI::App& app, bool default_pids = true);
   // What they ask for; a bad value ends with die(), naming the subcommand.
   Limits parse(const std::string& sub) const;
 

@@ -98,7 +98,7 @@ int init_main(const std::vector<std::string>& args) {
   app.add_option("--pdeathsig", pdeathsig_s, "a signal CMD gets if pmon init dies, or none (the default)")
       ->type_name("SIGNAL");
   LimitFlags limits;
-  limits.add_to(app);
+  limits.add_to(app, /*default_pids=*/false);
   app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 

@@ -109,6 +109,12 @@ class Boundary {
   // closed: a limit that cannot be set is an error (one line naming what is
   // missing and what to do), never ignored. Only a cgroup can hold limits.
   virtual std::expected<void, Error> set_limits(const Limits& limits);
+  // Sets pids.max to `n` (kDefaultPidsMax) for a call that asked for no
+  // pids limit, or, with nullopt, makes sure the boundary has none (a
+  // pooled cgroup leaf may have the default from its last call). Unlike
+  // set_limits, a failure is not the call's: it runs without the default
+  // and the error says why, for its report.
+  virtual std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n);
   // Whether the kernel ended a process of the call for running out of
   // memory (memory.events oom_kill), or refused it a fork at the pids limit
   // (pids.events max); known only where that limit was set.

@@ -27,6 +27,7 @@
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_guard.h"
 #include "confine/cgroup_kill.h"
+#include "confine/cgroup_limits.h"
 #include "confine/error.h"
 #include "confine/systemd.h"
 #include "sys/fd.h"
@@ -44,6 +45,7 @@ struct Leaf {
   Fd cpu_stat;            // kept open, read with pread
   bool memory = false;    // accounts memory (memory.peak): never reused
   bool limited = false;   // had limits set: never reused, so no later call inherits one
+  bool pids_default = false;  // pids.max is kDefaultPidsMax (reused: the next call wants it too)
   uint64_t cpu_seen = 0;  // cpu.stat usage_usec when last released
 };
 
@@ -75,24 +77,6 @@ std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::str
 }
 
 std::string strerr(int e) { return std::strerror(e); }
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  return std::string(s);
-}
-
-// "memory" in a cgroup.controllers or cgroup.subtree_control line.
-bool has_word(std::string_view list, std::string_view word) {
-  size_t pos = 0;
-  while (pos < list.size()) {
-    size_t end = list.find_first_of(" \n", pos);
-    if (end == std::string_view::npos) end = list.size();
-    if (list.substr(pos, end - pos) == word) return true;
-    pos = end + 1;
-  }
-  return false;
-}
 
 // Removes cgroup name under parent and every cgroup the call made below it,
 // deepest first: rmdir refuses a cgroup that has children. `childless`: the
@@ -242,6 +226,7 @@ class CgroupBoundary final : public Boundary {
   }
 
   std::expected<void, Error> set_limits(const Limits& limits) override;
+  std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n) override;
 
   std::optional<bool> oom_killed() override {
     if (!limits_.memory_max) return std::nullopt;
@@ -258,7 +243,7 @@ class CgroupBoundary final : public Boundary {
   }
 
   std::optional<bool> pids_max_hit() override {
-    if (!limits_.pids_max) return std::nullopt;
+    if (!limits_.has_pids_max() && !leaf_.pids_default) return std::nullopt;
     Fd fd;
     auto n = read_keyed(leaf_.dir.get(), fd, "pids.events", "max");
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
@@ -441,6 +426,13 @@ class CgroupBackend final : public Backend {
       leaf.memory = ::faccessat(leaf.dir.get(), "memory.peak", F_OK, 0) == 0;
     bool reusable = room && verified_empty && !leaf.memory && !leaf.limited && !leaf.parent &&
                     child_cgroup_count(leaf.dir.get()) == 0;
+    // A leaf whose call met its default pids.max counts that in pids.events:
+    // a later call would read it as its own.
+    if (reusable && leaf.pids_default) {
+      Fd fd;
+      auto hit = read_keyed(leaf.dir.get(), fd, "pids.events", "max");
+      reusable = hit && *hit == 0;
+    }
     {
       std::lock_guard lock(mu_);
       if (reusable && pool_.size() < kMaxPooled) {
@@ -455,38 +447,9 @@ class CgroupBackend final : public Backend {
     remove_leaf(leaf);
   }
 
-  // The controller a limit needs, in the leaf at leaf_dir: there already
-  // (its `file` exists), or enabled now in the leaves' parent where it is
-  // available (cgroup.controllers) and the parent holds no process (the
-  // kernel refuses a controller beside processes). "" or the one line why not.
-  std::string ensure_controller(int leaf_dir, const char* controller, const char* file) {
-    if (::faccessat(leaf_dir, file, F_OK, 0) == 0) return "";
-    const std::string parent = base_path();
-    const std::string head = std::string("cannot set the ") + controller + " limit: ";
-    const std::string fix = "set " + setting_token(Setting::cgroup_root) +
-                            " to an empty delegated cgroup where it is enabled, or run without the limit";
-    std::lock_guard lock(controller_mu_);
-    auto available = sys::read_file_at(base_.get(), "cgroup.controllers");
-    if (!available || !has_word(*available, controller)) {
-      std::string list = available ? trim(*available) : "unreadable";
-      return head + "the " + controller + " controller is not available in " + parent + " (its cgroup.controllers: " +
-             (list.empty() ? "none" : list) + "); enable it in the cgroup.subtree_control of the cgroups above it "
-             "(systemd: Delegate=yes), " + fix;
-    }
-    auto procs = sys::read_file_at(base_.get(), "cgroup.procs");
-    if (!procs || !trim(*procs).empty())
-      return head + "the " + controller + " controller is not enabled in " + parent +
-             "/cgroup.subtree_control, and pmon cannot enable it there: that cgroup holds processes" +
-             (loc_.own == base_rel_ ? " (pmon itself)" : "") + "; " + fix;
-    std::string plus = "+";
-    plus += controller;
-    if (auto w = sys::write_file_at(base_.get(), "cgroup.subtree_control", plus); !w)
-      return head + "enabling the " + controller + " controller in " + parent + "/cgroup.subtree_control failed: " +
-             w.error().message() + "; " + fix;
-    if (::faccessat(leaf_dir, file, F_OK, 0) != 0)
-      return head + "the " + controller + " controller is enabled in " + parent + " but the leaf has no " + file + "; " +
-             fix;
-    return "";
+  // Where the leaves' controllers come from (cgroup_limits.h).
+  confine::ControllerSite controller_site() {
+    return {base_.get(), base_path(), loc_.own == base_rel_, &controller_mu_};
   }
 
   // A leaf just made, that no call has used yet.
@@ -532,39 +495,32 @@ void CgroupBoundary::release(bool verified_empty) noexcept {
   owner_.give_back(std::move(leaf_), reuse);
 }
 
+std::expected<void, Error> CgroupBoundary::set_default_pids_max(std::optional<uint64_t> n) {
+  const int dir = leaf_.dir.get();
+  if (!n) {
+    // No pids limit at all: a pooled leaf's default goes.
+    if (!leaf_.pids_default) return {};
+    leaf_.pids_default = false;
+    if (auto w = sys::write_file_at(dir, "pids.max", "max"); !w) {
+      leaf_.limited = true;  // never pooled again with a limit nobody asked for
+      return std::unexpected(Error::failed(w.error().value(), "cannot clear pids.max in " + path_ + ": " +
+                                                                   w.error().message()));
+    }
+    return {};
+  }
+  if (leaf_.pids_default) return {};  // a pooled leaf that has it already
+  auto w = confine::write_default_pids(owner_.controller_site(), dir, path_, *n);
+  if (w) leaf_.pids_default = true;
+  return w;
+}
+
 std::expected<void, Error> CgroupBoundary::set_limits(const Limits& limits) {
   // Marked first: a leaf with any limit written is never pooled again.
   leaf_.limited = true;
   limits_ = limits;
-  const int dir = leaf_.dir.get();
-  auto write = [&](const char* file, const std::string& value, const char* what) -> std::string {
-    if (auto w = sys::write_file_at(dir, file, value); !w)
-      return std::string("cannot set the ") + what + " limit: writing '" + value + "' to " + path_ + "/" + file +
-             " failed: " + w.error().message();
-    return "";
-  };
-  std::string err;
-  if (limits.memory_max) {
-    err = owner_.ensure_controller(dir, "memory", "memory.max");
-    if (err.empty()) err = write("memory.max", std::to_string(*limits.memory_max), "memory");
-    // The whole call dies on an out-of-memory kill, not one process of it.
-    if (err.empty()) err = write("memory.oom.group", "1", "memory");
-    if (err.empty()) leaf_.memory = true;
-  }
-  if (err.empty() && limits.memory_high) {
-    err = owner_.ensure_controller(dir, "memory", "memory.high");
-    if (err.empty()) err = write("memory.high", std::to_string(*limits.memory_high), "memory");
-    if (err.empty()) leaf_.memory = true;
-  }
-  if (err.empty() && limits.pids_max) {
-    err = owner_.ensure_controller(dir, "pids", "pids.max");
-    if (err.empty()) err = write("pids.max", std::to_string(*limits.pids_max), "pids");
-  }
-  if (err.empty() && limits.cpu_max) {
-    err = owner_.ensure_controller(dir, "cpu", "cpu.max");
-    if (err.empty()) err = write("cpu.max", cpu_max_line(*limits.cpu_max), "cpu");
-  }
-  if (!err.empty()) return std::unexpected(Error::line(err, Errc::confinement));
+  if (std::string err = confine::write_limits(owner_.controller_site(), leaf_.dir.get(), path_, limits, &leaf_.memory);
+      !err.empty())
+    return std::unexpected(Error::line(std::move(err), Errc::confinement));
   return {};
 }
 

@@ -14,13 +14,21 @@
 
 namespace pmon {
 
+// The pids.max a call gets when it asks for none: a fork chain stops there
+// instead of taking the host's last pids. Where it cannot be set (no pids
+// controller, no cgroup) the call runs without it and its report says so.
+inline constexpr uint64_t kDefaultPidsMax = 4096;
+
 struct Limits {
   std::optional<uint64_t> memory_max;   // bytes
   std::optional<uint64_t> memory_high;  // bytes: throttled past it
-  std::optional<uint64_t> pids_max;     // processes and threads
+  std::optional<uint64_t> pids_max;     // processes and threads; 0: none, not even the default
   std::optional<double> cpu_max;        // cores (1.5: one and a half CPUs' time)
 
-  bool any() const noexcept { return memory_max || memory_high || pids_max || cpu_max; }
+  bool any() const noexcept { return memory_max || memory_high || has_pids_max() || cpu_max; }
+  bool has_pids_max() const noexcept { return pids_max && *pids_max > 0; }
+  // The call asked nothing of pids: the default applies.
+  bool wants_default_pids() const noexcept { return !pids_max; }
 };
 
 // The period cpu.max is written with, in microseconds (the kernel's default).

@@ -130,6 +130,13 @@ std::expected<void, Error> PidnsBoundary::set_limits(const Limits& limits) {
   return inner_->set_limits(limits);
 }
 
+std::expected<void, Error> PidnsBoundary::set_default_pids_max(std::optional<uint64_t> n) {
+  if (inner_) return inner_->set_default_pids_max(n);
+  if (!n) return {};
+  return std::unexpected(Error::line("a PID namespace without " + setting_token(Setting::isolate) + " has no cgroup",
+                                     Errc::unsupported));
+}
+
 std::optional<bool> PidnsBoundary::oom_killed() { return inner_ ? inner_->oom_killed() : std::nullopt; }
 
 std::optional<bool> PidnsBoundary::pids_max_hit() { return inner_ ? inner_->pids_max_hit() : std::nullopt; }

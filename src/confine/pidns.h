@@ -67,6 +67,7 @@ class PidnsBoundary final : public Boundary {
   std::optional<uint64_t> memory_peak_bytes() override;
   // Set on the cgroup leaf under --isolate; without one there is nowhere.
   std::expected<void, Error> set_limits(const Limits& limits) override;
+  std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n) override;
   std::optional<bool> oom_killed() override;
   std::optional<bool> pids_max_hit() override;
   std::optional<bool> memory_high_hit() override;

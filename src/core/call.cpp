@@ -164,7 +164,7 @@ void CallMachine::wrap_up() {
   res.cpu_usec = b->cpu_usec();
   if (!res.cpu_usec && b->kind() != ConfineKind::cgroup) res.cpu_usec = reaper->cpu_usec() - cpu_before;
   res.memory_peak_bytes = b->memory_peak_bytes();
-  if (opts.limits.any()) {
+  if (opts.limits.any() || res.limits.has_pids_max()) {
     res.oom_killed = b->oom_killed();
     res.pids_max_hit = b->pids_max_hit();
     res.memory_high_hit = b->memory_high_hit();
@@ -237,13 +237,22 @@ std::expected<void, Error> Call::start() {
   if (s.opts.capture != nullptr)
     for (int i = 0; i < 3; ++i)
       if (s.opts.capture->child_fd(i) >= 0) s.opts.spawn.stdio[i] = s.opts.capture->child_fd(i);
-  auto child = s.backend ? spawn_in(s.opts.spawn, *s.backend, s.b, s.opts.limits) : spawn(s.opts.spawn, *s.b);
+  std::optional<Error> default_skipped;
+  auto child = s.backend ? spawn_in(s.opts.spawn, *s.backend, s.b, s.opts.limits, s.opts.default_pids_max, &default_skipped)
+                         : spawn(s.opts.spawn, *s.b);
   if (s.opts.capture != nullptr) s.opts.capture->close_child_ends();
   if (!child) {
     s.b->release(s.b->empty().value_or(false));
     return std::unexpected(child.error());
   }
   s.child = std::move(*child);
+  if (s.backend && s.opts.limits.wants_default_pids() && s.opts.default_pids_max) {
+    if (default_skipped)
+      s.res.limits_note = prefixed("the default pids_max (" + std::to_string(*s.opts.default_pids_max) + ") is not set: ",
+                                   std::move(*default_skipped));
+    else
+      s.res.limits.pids_max = s.opts.default_pids_max;
+  }
   s.res.cgroup = s.b->cgroup_path();  // spawn_in may have changed the leaf
   s.b->set_main(s.child.pid);
   if (s.opts.own_all_children) s.b->set_sole_owner();

@@ -21,6 +21,9 @@ struct RunOptions {
   SpawnSpec spawn;
   // Set on the call's cgroup leaf before it starts; fails closed (125).
   Limits limits;
+  // pids.max for a call whose limits say nothing of pids (kDefaultPidsMax;
+  // nullopt: none). Not set where it cannot be: the report says why.
+  std::optional<uint64_t> default_pids_max = kDefaultPidsMax;
   std::optional<Nanos> timeout;
   // Ended (idle_timeout) when no output has been seen for this long: the
   // caller that reads the output says when it sees some (Call::note_output).

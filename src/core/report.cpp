@@ -92,6 +92,7 @@ J report_object(const RunResult& r, const ReportContext& ctx) {
   j["cpu_usec"] = opt<json>(r.cpu_usec);
   j["memory_peak_bytes"] = opt<json>(r.memory_peak_bytes);
   j["limits"] = limits_of<json>(r.limits);
+  j["limits_note"] = r.limits_note ? json(render(*r.limits_note, ctx.words)) : json(nullptr);
   j["oom_killed"] = opt<json>(r.oom_killed);
   j["pids_max_hit"] = opt<json>(r.pids_max_hit);
   j["memory_high_hit"] = opt<json>(r.memory_high_hit);

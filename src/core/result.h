@@ -100,6 +100,8 @@ struct RunResult {
   // Known where memory.high was set: the call went past it and was
   // throttled (memory.events high).
   std::optional<bool> memory_high_hit;
+  // The default pids limit was not set, and why (the call ran without it).
+  std::optional<Error> limits_note;
   // Outcome::not_started: why (its status: 125 confinement, 126 not
   // executable, 127 not found).
   std::optional<Error> error;

@@ -3,10 +3,10 @@
 
 namespace pmon {
 
-std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend,
-                                          std::unique_ptr<Boundary>& boundary, const Limits& limits) {
+std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend, std::unique_ptr<Boundary>& boundary,
+                                     const Limits& limits, std::optional<uint64_t> default_pids,
+                                     std::optional<Error>* default_skipped) {
   for (int attempt = 0;; ++attempt) {
-    // Nothing to do (not a syscall) on the hot path without limits.
     if (limits.any())
       if (auto set = boundary->set_limits(limits); !set) {
         Error e = std::move(set.error());
@@ -14,6 +14,15 @@ std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend,
         e.err = EINVAL;
         return std::unexpected(std::move(e));
       }
+    if (limits.wants_default_pids() && default_pids) {
+      auto set = boundary->set_default_pids_max(default_pids);
+      if (default_skipped) *default_skipped = set ? std::nullopt : std::optional<Error>(set.error());
+    } else if (!limits.has_pids_max()) {
+      // pids_max 0 (or no default): a pooled leaf's default goes; one that
+      // cannot lose it fails the call (it would run with a limit nobody
+      // asked for).
+      if (auto clear = boundary->set_default_pids_max(std::nullopt); !clear) return std::unexpected(clear.error());
+    }
     auto child = spawn(spec, *boundary);
     if (child || child.error().err != EBUSY || boundary->kind() != ConfineKind::cgroup || attempt >= 32)
       return child;

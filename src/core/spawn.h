@@ -16,8 +16,11 @@ namespace pmon {
 // it is dropped and the next one (at last a fresh one) is used, so the pool
 // need not read every leaf it takes back. *boundary is replaced then.
 // `limits` are set on each boundary first (Boundary::set_limits); one that
-// cannot be set fails the spawn with 125 and its one line.
-std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend,
-                                          std::unique_ptr<Boundary>& boundary, const Limits& limits = {});
+// cannot be set fails the spawn with 125 and its one line. A call that asked
+// for no pids limit gets `default_pids` (none: nullopt) where it can be set;
+// where not, it runs without and *default_skipped says why.
+std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend, std::unique_ptr<Boundary>& boundary,
+                                     const Limits& limits = {}, std::optional<uint64_t> default_pids = std::nullopt,
+                                     std::optional<Error>* default_skipped = nullptr);
 
 }  // namespace pmon

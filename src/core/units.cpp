@@ -140,7 +140,6 @@ std::expected<uint64_t, std::string> parse_pids(std::string_view s) {
   // pids.max is an int in the kernel.
   if (ec == std::errc::result_out_of_range || n > INT32_MAX)
     return std::unexpected(quoted + " is too large (at most " + std::to_string(INT32_MAX) + ")");
-  if (n == 0) return std::unexpected(quoted + " must be at least 1");
   return n;
 }
 

@@ -34,7 +34,8 @@ std::optional<int> parse_signal(std::string_view s) noexcept;
 // the user's words after "OPTION: ".
 std::expected<uint64_t, std::string> parse_size(std::string_view s);
 
-// A whole number of processes for --pids-max: at least 1.
+// A whole number of processes for --pids-max; 0 is no limit (not even the
+// default).
 std::expected<uint64_t, std::string> parse_pids(std::string_view s);
 
 // Cores for --cpu-max: a decimal number (0.5, 1.5, 2) from 0.01 up.

@@ -55,7 +55,7 @@ inline constexpr std::tuple kTools{
           "background_after_s": {"type": "number", "minimum": 0, "description": "keep a command still running after this many seconds as a job and return"},
           "memory_max": {"type": ["integer", "string"], "description": "most memory the command may use: bytes, or a string with K, M or G (powers of 1024), e.g. \"512M\"; past it the whole command is killed"},
           "memory_high": {"type": ["integer", "string"], "description": "memory past which the command is slowed down and its memory reclaimed rather than killed; below memory_max"},
-          "pids_max": {"type": "integer", "minimum": 1, "description": "most processes and threads it may have at once"},
+          "pids_max": {"type": "integer", "minimum": 0, "description": "most processes and threads it may have at once (default 4096; 0: no limit)"},
           "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"}
         },
         "required": ["command"],
@@ -97,7 +97,7 @@ inline constexpr std::tuple kTools{
           "replace": {"type": "boolean", "description": "with name: stop the running job of that name (and all it started, confirmed gone) and start this one"},
           "memory_max": {"type": ["integer", "string"], "description": "most memory the command may use: bytes, or a string with K, M or G (powers of 1024), e.g. \"512M\"; past it the whole command is killed"},
           "memory_high": {"type": ["integer", "string"], "description": "memory past which the command is slowed down and its memory reclaimed rather than killed; below memory_max"},
-          "pids_max": {"type": "integer", "minimum": 1, "description": "most processes and threads it may have at once"},
+          "pids_max": {"type": "integer", "minimum": 0, "description": "most processes and threads it may have at once (default 4096; 0: no limit)"},
           "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"}
         },
         "required": ["command"],

@@ -131,7 +131,7 @@ expect_refused "size overflowing with its suffix" "is too large" "$PMON" run --m
 expect_refused "memory-high bad" "run: --memory-high: '1Q' is not a size" "$PMON" run --memory-high 1Q -- "${RAN[@]}"
 expect_refused "memory-high over memory-max" "run: --memory-high must be below --memory-max" \
   "$PMON" run --memory-high 200M --memory-max 100M -- "${RAN[@]}"
-expect_refused "pids 0" "supervise: --pids-max: '0' must be at least 1" "$PMON" supervise --pids-max 0 -- "${RAN[@]}"
+expect_refused "pids -1" "supervise: --pids-max: '-1' is not a whole number of processes (e.g. 100)" "$PMON" supervise --pids-max -1 -- "${RAN[@]}"
 expect_refused "pids word" "init: --pids-max: 'many' is not a whole number" "$PMON" init --pids-max many -- "${RAN[@]}"
 expect_refused "pids too many" "run: --pids-max: '3000000000' is too large" "$PMON" run --pids-max 3000000000 -- "${RAN[@]}"
 expect_refused "cores word" "run: --cpu-max: 'half' is not a number of cores" "$PMON" run --cpu-max half -- "${RAN[@]}"
@@ -169,7 +169,7 @@ enabled pids || expect_rpc_error -32000 "cannot set the pids limit" "$(create '"
 enabled cpu || expect_rpc_error -32000 "cannot set the cpu limit" "$(create '"cpuMax":0.5')"
 expect_rpc_error -32602 "'memoryMax' '12Q' is not a size" "$(create '"memoryMax":"12Q"')"
 expect_rpc_error -32602 "'memoryMax' must be a number of bytes" "$(create '"memoryMax":-1')"
-expect_rpc_error -32602 "'pidsMax' '0' must be at least 1" "$(create '"pidsMax":0')"
+expect_rpc_error -32602 "'pidsMax' '-1' is not a whole number of processes" "$(create '"pidsMax":-1')"
 expect_rpc_error -32602 "'pidsMax' must be a whole number" "$(create '"pidsMax":"lots"')"
 expect_rpc_error -32602 "'cpuMax' must be a number of cores" "$(create '"cpuMax":"1"')"
 expect_rpc_error -32602 "out of range" "$(create '"cpuMax":0')"
@@ -188,7 +188,7 @@ msgs = [
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     # (Where memory is enabled this one runs, as it should: into a file of its own.)
     {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "echo ran > " + ran + (".3" if mem_enabled else ""), "memory_max": "100M"}}},
-    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "start", "arguments": {"command": "echo ran > " + ran, "pids_max": 0}}},
+    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "start", "arguments": {"command": "echo ran > " + ran, "pids_max": -1}}},
     {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "true", "cpu_max": "fast"}}},
     {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "cg=$(sed -n 's/^0:://p' /proc/self/cgroup); cat \"%s${cg%%/}/memory.max\" > %s" % (cg2, val), "memory_max": "100M"}}},
 ]
@@ -211,7 +211,7 @@ else:
     assert r.get("isError") is not True, r
     assert open(val).read().strip() == "104857600", open(val).read()
     print("ok: mcp run: memory_max set")
-assert "invalid arguments: 'pids_max' '0' must be at least 1" in err_text(4), err_text(4)
+assert "invalid arguments: 'pids_max' '-1' is not a whole number of processes" in err_text(4), err_text(4)
 assert "invalid arguments: 'cpu_max' must be a number of cores" in err_text(5), err_text(5)
 import os
 assert not os.path.exists(ran), "mcp: a refused tool call ran"

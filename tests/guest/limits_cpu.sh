@@ -19,7 +19,7 @@ call='cg=/sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup)
 "$PMON" run --cgroup-root "$LROOT" --cpu-max 0.5 --timeout 120s --report "$t/r.json" -- sh -c "$call" "$BURN" \
   > "$t/out" 2> "$t/err" || fail "pmon run --cpu-max failed ($?): $(cat "$t/out" "$t/err")"
 [ "$(cat "$t/cpu.max")" = "50000 100000" ] || fail "the leaf's cpu.max is '$(cat "$t/cpu.max")', want '50000 100000'"
-[ "$(rj "$t/r.json" -c .limits)" = '{"memory_max":null,"memory_high":null,"pids_max":null,"cpu_max":0.5}' ] ||
+[ "$(rj "$t/r.json" -c .limits)" = '{"memory_max":null,"memory_high":null,"pids_max":4096,"cpu_max":0.5}' ] ||
   fail "limits: $(rj "$t/r.json" -c .limits)"
 cpu=$(rj "$t/r.json" .cpu_usec)
 wall=$(rj "$t/r.json" .duration_ms)

@@ -44,9 +44,9 @@ assert_none_alive "$rec" "pmon run --memory-max"
 ! grep -q "the allocator returned" "$t/out" || fail "the shell lived on after the out-of-memory kill: $(cat "$t/out")"
 [ "$(rj "$t/r.json" .oom_killed)" = true ] || fail "oom_killed is not true: $(cat "$t/r.json")"
 [ "$(rj "$t/r.json" .signal_name)" = SIGKILL ] || fail "the main process did not die by SIGKILL: $(cat "$t/r.json")"
-[ "$(rj "$t/r.json" -c .limits)" = '{"memory_max":104857600,"memory_high":null,"pids_max":null,"cpu_max":null}' ] ||
+[ "$(rj "$t/r.json" -c .limits)" = '{"memory_max":104857600,"memory_high":null,"pids_max":4096,"cpu_max":null}' ] ||
   fail "limits: $(rj "$t/r.json" -c .limits)"
-[ "$(rj "$t/r.json" .pids_max_hit)" = null ] || fail "pids_max_hit without a pids limit: $(rj "$t/r.json" .pids_max_hit)"
+[ "$(rj "$t/r.json" .pids_max_hit)" = false ] || fail "pids_max_hit under the default pids limit: $(rj "$t/r.json" .pids_max_hit)"
 [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "cleanup not verified"
 peak=$(rj "$t/r.json" .memory_peak_bytes)
 [ "$peak" != null ] || fail "memory_peak_bytes is null"

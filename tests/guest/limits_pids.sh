@@ -6,7 +6,9 @@
 # pids.peak where the kernel has it, never above 50, and it reaches 50),
 # stopped at --timeout (exit 124), the report says pids_max_hit true and
 # limits.pids_max 50, nothing of it is left and its leaf is gone. A serve
-# job with pidsMax, then one without: the second's pids.max is max.
+# job with pidsMax, then one without: the second's pids.max is pmon's
+# default, 4096, not the first's limit. The default on run: pids.max 4096 in
+# the leaf and in the report, and none at all with --pids-max 0.
 . "$(dirname "$0")/../e2e/common.inc"
 . "$(dirname "$0")/limits.inc"
 STORM=$HELPERS/fork_storm
@@ -65,7 +67,8 @@ assert_leaf_gone "$t/r2.json" "under the limit"
 echo "ok: under the limit: pids_max_hit false"
 
 # 3. serve: a job with pidsMax 5 fails its sixth fork; the next job, without
-#    one, has pids.max max (no leaf with a limit is reused).
+#    one, has the default pids.max 4096 (no leaf with a limit is reused), and
+#    one with pidsMax 0 has none.
 . "$(dirname "$0")/../e2e/serve.inc"
 CLIENT_PY=$(dirname "$0")/../e2e/serve_client.py  # serve.inc looks beside the scenario
 serve_start --cgroup-root "$LROOT"
@@ -83,9 +86,34 @@ for i in 1 2 3; do
   job2=$(jf "$r" 'm["result"]["terminalId"]')
   call c terminal/wait_for_exit '{"terminalId":"'"$job2"'"}' > /dev/null
   r=$(call c terminal/output '{"terminalId":"'"$job2"'"}')
-  [ "$(jf "$r" 'm["result"]["output"].strip()')" = max ] || fail "serve: a job without pidsMax has pids.max: $r"
+  [ "$(jf "$r" 'm["result"]["output"].strip()')" = 4096 ] || fail "serve: a job without pidsMax has pids.max: $r"
 done
+r=$(call c terminal/create '{"command":"sh","args":["-c","cat /sys/fs/cgroup$(sed -n s/^0:://p /proc/self/cgroup)/pids.max"],"pidsMax":0,"keep":true}')
+job3=$(jf "$r" 'm["result"]["terminalId"]')
+call c terminal/wait_for_exit '{"terminalId":"'"$job3"'"}' > /dev/null
+r=$(call c terminal/output '{"terminalId":"'"$job3"'"}')
+[ "$(jf "$r" 'm["result"]["output"].strip()')" = max ] || fail "serve: a job with pidsMax 0 has pids.max: $r"
 client_close c
 stop_serve
-echo "ok: serve pidsMax 5: pids_max_hit; the next jobs' pids.max is max"
+echo "ok: serve pidsMax 5: pids_max_hit; the next jobs' pids.max is the default 4096; pidsMax 0: max"
+
+# 4. The default on run: the leaf's pids.max is 4096 and the report says so;
+#    --pids-max 0 leaves none. A leaf is never reused with a pids.max its
+#    next call did not want.
+for i in 1 2; do
+  "$PMON" run -q --cgroup-root "$LROOT" --report "$t/d$i.json" -- \
+    sh -c 'cat /sys/fs/cgroup$(sed -n s/^0:://p /proc/self/cgroup)/pids.max' > "$t/d$i.out" ||
+    fail "run without --pids-max failed ($?)"
+  [ "$(cat "$t/d$i.out")" = 4096 ] || fail "run without --pids-max: the leaf's pids.max is $(cat "$t/d$i.out")"
+  [ "$(rj "$t/d$i.json" .limits.pids_max)" = 4096 ] || fail "report limits: $(rj "$t/d$i.json" -c .limits)"
+  [ "$(rj "$t/d$i.json" .limits_note)" = null ] || fail "limits_note: $(rj "$t/d$i.json" .limits_note)"
+  [ "$(rj "$t/d$i.json" .pids_max_hit)" = false ] || fail "pids_max_hit: $(rj "$t/d$i.json" .pids_max_hit)"
+  "$PMON" run -q --cgroup-root "$LROOT" --pids-max 0 --report "$t/z$i.json" -- \
+    sh -c 'cat /sys/fs/cgroup$(sed -n s/^0:://p /proc/self/cgroup)/pids.max' > "$t/z$i.out" ||
+    fail "run --pids-max 0 failed ($?)"
+  [ "$(cat "$t/z$i.out")" = max ] || fail "run --pids-max 0: the leaf's pids.max is $(cat "$t/z$i.out")"
+  [ "$(rj "$t/z$i.json" .limits.pids_max)" = 0 ] || fail "report limits: $(rj "$t/z$i.json" -c .limits)"
+  [ "$(rj "$t/z$i.json" .limits_note)" = null ] || fail "limits_note: $(rj "$t/z$i.json" .limits_note)"
+done
+echo "ok: the default pids.max 4096 on run, none with --pids-max 0"
 pass "held at $max_current under --pids-max 50"
