@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, LoggingMessageNotificationSchema, EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ESCAPER, records, gone, waitRecords, scratch, cleanup, running, procStat, present } from './helpers.mjs';
 import { findPmon } from '../index.mjs';
 
@@ -299,6 +299,65 @@ async function threeJobs(client, label) {
   started.push(...recs);
   return recs;
 }
+
+test('a started job\'s end comes as a log message, once its tree is gone; logging/setLevel quiets it', async () => {
+  const { client } = await connect();
+  assert.ok(client.getServerCapabilities().logging, 'the server offers logging');
+  const seen = [];
+  let wake = () => {};
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    seen.push(n.params);
+    wake();
+  });
+  const ended = (id) => new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no message for job ${id}: ${JSON.stringify(seen)}`)), 20000);
+    const look = () => {
+      const m = seen.find((p) => p.data && p.data.id === id);
+      if (m) { clearTimeout(t); resolve(m); }
+    };
+    wake = look;
+    look();
+  });
+  // A job whose main exits 3 after starting a setsid daemon: the message
+  // comes once the daemon is stopped too.
+  const file = tmp.path('ended');
+  const s = await call(client, 'start', {
+    command: `${ESCAPER} ${file} -x exit:3 name=daemon,orphan,setsid`, name: 'builder',
+  });
+  const id = s.structuredContent.id;
+  const recs = await waitRecords(file, 2);
+  started.push(...recs);
+  const m = await ended(id);
+  assert.deepEqual(running(recs), [], 'nothing of the job runs when its end is told');
+  assert.equal(m.level, 'info');
+  assert.equal(m.logger, 'pmon');
+  assert.equal(m.data.event, 'job_ended');
+  assert.equal(m.data.name, 'builder');
+  assert.equal(m.data.exit_code, 3);
+  assert.equal(m.data.signal, null);
+  assert.equal(m.data.cleanup_verified, true);
+  assert.match(m.data.text, new RegExp(`job ${id} \\(builder\\) ended: exit code 3; nothing it started is left`));
+  // A run that answers with its end tells nothing more.
+  const r = await call(client, 'run', { command: 'exit 5' });
+  assert.equal(r.structuredContent.exit_code, 5);
+  // Killed: the message says by what.
+  const k = await call(client, 'start', { command: 'sleep 300' });
+  await call(client, 'kill', { id: k.structuredContent.id });
+  const km = await ended(k.structuredContent.id);
+  assert.equal(km.data.signal, 'SIGTERM');
+  assert.match(km.data.text, /\(stopped: kill\)/);
+  // Quieter than info: no message; the wait's answer comes after where it
+  // would have been.
+  await client.setLoggingLevel('warning');
+  const q = await call(client, 'start', { command: 'exit 0' });
+  const w = await call(client, 'wait', { id: q.structuredContent.id, timeout_s: 20 });
+  assert.equal(w.structuredContent.exit_code, 0);
+  assert.equal(seen.filter((p) => p.data && p.data.id === q.structuredContent.id).length, 0);
+  assert.equal(seen.filter((p) => p.data && p.data.exit_code === 5).length, 0, 'a run answered with its end');
+  await assert.rejects(client.request({ method: 'logging/setLevel', params: { level: 'loud' } }, EmptyResultSchema),
+    /'level' must be one of debug, info/);
+  await client.close();
+});
 
 test('three started jobs are gone once the client closes', async () => {
   const { client, server } = await connect();

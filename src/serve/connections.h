@@ -31,6 +31,9 @@ struct Conn {
   std::string inbuf;
   size_t inbuf_charged = 0;  // what inbuf counts against the budget (its capacity)
   bool discarding = false;   // inside a line that was too long
+  // MCP: the least severe log level its client wants (logging/setLevel;
+  // RFC 5424's order, 0 debug .. 7 emergency), 1 info until it says.
+  int mcp_log_level = 1;
   // Its requests waiting for their answer (see RequestBudget).
   std::shared_ptr<RequestBudget::Tally> waiting = std::make_shared<RequestBudget::Tally>();
   // A message, and the fd that goes with its first byte (terminal/output's
@@ -97,11 +100,12 @@ class Connections {
   void last_words();
 
   RequestBudget& waiting() { return waiting_; }
+  // The connection, while it is open (null once gone).
+  Conn* find(uint64_t conn);
   // Storage of a reply just sent, for the next large one.
   std::string take_line_spare() { return std::move(line_spare_); }
 
  private:
-  Conn* find(uint64_t conn);
   void on_readable(Conn& c);
   size_t take_lines(Conn& c, const char* buf, size_t n);
   bool hold_line(Conn& c, size_t want);

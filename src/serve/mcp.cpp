@@ -186,7 +186,7 @@ std::variant<Message, BadRequest> parse_message(std::string_view line) {
 Json initialize_result(const Json& params) {
   Json requested = params.is_object() && params.contains("protocolVersion") ? params["protocolVersion"] : Json();
   return {{"protocolVersion", negotiate_version(requested)},
-          {"capabilities", {{"tools", {{"listChanged", false}}}}},
+          {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}}},
           {"serverInfo", {{"name", "pmon"}, {"title", "pmon: commands that leave nothing behind"}, {"version", PMON_VERSION}}},
           {"instructions",
            "Run shell commands with run (it waits; nothing the command starts outlives it) and long-running ones "
@@ -301,6 +301,32 @@ Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input) 
                      : waiting_for_input ? "still running, and " + std::string(kWaitingWords)
                                          : std::string("still running"),
                      s);
+}
+
+int log_level(const Json& params) {
+  static constexpr std::string_view kLevels[] = {"debug", "info",     "notice", "warning",
+                                                 "error", "critical", "alert",  "emergency"};
+  if (!params.is_object() || !params.contains("level") || !params["level"].is_string()) return -1;
+  const std::string& level = params["level"].get_ref<const std::string&>();
+  for (int i = 0; i < 8; ++i)
+    if (level == kLevels[i]) return i;
+  return -1;
+}
+
+Json job_ended_message(const std::string& id, const std::string& name, const ExitStatus& exit, bool timed_out,
+                       const std::string& stopped_by, bool cleanup_verified) {
+  std::string text = "job " + id + (name.empty() ? "" : " (" + name + ")") + " ended: " + ending_words(exit);
+  if (!stopped_by.empty()) text += " (stopped: " + stopped_by + ")";
+  text += cleanup_verified ? "; nothing it started is left" : "; not every process could be confirmed gone";
+  Json data = {{"event", "job_ended"},
+               {"id", id},
+               {"exit_code", exit_code_json(exit)},
+               {"signal", signal_json(exit)},
+               {"timed_out", timed_out},
+               {"cleanup_verified", cleanup_verified},
+               {"text", text}};
+  if (!name.empty()) data["name"] = name;
+  return {{"level", "info"}, {"logger", "pmon"}, {"data", data}};
 }
 
 Json write_result(uint64_t written) {

@@ -69,6 +69,16 @@ Json output_result(const OutputRead& r);
 // none: still running (and, with waiting_for_input, blocked reading its
 // stdin: it waits for input, not for time).
 Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input = false);
+
+// Log levels (logging/setLevel), RFC 5424's order: debug 0 .. emergency 7.
+inline constexpr int kInfo = 1;
+inline constexpr const char* kLogLevelWords =
+    "invalid params: 'level' must be one of debug, info, notice, warning, error, critical, alert, emergency";
+// params.level as a number, -1 when it is none of them.
+int log_level(const Json& params);
+// The params of a notifications/message telling that job `id` ended.
+Json job_ended_message(const std::string& id, const std::string& name, const ExitStatus& exit, bool timed_out,
+                       const std::string& stopped_by, bool cleanup_verified);
 Json write_result(uint64_t written);
 Json kill_result(const Stopped& s);
 Json list_result(const std::vector<JobInfo>& jobs);

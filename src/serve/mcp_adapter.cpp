@@ -25,6 +25,12 @@ void McpAdapter::on_line(Conn& c, std::string_view line) {
   auto fail = [&](const RpcError& e) { conns_.send(cid, error_line(m.id, e)); };
   if (m.method == "initialize") return reply(mcp::initialize_result(m.params));
   if (m.method == "ping") return reply(Json::object());
+  if (m.method == "logging/setLevel") {
+    const int level = mcp::log_level(m.params);
+    if (level < 0) return fail({rpc::kInvalidParams, mcp::kLogLevelWords});
+    c.mcp_log_level = level;
+    return reply(Json::object());
+  }
   if (m.method == "tools/list") return reply(mcp::tools_list());
   if (m.method != "tools/call") return fail({rpc::kMethodNotFound, "unknown method '" + m.method + "'"});
   if (jobs_.shutting_down()) return reply(mcp::tool_error("pmon is stopping"));
@@ -33,6 +39,17 @@ void McpAdapter::on_line(Conn& c, std::string_view line) {
     return err->protocol ? fail({rpc::kInvalidParams, err->message}) : reply(mcp::tool_error(err->message));
   Reply r = call(c, m.id, std::get<mcp::ToolCall>(parsed_call));
   if (auto* res = std::get_if<Json>(&r)) reply(*res);
+}
+
+void McpAdapter::job_ended(Job& j) {
+  if (std::any_of(j.waiters.begin(), j.waiters.end(), [](const Waiter& w) { return w.kind == Waiter::Kind::run; }))
+    return;
+  Conn* c = conns_.find(j.creator);
+  if (!c || c->mcp_log_level > mcp::kInfo) return;
+  const RunResult& r = j.call->result();
+  conns_.send(j.creator, notification_line("notifications/message",
+                                           mcp::job_ended_message(j.id, j.name, {r.exit_code, r.signal},
+                                                                  r.timed_out, j.ended_by, r.cleanup_verified)));
 }
 
 McpAdapter::Reply McpAdapter::call(Conn& c, const Json& id, const mcp::ToolCall& call) {

@@ -21,8 +21,10 @@ class McpAdapter final : public FrontEnd {
 
   void on_line(Conn& c, std::string_view line) override;
   void answer(const Waiter& w, Job& job, Due due) override;
-  // MCP has no such notification; its clients ask (wait, output, list).
-  void job_ended(Job&) override {}
+  // A started job's end (and a run's gone on in the background): a log
+  // message (notifications/message, level info, logger "pmon") its client
+  // can act on without asking; a run still waiting says it in its answer.
+  void job_ended(Job& job) override;
   void created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) override;
 
  private:
