@@ -80,6 +80,10 @@ if [ $built = 1 ]; then
       node --test --test-reporter=spec --test-reporter-destination=stdout \
         --test-reporter=junit --test-reporter-destination="$results/node.xml" test/*.test.mjs) ||
       [ -s "$results/node.xml" ] || not_run+=("node=node --test wrote no results")
+    # The real agent harnesses from npm (Claude Code, Codex CLI, Gemini CLI)
+    # against a scripted model API on 127.0.0.1, with and without pmon.
+    tests/harness/run.sh "$results" "$PWD/$dir/pmon" ||
+      [ -s "$results/harness.xml" ] || not_run+=("harness=the harness tests wrote no results (see above)")
   fi
 fi
 # Every skip with its reason, each suite's count and failures, and last the

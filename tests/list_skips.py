@@ -45,20 +45,22 @@ def skips(results):
                 # "python.tests.test_x::test_y[param]"
                 out.append((f"{case.get('classname')}::{case.get('name')}",
                             s.get("message") or "no reason given"))
-    node = results / "node.xml"
-    if node.exists():
-        out.extend(node_skips(ET.parse(node).getroot(), []))
+    for suite in ("node", "harness"):
+        xml = results / f"{suite}.xml"
+        if xml.exists():
+            out.extend(node_skips(ET.parse(xml).getroot(), [], suite))
     return out
 
 
-def node_skips(elem, suites):
+def node_skips(elem, suites, suite="node"):
     """node --test's junit: <testsuite name=describe> around <testcase>s; a
     skip or todo is <skipped type="skipped"|"todo" message=reason> ("true"
-    when none was given). Named "node::<describe> > <test>"."""
+    when none was given). Named "node::<describe> > <test>" (the harness
+    tests': "harness::...")."""
     out = []
     for child in elem:
         if child.tag == "testsuite":
-            out.extend(node_skips(child, suites + [child.get("name")]))
+            out.extend(node_skips(child, suites + [child.get("name")], suite))
         elif child.tag == "testcase":
             s = child.find("skipped")
             if s is not None:
@@ -67,8 +69,8 @@ def node_skips(elem, suites):
                     why = "no reason given"
                 if s.get("type") == "todo":
                     why = "todo: " + why
-                out.append(("node::" + " > ".join(suites + [child.get("name")]), why))
-            out.extend(node_skips(child, suites + [child.get("name")]))
+                out.append((f"{suite}::" + " > ".join(suites + [child.get("name")]), why))
+            out.extend(node_skips(child, suites + [child.get("name")], suite))
     return out
 
 

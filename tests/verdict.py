@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The last word of scripts/test.sh: what every suite's JUnit file in
-RESULTS_DIR says (ctest.xml, pytest.xml, node.xml), every skip with its
+RESULTS_DIR says (ctest.xml, pytest.xml, node.xml, harness.xml), every skip with its
 reason (tests/list_skips.py), and one verdict line at the very end, so that
 the last screen of a run says whether it passed:
 
@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import list_skips  # noqa: E402
 
-SUITES = (("ctest", "ctest.xml"), ("pytest", "pytest.xml"), ("node", "node.xml"))
+SUITES = (("ctest", "ctest.xml"), ("pytest", "pytest.xml"), ("node", "node.xml"), ("harness", "harness.xml"))
 NAMED = 10  # failures named on the verdict line; the rest are counted
 
 
@@ -61,14 +61,14 @@ def case_name(suite, path, case):
         return case.get("name")
     if suite == "pytest":
         return f"{case.get('classname')}::{case.get('name')}"
-    return "node::" + " > ".join(p for p in path if p)
+    return f"{suite}::" + " > ".join(p for p in path if p)
 
 
 def tally(suite, path):
     """passed, failed [(name, why)], skipped of one suite's JUnit file."""
     passed, failed, skipped = 0, [], 0
     root = ET.parse(path).getroot()
-    if suite == "node":
+    if suite in ("node", "harness"):
         cases = list(leaf_cases(root, []))
     else:  # ctest's and pytest's cases are flat
         cases = [([], c) for c in root.iter("testcase")]
