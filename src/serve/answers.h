@@ -34,7 +34,7 @@ class Front {
   // The job is over (its waiters are settled next).
   virtual void job_ended(Job& job) = 0;
   // A create that waited for the job of its name to be gone: its answer.
-  virtual void created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) = 0;
+  virtual void created(const Asker& a, const std::expected<Started, Error>& r) = 0;
 };
 
 // A listening socket can only be seen in the kernel's tables, with no event

@@ -28,6 +28,18 @@
 
 namespace pmon::serve {
 
+// Who asks: a connection, its socket (-1 for --stdio), whose peer a create
+// looks at, the tally of its requests waiting for their answer, and the
+// request's id, which an answer given later goes to (discarded: a
+// notification's, never answered).
+struct Asker {
+  uint64_t conn = 0;
+  int sock = -1;
+  std::shared_ptr<RequestBudget::Tally> waiting;
+  Json id;
+  bool stateless = false;  // MCP: the request speaks the stateless revision
+};
+
 // A reply that is owed later (wait_for_exit, a kill or release that waits
 // for the tree to be verified gone, an output read that waits for bytes, a
 // port, a run that waits for its end), to the request `id` on `conn`.
@@ -45,6 +57,7 @@ struct Waiter {
   int64_t next_scan = 0;          // Kind::port
   uint64_t timeout_ms = 0;        // Kind::port, for the error
   RequestBudget::Ticket ticket;   // its share of the budget, given back with it
+  bool stateless = false;         // Asker::stateless
 };
 
 // How far a job's stream has been read, by the job and by its readers.
@@ -81,6 +94,7 @@ struct Job {
   uint64_t num = 0;  // epoll tags
   std::string id;    // random, unguessable
   std::string name;
+  bool tell_end = true;  // CreateParams::tell_end
   std::vector<std::string> command;
   uint64_t owner = 0;    // the connection whose end stops it; 0: the service's (keep)
   uint64_t creator = 0;  // is told of its end

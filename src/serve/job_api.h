@@ -62,6 +62,9 @@ struct CreateParams {
   std::optional<int> kill_signal;
   // memoryMax (bytes, or "512M"), pidsMax, cpuMax (cores): the job's limits.
   Limits limits;
+  // MCP: its end is told with a log message (a client of a revision that
+  // has them; set per request, never from the connection).
+  bool tell_end = true;
 };
 
 // A request about one job, by its id.

@@ -119,19 +119,19 @@ void JobTable::start_replacements() {
   });
   for (auto& [r, unverified] : due) {
     if (!unverified.empty()) {
-      front_->created(r.asker.conn, r.asker.id,
+      front_->created(r.asker,
                       std::unexpected(Error::line("job '" + unverified + "' of the name '" + r.params.name.value_or("") +
                                                      "' could not be confirmed gone; nothing new was started")));
       continue;
     }
     if (shutting_down_) {
-      front_->created(r.asker.conn, r.asker.id, std::unexpected(Error::line("the service is stopping")));
+      front_->created(r.asker, std::unexpected(Error::line("the service is stopping")));
       continue;
     }
     // Looked for again: another may have started one of that name since.
     auto s = start(r.asker, r.params);
-    if (!s) front_->created(r.asker.conn, r.asker.id, std::unexpected(s.error()));
-    else if (*s) front_->created(r.asker.conn, r.asker.id, **s);
+    if (!s) front_->created(r.asker, std::unexpected(s.error()));
+    else if (*s) front_->created(r.asker, **s);
   }
 }
 
@@ -194,6 +194,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   do j.id = random_terminal_id();
   while (jobs_.contains(j.id));
   j.name = p.name.value_or("");
+  j.tell_end = p.tell_end;
   j.command = ro.spawn.argv;
   j.creator = a.conn;
   j.owner = p.keep ? 0 : a.conn;
@@ -284,6 +285,7 @@ Waiter JobTable::waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_
   w.kind = kind;
   w.conn = a.conn;
   w.id = a.id;
+  w.stateless = a.stateless;
   if (within_ms) w.deadline = ms_from_now(*within_ms);
   return w;
 }

@@ -26,16 +26,6 @@
 
 namespace pmon::serve {
 
-// Who asks: a connection, its socket (-1 for --stdio), whose peer a create
-// looks at, the tally of its requests waiting for their answer, and the
-// request's id, which an answer given later goes to (discarded: a
-// notification's, never answered).
-struct Asker {
-  uint64_t conn = 0;
-  int sock = -1;
-  std::shared_ptr<RequestBudget::Tally> waiting;
-  Json id;
-};
 
 class JobTable : private StopHost {
  public:

@@ -146,6 +146,7 @@ std::string result_line_of_text(const Json& id, std::string_view result) {
 
 std::string error_line(const Json& id, const RpcError& error) {
   Json j = {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", error.code}, {"message", error.message}}}};
+  if (!error.data.is_null()) j["error"]["data"] = error.data;
   return dump_text(j) + "\n";
 }
 

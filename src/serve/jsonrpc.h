@@ -25,6 +25,7 @@ constexpr int kServerError = -32000;  // unknown terminal, spawn failure, ...
 struct RpcError {
   int code = rpc::kServerError;
   std::string message;
+  Json data = nullptr;  // sent when not null
 };
 
 // A line that is no valid request: the error to answer, and the id when

@@ -174,6 +174,40 @@ std::string negotiate_version(const Json& requested) {
   return kLatestVersion;
 }
 
+Revision revision_of(const Json& params) {
+  Revision r;
+  if (!params.is_object()) return r;
+  auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return r;
+  auto version = meta->find(kMetaVersion);
+  if (version == meta->end()) return r;  // a client of an earlier revision
+  if (!version->is_string()) {
+    r.bad = RpcError{rpc::kInvalidParams, std::string("invalid params: '_meta.") + kMetaVersion + "' must be a string"};
+    return r;
+  }
+  const std::string& v = version->get_ref<const std::string&>();
+  if (v == kModernVersion) {
+    r.modern = true;
+    auto caps = meta->find(kMetaCapabilities);
+    if (caps == meta->end() || !caps->is_object())
+      r.bad = RpcError{rpc::kInvalidParams,
+                       std::string("invalid params: '_meta.") + kMetaCapabilities + "' must be an object"};
+    return r;
+  }
+  for (const char* legacy : kSupportedVersions)
+    if (v == legacy) return r;  // said in _meta, but an earlier revision: as before
+  Json supported = Json::array({kModernVersion});
+  for (const char* legacy : kSupportedVersions) supported.push_back(legacy);
+  r.bad = RpcError{kUnsupportedProtocolVersion, "unsupported protocol version '" + v + "'",
+                   {{"requested", v}, {"supported", supported}}};
+  return r;
+}
+
+Json complete(Json result) {
+  result["resultType"] = "complete";
+  return result;
+}
+
 std::variant<Message, BadRequest> parse_message(std::string_view line) {
   auto parsed = parse_envelope(line, {.null_id = false, .responses_ignored = true});
   if (auto* bad = std::get_if<BadRequest>(&parsed)) return std::move(*bad);
@@ -183,19 +217,44 @@ std::variant<Message, BadRequest> parse_message(std::string_view line) {
   return Message{std::move(e.id), e.notification, std::move(e.method), std::move(std::get<Json>(params))};
 }
 
+namespace {
+// The tools and what discover says never change while pmon runs.
+constexpr uint64_t kListTtlMs = 3'600'000;
+
+const Json& server_info() {
+  static const Json info = {
+      {"name", "pmon"}, {"title", "pmon: commands that leave nothing behind"}, {"version", PMON_VERSION}};
+  return info;
+}
+constexpr const char* kInstructions =
+    "Run shell commands with run (it waits; nothing the command starts outlives it) and long-running ones "
+    "(dev servers, watchers) with start, then output, wait, write, wait_for_port and kill. Every job "
+    "is stopped when this session ends.";
+}  // namespace
+
 Json initialize_result(const Json& params) {
   Json requested = params.is_object() && params.contains("protocolVersion") ? params["protocolVersion"] : Json();
   return {{"protocolVersion", negotiate_version(requested)},
           {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}}},
-          {"serverInfo", {{"name", "pmon"}, {"title", "pmon: commands that leave nothing behind"}, {"version", PMON_VERSION}}},
-          {"instructions",
-           "Run shell commands with run (it waits; nothing the command starts outlives it) and long-running ones "
-           "(dev servers, watchers) with start, then output, wait, write, wait_for_port and kill. Every job "
-           "is stopped when this session ends."}};
+          {"serverInfo", server_info()},
+          {"instructions", kInstructions}};
+}
+
+Json discover_result() {
+  Json versions = Json::array({kModernVersion});
+  for (const char* legacy : kSupportedVersions) versions.push_back(legacy);
+  // The tools never change while pmon runs; what this client's session
+  // holds (its jobs) is not in it.
+  return complete({{"supportedVersions", versions},
+                   {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                   {"instructions", kInstructions},
+                   {"ttlMs", kListTtlMs},
+                   {"cacheScope", "private"},
+                   {"_meta", {{"io.modelcontextprotocol/serverInfo", server_info()}}}});
 }
 
 // Each tool's spec with its name, in the table's order.
-Json tools_list() {
+Json tools_list(bool stateless) {
   static const Json tools = std::apply(
       [](const auto&... t) {
         Json list = Json::array();
@@ -207,7 +266,8 @@ Json tools_list() {
         return list;
       },
       kTools);
-  return {{"tools", tools}};
+  if (!stateless) return {{"tools", tools}};
+  return complete({{"tools", tools}, {"ttlMs", kListTtlMs}, {"cacheScope", "private"}});
 }
 
 std::variant<ToolCall, CallError> parse_tool_call(const Json& params) {

@@ -25,6 +25,23 @@ namespace pmon::serve::mcp {
 inline constexpr const char* kLatestVersion = "2025-11-25";
 std::string negotiate_version(const Json& requested);
 
+// The stateless revision: no initialize; each request says its revision and
+// the client's capabilities in params._meta, and is answered on its own.
+inline constexpr const char* kModernVersion = "2026-07-28";
+inline constexpr int kUnsupportedProtocolVersion = -32022;
+inline constexpr const char* kMetaVersion = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
+
+// What a request's params._meta says of its revision.
+struct Revision {
+  bool modern = false;          // 2026-07-28: answered as that revision says
+  std::optional<RpcError> bad;  // an unknown revision ({requested, supported}), or a modern request without its capabilities
+};
+Revision revision_of(const Json& params);
+
+// server/discover: every revision spoken, the capabilities, who we are.
+Json discover_result();
+
 // One JSON-RPC message of an MCP client.
 struct Message {
   Json id;  // null for a notification
@@ -35,7 +52,12 @@ struct Message {
 std::variant<Message, BadRequest> parse_message(std::string_view line);
 
 Json initialize_result(const Json& params);
-Json tools_list();
+// With `stateless`, as the 2026-07-28 revision has it (cache hints).
+Json tools_list(bool stateless = false);
+
+// A result as the revision wants it: resultType "complete" (a client of an
+// earlier revision reads past it), and for a list the cache hints.
+Json complete(Json result);
 
 struct ToolCall {
   ToolArgs args;

@@ -21,8 +21,17 @@ void McpAdapter::on_line(Conn& c, std::string_view line) {
       jobs_.cancel(cid, m.params["requestId"]);
     return;  // notifications/initialized and any other: nothing to answer
   }
-  auto reply = [&](const Json& result) { conns_.send(cid, result_line(m.id, result)); };
+  // Each request says its revision (2026-07-28: in its _meta); nothing is
+  // taken from the requests before it on this connection.
+  const mcp::Revision rev = mcp::revision_of(m.params);
+  auto reply = [&](Json result) {
+    conns_.send(cid, result_line(m.id, rev.modern ? mcp::complete(std::move(result)) : std::move(result)));
+  };
   auto fail = [&](const RpcError& e) { conns_.send(cid, error_line(m.id, e)); };
+  if (rev.bad) return fail(*rev.bad);
+  if (m.method == "server/discover") return reply(mcp::discover_result());
+  if (rev.modern && (m.method == "initialize" || m.method == "ping" || m.method == "logging/setLevel"))
+    return fail({rpc::kMethodNotFound, "'" + m.method + "' is not part of protocol revision " + mcp::kModernVersion});
   if (m.method == "initialize") return reply(mcp::initialize_result(m.params));
   if (m.method == "ping") return reply(Json::object());
   if (m.method == "logging/setLevel") {
@@ -31,17 +40,29 @@ void McpAdapter::on_line(Conn& c, std::string_view line) {
     c.mcp_log_level = level;
     return reply(Json::object());
   }
-  if (m.method == "tools/list") return reply(mcp::tools_list());
+  if (m.method == "tools/list") return reply(mcp::tools_list(rev.modern));
   if (m.method != "tools/call") return fail({rpc::kMethodNotFound, "unknown method '" + m.method + "'"});
   if (jobs_.shutting_down()) return reply(mcp::tool_error("pmon is stopping"));
   auto parsed_call = mcp::parse_tool_call(m.params);
   if (auto* err = std::get_if<mcp::CallError>(&parsed_call))
     return err->protocol ? fail({rpc::kInvalidParams, err->message}) : reply(mcp::tool_error(err->message));
-  Reply r = call(c, m.id, std::get<mcp::ToolCall>(parsed_call));
+  mcp::ToolCall& tc = std::get<mcp::ToolCall>(parsed_call);
+  // A client of the stateless revision gets no log messages (it has none).
+  if (rev.modern)
+    std::visit(
+        [](auto& args) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(args)>, CreateParams>) args.tell_end = false;
+          if constexpr (std::is_same_v<std::decay_t<decltype(args)>, mcp::RunArgs>) args.create.tell_end = false;
+        },
+        tc.args);
+  Asker who = asker(c, m.id);
+  who.stateless = rev.modern;
+  Reply r = call(who, tc);
   if (auto* res = std::get_if<Json>(&r)) reply(*res);
 }
 
 void McpAdapter::job_ended(Job& j) {
+  if (!j.tell_end) return;
   if (std::any_of(j.waiters.begin(), j.waiters.end(), [](const Waiter& w) { return w.kind == Waiter::Kind::run; }))
     return;
   Conn* c = conns_.find(j.creator);
@@ -52,29 +73,30 @@ void McpAdapter::job_ended(Job& j) {
                                                                   r.timed_out, j.ended_by, r.cleanup_verified)));
 }
 
-McpAdapter::Reply McpAdapter::call(Conn& c, const Json& id, const mcp::ToolCall& call) {
-  return std::visit([&](const auto& args) { return handle(c, id, args); }, call.args);
+McpAdapter::Reply McpAdapter::call(const Asker& who, const mcp::ToolCall& call) {
+  return std::visit([&](const auto& args) { return handle(who, args); }, call.args);
 }
 
 // run: a job whose answer is its summary when it ends, or, past
 // background_after, what it wrote so far (it then goes on as a job).
-McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const mcp::RunArgs& a) {
-  if (auto j = jobs_.run(asker(c, id), a.create, a.background_after_ms); !j) return mcp::tool_error(j.error());
+McpAdapter::Reply McpAdapter::handle(const Asker& who, const mcp::RunArgs& a) {
+  if (auto j = jobs_.run(who, a.create, a.background_after_ms); !j) return mcp::tool_error(j.error());
   return Later{};
 }
 
-McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const CreateParams& p) {
-  auto s = jobs_.start(asker(c, id), p);
+McpAdapter::Reply McpAdapter::handle(const Asker& who, const CreateParams& p) {
+  auto s = jobs_.start(who, p);
   if (!s) return mcp::tool_error(s.error());
   if (!*s) return Later{};  // once the job of its name is gone (created)
   return mcp::start_result(**s);
 }
 
-void McpAdapter::created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) {
-  conns_.send(conn, result_line(id, r ? mcp::start_result(*r) : mcp::tool_error(r.error())));
+void McpAdapter::created(const Asker& a, const std::expected<Started, Error>& r) {
+  Json result = r ? mcp::start_result(*r) : mcp::tool_error(r.error());
+  conns_.send(a.conn, result_line(a.id, a.stateless ? mcp::complete(std::move(result)) : std::move(result)));
 }
 
-McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const OutputParams& p) {
+McpAdapter::Reply McpAdapter::handle(const Asker&, const OutputParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
   jobs_.catch_up(**j);
@@ -83,16 +105,16 @@ McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const OutputParams& p) 
   return mcp::output_result(r);
 }
 
-McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const WaitForExitParams& p) {
+McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForExitParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
-  auto status = jobs_.wait_exit(asker(c, id), **j, p.timeout_ms);
+  auto status = jobs_.wait_exit(who, **j, p.timeout_ms);
   if (!status) return mcp::tool_error(status.error());
   if (!*status) return Later{};
   return mcp::wait_result(*status);
 }
 
-McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const WriteParams& p) {
+McpAdapter::Reply McpAdapter::handle(const Asker&, const WriteParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
   if (auto e = jobs_.write(**j, p.data, p.eof)) return mcp::tool_error(*e);
@@ -100,23 +122,23 @@ McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const WriteParams& p) {
 }
 
 // kill
-McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const mcp::KillArgs& p) {
-  auto j = p.id ? jobs_.get(*p.id) : jobs_.find_own(asker(c, id), p.by);
+McpAdapter::Reply McpAdapter::handle(const Asker& who, const mcp::KillArgs& p) {
+  auto j = p.id ? jobs_.get(*p.id) : jobs_.find_own(who, p.by);
   if (!j) return mcp::tool_error(j.error());
-  auto stopped = jobs_.kill(asker(c, id), **j, false);
+  auto stopped = jobs_.kill(who, **j, false);
   if (!stopped) return mcp::tool_error(stopped.error());
   if (!*stopped) return Later{};
   return mcp::kill_result(**stopped);
 }
 
-McpAdapter::Reply McpAdapter::handle(Conn&, const Json&, const ListParams& p) {
+McpAdapter::Reply McpAdapter::handle(const Asker&, const ListParams& p) {
   return mcp::list_result(jobs_.list(p.session_id));
 }
 
-McpAdapter::Reply McpAdapter::handle(Conn& c, const Json& id, const WaitForPortParams& p) {
+McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForPortParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
-  if (auto e = jobs_.wait_port(asker(c, id), **j, p.port, p.timeout_ms)) return mcp::tool_error(*e);
+  if (auto e = jobs_.wait_port(who, **j, p.port, p.timeout_ms)) return mcp::tool_error(*e);
   return Later{};
 }
 
@@ -151,7 +173,7 @@ void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
   else if (auto* port = std::get_if<ListeningPort>(&due)) result = mcp::port_result(*port);
   else if (auto* err = std::get_if<Error>(&due)) result = mcp::tool_error(*err);
   else result = mcp::run_result(run_summary(job));
-  conns_.send(w.conn, result_line(w.id, result));
+  conns_.send(w.conn, result_line(w.id, w.stateless ? mcp::complete(std::move(result)) : std::move(result)));
 }
 
 }  // namespace pmon::serve

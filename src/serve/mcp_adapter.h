@@ -25,23 +25,23 @@ class McpAdapter final : public FrontEnd {
   // message (notifications/message, level info, logger "pmon") its client
   // can act on without asking; a run still waiting says it in its answer.
   void job_ended(Job& job) override;
-  void created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) override;
+  void created(const Asker& a, const std::expected<Started, Error>& r) override;
 
  private:
   // A tool's result now, or later (a waiter answers it).
   struct Later {};
   using Reply = std::variant<Later, Json>;
 
-  Reply call(Conn& c, const Json& id, const mcp::ToolCall& call);
+  Reply call(const Asker& who, const mcp::ToolCall& call);
   // One handler a tool (the type of its arguments says which).
-  Reply handle(Conn& c, const Json& id, const mcp::RunArgs& a);
-  Reply handle(Conn& c, const Json& id, const CreateParams& p);
-  Reply handle(Conn& c, const Json& id, const OutputParams& p);
-  Reply handle(Conn& c, const Json& id, const WaitForExitParams& p);
-  Reply handle(Conn& c, const Json& id, const WriteParams& p);
-  Reply handle(Conn& c, const Json& id, const mcp::KillArgs& p);
-  Reply handle(Conn& c, const Json& id, const ListParams& p);
-  Reply handle(Conn& c, const Json& id, const WaitForPortParams& p);
+  Reply handle(const Asker& who, const mcp::RunArgs& a);
+  Reply handle(const Asker& who, const CreateParams& p);
+  Reply handle(const Asker& who, const OutputParams& p);
+  Reply handle(const Asker& who, const WaitForExitParams& p);
+  Reply handle(const Asker& who, const WriteParams& p);
+  Reply handle(const Asker& who, const mcp::KillArgs& p);
+  Reply handle(const Asker& who, const ListParams& p);
+  Reply handle(const Asker& who, const WaitForPortParams& p);
 
   // A run's answer: the newest of its output, and its end once over.
   mcp::RunSummary run_summary(Job& j);

@@ -48,7 +48,9 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const FindParams& p) {
   return Json{{"terminalId", (*j)->id}};
 }
 
-void Methods::created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) {
+void Methods::created(const Asker& a, const std::expected<Started, Error>& r) {
+  const uint64_t conn = a.conn;
+  const Json& id = a.id;
   if (id.is_discarded()) return;
   conns_.send(conn, r ? result_line(id, started_json(*r)) : error_line(id, rpc_error(r.error())));
 }

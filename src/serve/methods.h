@@ -21,7 +21,7 @@ class Methods final : public FrontEnd {
   void on_line(Conn& c, std::string_view line) override;
   void answer(const Waiter& w, Job& job, Due due) override;
   void job_ended(Job& job) override;
-  void created(uint64_t conn, const Json& id, const std::expected<Started, Error>& r) override;
+  void created(const Asker& a, const std::expected<Started, Error>& r) override;
 
  private:
   // What a handler answers: nothing yet (a waiter answers later), a
