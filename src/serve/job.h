@@ -32,12 +32,20 @@ namespace pmon::serve {
 // looks at, the tally of its requests waiting for their answer, and the
 // request's id, which an answer given later goes to (discarded: a
 // notification's, never answered).
+// MCP tasks: how an answer owed to a request is shaped. `create`: a tool
+// call asked for as a task (a started job, or a run gone on past its
+// background time, answered as the task it now is); `cancel`: tasks/cancel,
+// answered once the tree is verified gone; `result`: tasks/result, answered
+// with the tool's result once the job is over.
+enum class TaskReply : uint8_t { none, create, cancel, result };
+
 struct Asker {
   uint64_t conn = 0;
   int sock = -1;
   std::shared_ptr<RequestBudget::Tally> waiting;
   Json id;
   bool stateless = false;  // MCP: the request speaks the stateless revision
+  TaskReply task = TaskReply::none;
 };
 
 // A reply that is owed later (wait_for_exit, a kill or release that waits
@@ -58,6 +66,7 @@ struct Waiter {
   uint64_t timeout_ms = 0;        // Kind::port, for the error
   RequestBudget::Ticket ticket;   // its share of the budget, given back with it
   bool stateless = false;         // Asker::stateless
+  TaskReply task = TaskReply::none;
 };
 
 // How far a job's stream has been read, by the job and by its readers.
@@ -123,6 +132,8 @@ struct Job {
   Fd stop_ep;
   int64_t rescan_at = kForever;
   std::chrono::system_clock::time_point started;
+  std::chrono::system_clock::time_point ended;  // once done
+  bool task = false;  // MCP: answered as a task (tasks/list lists it)
   std::string ended_by;  // why pmon stopped it: "kill", "release", ...
   // Stop work waiting in the stop queue (serve/stops.h) for its turn: the
   // stop is to begin (why, and who asked), or its next step is due (its

@@ -286,6 +286,7 @@ Waiter JobTable::waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_
   w.conn = a.conn;
   w.id = a.id;
   w.stateless = a.stateless;
+  w.task = a.task;
   if (within_ms) w.deadline = ms_from_now(*within_ms);
   return w;
 }
@@ -381,6 +382,13 @@ std::vector<JobInfo> JobTable::list(const std::optional<std::string>& session) {
   // In the order they were created (ids are random).
   for (auto& [num, id] : job_keys_)
     if (Job* j = find(id); j && (!session || j->session == session)) out.push_back(j->info(answers_.port_tables()));
+  return out;
+}
+
+std::vector<Job*> JobTable::tasks_of(uint64_t conn) {
+  std::vector<Job*> out;
+  for (auto& [num, id] : job_keys_)
+    if (Job* j = find(id); j && j->task && j->creator == conn) out.push_back(j);
   return out;
 }
 
@@ -562,6 +570,7 @@ void JobTable::stop_owned(uint64_t num) {
 
 void JobTable::job_over(Job& j) {
   j.done = true;
+  j.ended = std::chrono::system_clock::now();
   // (Kept, unwatched: the report may still look at whether it ended.)
   if (j.tie.owner_pidfd) poller_.unwatch(j.tie.owner_pidfd.get());
   // Over on its own or stopped by a client: nothing for the call's pmon to

@@ -74,6 +74,8 @@ class JobTable : private StopHost {
   std::optional<Error> write(Job& j, const std::string& data, bool eof);
   std::optional<Error> resize(Job& j, PtySize size);
   std::vector<JobInfo> list(const std::optional<std::string>& session);
+  // The jobs a connection made that are MCP tasks, oldest first.
+  std::vector<Job*> tasks_of(uint64_t conn);
   // Its section-4 report, once over: dumped (kept), or as a value.
   std::expected<const std::string*, Error> report_text(Job& j);
   Json report(const Job& j) const;

@@ -7,6 +7,8 @@
 #endif
 
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <array>
 #include <limits>
 #include <map>
@@ -189,9 +191,13 @@ Revision revision_of(const Json& params) {
   if (v == kModernVersion) {
     r.modern = true;
     auto caps = meta->find(kMetaCapabilities);
-    if (caps == meta->end() || !caps->is_object())
+    if (caps == meta->end() || !caps->is_object()) {
       r.bad = RpcError{rpc::kInvalidParams,
                        std::string("invalid params: '_meta.") + kMetaCapabilities + "' must be an object"};
+      return r;
+    }
+    auto ext = caps->find("extensions");
+    r.tasks = ext != caps->end() && ext->is_object() && ext->contains(kTasksExtension);
     return r;
   }
   for (const char* legacy : kSupportedVersions)
@@ -204,7 +210,7 @@ Revision revision_of(const Json& params) {
 }
 
 Json complete(Json result) {
-  result["resultType"] = "complete";
+  if (!result.contains("resultType")) result["resultType"] = "complete";  // a task says "task"
   return result;
 }
 
@@ -235,7 +241,13 @@ constexpr const char* kInstructions =
 Json initialize_result(const Json& params) {
   Json requested = params.is_object() && params.contains("protocolVersion") ? params["protocolVersion"] : Json();
   return {{"protocolVersion", negotiate_version(requested)},
-          {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}}},
+          {"capabilities",
+           {{"tools", {{"listChanged", false}}},
+            {"logging", Json::object()},
+            {"tasks",
+             {{"list", Json::object()},
+              {"cancel", Json::object()},
+              {"requests", {{"tools", {{"call", Json::object()}}}}}}}}},
           {"serverInfo", server_info()},
           {"instructions", kInstructions}};
 }
@@ -246,7 +258,8 @@ Json discover_result() {
   // The tools never change while pmon runs; what this client's session
   // holds (its jobs) is not in it.
   return complete({{"supportedVersions", versions},
-                   {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                   {"capabilities",
+                    {{"tools", {{"listChanged", false}}}, {"extensions", {{kTasksExtension, Json::object()}}}}},
                    {"instructions", kInstructions},
                    {"ttlMs", kListTtlMs},
                    {"cacheScope", "private"},
@@ -254,20 +267,91 @@ Json discover_result() {
 }
 
 // Each tool's spec with its name, in the table's order.
+// Earlier revisions: run and start may be called as tasks (2026-07-28 has
+// no such field: the server decides, the extension's capability allows).
 Json tools_list(bool stateless) {
-  static const Json tools = std::apply(
-      [](const auto&... t) {
-        Json list = Json::array();
-        for (std::string_view name : {t.name...}) {
-          Json tool = tool_rows().at(name).spec;
-          tool["name"] = name;
-          list.push_back(std::move(tool));
-        }
-        return list;
-      },
-      kTools);
-  if (!stateless) return {{"tools", tools}};
-  return complete({{"tools", tools}, {"ttlMs", kListTtlMs}, {"cacheScope", "private"}});
+  static const auto list = [](bool task_support) {
+    return std::apply(
+        [&](const auto&... t) {
+          Json out = Json::array();
+          for (std::string_view name : {t.name...}) {
+            Json tool = tool_rows().at(name).spec;
+            tool["name"] = name;
+            if (task_support && (name == "run" || name == "start")) tool["execution"] = {{"taskSupport", "optional"}};
+            out.push_back(std::move(tool));
+          }
+          return out;
+        },
+        kTools);
+  };
+  static const Json legacy = list(true), modern = list(false);
+  if (!stateless) return {{"tools", legacy}};
+  return complete({{"tools", modern}, {"ttlMs", kListTtlMs}, {"cacheScope", "private"}});
+}
+
+bool wants_task(const Json& params, const Revision& rev) {
+  if (rev.modern) return rev.tasks;
+  auto task = params.find("task");
+  return task != params.end() && task->is_object();
+}
+
+std::expected<std::string, RpcError> task_id(const Json& params) {
+  auto id = params.find("taskId");
+  if (id == params.end() || !id->is_string() || id->get_ref<const std::string&>().empty())
+    return std::unexpected(RpcError{rpc::kInvalidParams, "invalid params: 'taskId' must be a task's id (a string)"});
+  return id->get<std::string>();
+}
+
+RpcError unknown_task(const std::string& id) {
+  return {rpc::kInvalidParams, "invalid params: no task '" + id + "' (its job may have been removed)"};
+}
+
+namespace {
+
+// ISO 8601 in UTC, to the millisecond.
+std::string iso8601(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm {};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  const size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
+  return buf;
+}
+
+const char* status_word(TaskStatus s) {
+  switch (s) {
+    case TaskStatus::working: return "working";
+    case TaskStatus::completed: return "completed";
+    case TaskStatus::cancelled: return "cancelled";
+  }
+  return "working";
+}
+
+}  // namespace
+
+Json task_fields(const TaskState& t, bool modern) {
+  Json task = {{"taskId", t.id},
+               {"status", status_word(t.status)},
+               {"createdAt", iso8601(t.created)},
+               {"lastUpdatedAt", iso8601(t.updated)},
+               {modern ? "ttlMs" : "ttl", nullptr},
+               {modern ? "pollIntervalMs" : "pollInterval", kTaskPollMs}};
+  if (!t.message.empty()) task["statusMessage"] = t.message;
+  return task;
+}
+
+Json create_task_result(const TaskState& t, bool modern) {
+  if (!modern) return {{"task", task_fields(t, false)}};
+  Json r = task_fields(t, true);
+  r["resultType"] = "task";
+  return r;
+}
+
+Json related_result(Json result, const std::string& task) {
+  result["_meta"][kRelatedTask] = {{"taskId", task}};
+  return result;
 }
 
 std::variant<ToolCall, CallError> parse_tool_call(const Json& params) {

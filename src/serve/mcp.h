@@ -7,6 +7,8 @@
 // structuredContent). serve/mcp_adapter.h answers the calls.
 #pragma once
 
+#include <chrono>
+#include <expected>
 #include <optional>
 #include <string>
 #include <variant>
@@ -35,6 +37,7 @@ inline constexpr const char* kMetaCapabilities = "io.modelcontextprotocol/client
 // What a request's params._meta says of its revision.
 struct Revision {
   bool modern = false;          // 2026-07-28: answered as that revision says
+  bool tasks = false;           // 2026-07-28: the request's capabilities name the tasks extension
   std::optional<RpcError> bad;  // an unknown revision ({requested, supported}), or a modern request without its capabilities
 };
 Revision revision_of(const Json& params);
@@ -55,8 +58,8 @@ Json initialize_result(const Json& params);
 // With `stateless`, as the 2026-07-28 revision has it (cache hints).
 Json tools_list(bool stateless = false);
 
-// A result as the revision wants it: resultType "complete" (a client of an
-// earlier revision reads past it), and for a list the cache hints.
+// A result as the revision wants it: resultType "complete" unless it has
+// one (a task's "task"; a client of an earlier revision reads past it).
 Json complete(Json result);
 
 struct ToolCall {
@@ -109,6 +112,41 @@ Json port_result(const ListeningPort& l);
 Json tool_error(const std::string& message);
 // A job's id is a "job" to the model.
 Json tool_error(const Error& e);
+
+// --- tasks: a started job, or a run gone on past its background time ---
+// The 2026-07-28 revision's tasks extension (tasks/get, tasks/update,
+// tasks/cancel; the task's result inline once it is complete), and the
+// 2025-11-25 revision's tasks (a tool call with params.task; tasks/get,
+// tasks/result, tasks/list, tasks/cancel). A task's id is its job's.
+inline constexpr const char* kTasksExtension = "io.modelcontextprotocol/tasks";
+inline constexpr const char* kRelatedTask = "io.modelcontextprotocol/related-task";
+inline constexpr int kMissingCapability = -32021;
+inline constexpr uint64_t kTaskPollMs = 1000;
+
+// Whether a tools/call wants its answer as a task where the tool can give
+// one: 2026-07-28, the extension in the request's capabilities; earlier,
+// a `task` object in its params.
+bool wants_task(const Json& params, const Revision& rev);
+// params.taskId of a tasks/* request, or the error to answer.
+std::expected<std::string, RpcError> task_id(const Json& params);
+
+enum class TaskStatus { working, completed, cancelled };
+struct TaskState {
+  std::string id;
+  TaskStatus status = TaskStatus::working;
+  std::string message;  // statusMessage
+  std::chrono::system_clock::time_point created, updated;
+};
+// The Task object as the revision spells it (ttlMs/pollIntervalMs, or
+// ttl/pollInterval); kept until its job is removed: no ttl.
+Json task_fields(const TaskState& t, bool modern);
+// A tool call's answer that is a task: 2026-07-28 the Task with resultType
+// "task"; earlier {task: Task}.
+Json create_task_result(const TaskState& t, bool modern);
+// The tool's result of a task, as tasks/result gives it (earlier revisions).
+Json related_result(Json result, const std::string& task);
+// An unknown task id: the caller's fault.
+RpcError unknown_task(const std::string& id);
 
 // Output longer than this is cut to its head and its tail.
 inline constexpr size_t kOutputLimit = 30000;

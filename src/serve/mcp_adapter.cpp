@@ -41,6 +41,7 @@ void McpAdapter::on_line(Conn& c, std::string_view line) {
     return reply(Json::object());
   }
   if (m.method == "tools/list") return reply(mcp::tools_list(rev.modern));
+  if (m.method.starts_with("tasks/")) return on_task(c, m, rev);
   if (m.method != "tools/call") return fail({rpc::kMethodNotFound, "unknown method '" + m.method + "'"});
   if (jobs_.shutting_down()) return reply(mcp::tool_error("pmon is stopping"));
   auto parsed_call = mcp::parse_tool_call(m.params);
@@ -57,6 +58,12 @@ void McpAdapter::on_line(Conn& c, std::string_view line) {
         tc.args);
   Asker who = asker(c, m.id);
   who.stateless = rev.modern;
+  // As a task: a start at once; a run once it goes on past its background
+  // time, which an earlier revision's client, asking for a task, wants now.
+  if (mcp::wants_task(m.params, rev)) {
+    who.task = TaskReply::create;
+    if (auto* run = std::get_if<mcp::RunArgs>(&tc.args); run && !rev.modern) run->background_after_ms = 0;
+  }
   Reply r = call(who, tc);
   if (auto* res = std::get_if<Json>(&r)) reply(*res);
 }
@@ -88,11 +95,15 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const CreateParams& p) {
   auto s = jobs_.start(who, p);
   if (!s) return mcp::tool_error(s.error());
   if (!*s) return Later{};  // once the job of its name is gone (created)
+  if (who.task == TaskReply::create)
+    if (auto j = jobs_.get((*s)->id)) return as_task(**j, who.stateless);
   return mcp::start_result(**s);
 }
 
 void McpAdapter::created(const Asker& a, const std::expected<Started, Error>& r) {
   Json result = r ? mcp::start_result(*r) : mcp::tool_error(r.error());
+  if (r && a.task == TaskReply::create)
+    if (auto j = jobs_.get(r->id)) result = as_task(**j, a.stateless);
   conns_.send(a.conn, result_line(a.id, a.stateless ? mcp::complete(std::move(result)) : std::move(result)));
 }
 
@@ -163,7 +174,12 @@ mcp::RunSummary McpAdapter::run_summary(Job& j) {
 
 void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
   Json result;
-  if (auto* status = std::get_if<ExitStatus>(&due)) result = mcp::wait_result(*status);
+  if (w.task == TaskReply::cancel && !std::holds_alternative<Error>(due)) result = cancelled(job, w.stateless);
+  else if (w.task == TaskReply::result && !std::holds_alternative<Error>(due))
+    result = mcp::related_result(mcp::run_result(run_summary(job)), job.id);
+  else if (w.task == TaskReply::create && w.kind == Waiter::Kind::run && (!job.done || !w.stateless))
+    result = as_task(job, w.stateless);
+  else if (auto* status = std::get_if<ExitStatus>(&due)) result = mcp::wait_result(*status);
   else if (std::holds_alternative<StillRunning>(due)) result = mcp::wait_result(std::nullopt, job.waiting_for_input());
   else if (auto* stopped = std::get_if<Stopped>(&due)) result = mcp::kill_result(*stopped);
   else if (auto* read = std::get_if<OutputRead>(&due)) {
@@ -174,6 +190,88 @@ void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
   else if (auto* err = std::get_if<Error>(&due)) result = mcp::tool_error(*err);
   else result = mcp::run_result(run_summary(job));
   conns_.send(w.conn, result_line(w.id, w.stateless ? mcp::complete(std::move(result)) : std::move(result)));
+}
+
+mcp::TaskState McpAdapter::task_state(Job& j) {
+  mcp::TaskState t;
+  t.id = j.id;
+  t.created = j.started;
+  t.updated = j.done ? j.ended : j.started;
+  if (!j.done) {
+    t.message = "job " + j.id + (j.stopping()            ? " is stopping"
+                                 : j.waiting_for_input() ? " is running, " + std::string(mcp::kWaitingWords)
+                                                         : " is running");
+    return t;
+  }
+  const RunResult& r = j.call->result();
+  t.status = j.ended_by == "kill" || j.ended_by == "release" || j.ended_by == "replaced" || j.ended_by == "cancel"
+                 ? mcp::TaskStatus::cancelled
+                 : mcp::TaskStatus::completed;
+  t.message = mcp::job_ended_message(j.id, j.name, {r.exit_code, r.signal}, r.timed_out, j.ended_by,
+                                     r.cleanup_verified)["data"]["text"];
+  return t;
+}
+
+Json McpAdapter::as_task(Job& j, bool modern) {
+  j.task = true;
+  return mcp::create_task_result(task_state(j), modern);
+}
+
+Json McpAdapter::cancelled(Job& j, bool modern) {
+  return modern ? Json::object() : mcp::task_fields(task_state(j), false);
+}
+
+void McpAdapter::on_task(Conn& c, const mcp::Message& m, const mcp::Revision& rev) {
+  const uint64_t cid = c.id;
+  auto reply = [&](Json result) {
+    conns_.send(cid, result_line(m.id, rev.modern ? mcp::complete(std::move(result)) : std::move(result)));
+  };
+  auto fail = [&](const RpcError& e) { conns_.send(cid, error_line(m.id, e)); };
+  const bool modern_method = m.method == "tasks/update";
+  const bool legacy_method = m.method == "tasks/result" || m.method == "tasks/list";
+  if (!(m.method == "tasks/get" || m.method == "tasks/cancel" || modern_method || legacy_method) ||
+      (rev.modern && legacy_method) || (!rev.modern && modern_method))
+    return fail({rpc::kMethodNotFound, "unknown method '" + m.method + "'"});
+  if (rev.modern && !rev.tasks)
+    return fail({mcp::kMissingCapability, "Missing required client capability",
+                 {{"requiredCapabilities", {{"extensions", {{mcp::kTasksExtension, Json::object()}}}}}}});
+  if (m.method == "tasks/list") {
+    Json tasks = Json::array();
+    for (Job* j : jobs_.tasks_of(cid)) tasks.push_back(mcp::task_fields(task_state(*j), false));
+    return reply({{"tasks", tasks}});
+  }
+  auto id = mcp::task_id(m.params);
+  if (!id) return fail(id.error());
+  auto found = jobs_.get(*id);
+  if (!found) return fail(mcp::unknown_task(*id));
+  Job& j = **found;
+  jobs_.catch_up(j);
+  Asker who = asker(c, m.id);
+  who.stateless = rev.modern;
+  if (m.method == "tasks/get") {
+    Json t = mcp::task_fields(task_state(j), rev.modern);
+    // 2026-07-28: a complete task carries its result.
+    if (rev.modern && j.done) t["result"] = mcp::complete(mcp::run_result(run_summary(j)));
+    return reply(std::move(t));
+  }
+  if (m.method == "tasks/update") return reply(Json::object());  // a job never asks for input this way
+  if (m.method == "tasks/result") {
+    if (j.done) return reply(mcp::related_result(mcp::run_result(run_summary(j)), j.id));
+    who.task = TaskReply::result;
+    auto status = jobs_.wait_exit(who, j, std::nullopt);
+    if (!status) return reply(mcp::tool_error(status.error()));
+    if (*status) return reply(mcp::related_result(mcp::run_result(run_summary(j)), j.id));
+    return;  // answered once it is over
+  }
+  // tasks/cancel: the whole tree stopped and verified gone, then answered.
+  if (j.done) {
+    if (rev.modern) return reply(Json::object());
+    return fail({rpc::kInvalidParams, "invalid params: task '" + j.id + "' is already over; there is nothing to cancel"});
+  }
+  who.task = TaskReply::cancel;
+  auto stopped = jobs_.kill(who, j, false);
+  if (!stopped) return fail({rpc::kServerError, words(stopped.error(), "task")});
+  if (*stopped) return reply(cancelled(j, rev.modern));
 }
 
 }  // namespace pmon::serve

@@ -45,6 +45,18 @@ class McpAdapter final : public FrontEnd {
 
   // A run's answer: the newest of its output, and its end once over.
   mcp::RunSummary run_summary(Job& j);
+
+  // tasks/get, tasks/update, tasks/cancel (and earlier revisions'
+  // tasks/result, tasks/list): the job of the task's id.
+  void on_task(Conn& c, const mcp::Message& m, const mcp::Revision& rev);
+  // A job as a task: working while it runs; once over, completed, or
+  // cancelled when a client stopped it; its message says which.
+  mcp::TaskState task_state(Job& j);
+  // The answer to a tool call asked for as a task: the job is a task now.
+  Json as_task(Job& j, bool modern);
+  // tasks/cancel's answer once the job is over: an acknowledgement
+  // (2026-07-28), or the task (earlier).
+  Json cancelled(Job& j, bool modern);
 };
 
 }  // namespace pmon::serve
