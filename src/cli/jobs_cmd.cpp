@@ -364,6 +364,7 @@ int start_main(const std::vector<std::string>& args) {
     p["idleTimeoutMs"] = ms;
   }
   if (pty) p["pty"] = {{"rows", 24}, {"cols", 80}};
+  else p["stdin"] = "null";  // nothing here writes to it: a read gets end of file, never waits
   char cwd[4096];
   if (::getcwd(cwd, sizeof cwd)) {
     if (!is_text(cwd))

@@ -76,8 +76,14 @@ HookRewrite hook_rewrite(std::string_view input, const HookRewriteOptions& opts)
   if (cmd->is_string()) {
     const std::string line = cmd->get<std::string>();
     if (line.find_first_not_of(" \t\n") == std::string::npos) return r;
-    if (runs_under(first_word(line), opts.shell)) return r;
-    updated["command"] = shell_quote(opts.shell) + " " + shell_quote(line);
+    std::string_view first = first_word(line);
+    if (first == "exec") first = first_word(std::string_view(line).substr(line.find("exec") + 4));
+    if (runs_under(first, opts.shell)) return r;
+    // exec: the shell a harness wraps each command in (Claude Code's bash
+    // -c with its own setup around the line) becomes pmon-shell, so the
+    // harness itself is pmon-shell's parent, whose death it watches; a shell
+    // left in between would outlive the harness and hide its death.
+    updated["command"] = "exec " + shell_quote(opts.shell) + " " + shell_quote(line);
   } else if (cmd->is_array() && !cmd->empty()) {
     std::vector<std::string> argv;
     for (const json& a : *cmd) {

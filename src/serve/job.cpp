@@ -96,9 +96,14 @@ std::expected<JobStdio, Error> open_stdio(const CreateParams& p) {
     if (::pipe2(out_pipe, O_CLOEXEC) != 0) return std::unexpected(fd_error("cannot make a pipe", errno));
     io.out_r = Fd(out_pipe[0]);
     io.out_w = Fd(out_pipe[1]);
-    if (::pipe2(in_pipe, O_CLOEXEC) != 0) return std::unexpected(fd_error("cannot make a pipe", errno));
-    io.in_r = Fd(in_pipe[0]);
-    io.in_w = Fd(in_pipe[1]);
+    if (p.stdin_null) {
+      io.in_r = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (!io.in_r) return std::unexpected(fd_error("cannot open /dev/null", errno));
+    } else {
+      if (::pipe2(in_pipe, O_CLOEXEC) != 0) return std::unexpected(fd_error("cannot make a pipe", errno));
+      io.in_r = Fd(in_pipe[0]);
+      io.in_w = Fd(in_pipe[1]);
+    }
   }
   if (p.separate_stderr && !p.pty) {
     int err_pipe[2];

@@ -111,6 +111,7 @@ struct Job {
   std::optional<std::string> session;
   bool keep = false;
   bool pty = false;  // out and in are the pty's master (two fds of it)
+  const char* stdin_kind = "pipe";  // "pipe", "null" (/dev/null) or "pty", for the report
   std::unique_ptr<Call> call;
   Fd out;  // stdout and stderr of the job, one pipe (stdout alone with separateStderr)
   Fd in;   // its stdin

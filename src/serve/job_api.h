@@ -58,6 +58,7 @@ struct CreateParams {
   // its own (terminal/output then returns it apart), the environment given
   // whole instead of laid over the service's, the first signal of a stop.
   bool separate_stderr = false;
+  bool stdin_null = false;  // its stdin is /dev/null (no pipe to write to); not with a pty
   bool clear_env = false;
   std::optional<int> kill_signal;
   // memoryMax (bytes, or "512M"), pidsMax, cpuMax (cores): the job's limits.

@@ -200,6 +200,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   j.owner = p.keep ? 0 : a.conn;
   j.keep = p.keep;
   j.pty = p.pty.has_value();
+  j.stdin_kind = j.pty ? "pty" : p.stdin_null ? "null" : "pipe";
   j.session = p.session_id;
   j.started = std::chrono::system_clock::now();
   j.call = std::make_unique<Call>(backend_, std::move(ro));
@@ -400,7 +401,7 @@ Json JobTable::report(const Job& j) const {
   ctx.weak = backend_.kind() == ConfineKind::pgroup;
   Json rep = report_object<Json>(j.call->result(), ctx);
   rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
-                {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}};
+                {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}, {"stdin", j.stdin_kind}};
   return rep;
 }
 

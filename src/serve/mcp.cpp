@@ -68,6 +68,14 @@ void read_args(Args& a, RunArgs& r) {
 void read_args(Args& a, CreateParams& c) {
   c = shell_job(a);
   if (a.flag("pty")) c.pty = PtySize{};
+  // A model cannot type into a job it did not ask a pipe for: a read gets
+  // end of file instead of waiting for ever.
+  c.stdin_null = true;
+  if (auto in = a.text("stdin"); in && !a.error()) {
+    if (*in == "pipe") c.stdin_null = false;
+    else if (*in != "null")
+      a.bad("stdin", "must be \"null\" (the default: a read gets end of file) or \"pipe\" (write sends it input)");
+  }
   c.name = a.text("name");
   c.replace = a.flag("replace");
   if (!a.error() && c.replace && !c.name) a.bad("replace", "needs a name (the job it replaces is the one of that name)");

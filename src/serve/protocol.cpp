@@ -36,6 +36,12 @@ void read_params(FieldReader& f, CreateParams& c) {
   c.replace = f.flag("replace");
   if (!f.error() && c.replace && !c.name) return f.bad("replace", "needs a name (the job it replaces is the one of that name)");
   c.separate_stderr = f.flag("separateStderr");
+  if (auto in = f.str("stdin", false); in && !f.error()) {
+    if (*in == "null") c.stdin_null = true;
+    else if (*in != "pipe")
+      return f.bad("stdin", "must be \"pipe\" (the default: terminal/write writes to it) or \"null\" (/dev/null: a "
+                            "read gets end of file at once)");
+  }
   c.clear_env = f.flag("clearEnv");
   c.kill_signal = f.signal("killSignal");
   c.limits = f.limits("memoryMax", "memoryHigh", "pidsMax", "cpuMax");

@@ -138,7 +138,8 @@ assert h["permissionDecision"] == "ask", h
 assert h["updatedInput"]["timeout"] == 60000, h
 cmd = h["updatedInput"]["command"]
 # The rewritten line, run by a shell, hands pmon-shell the original line as one argument.
-words = subprocess.run(["bash", "-c", 'printf "%s\\0" ' + cmd], capture_output=True, text=True).stdout.split("\0")[:-1]
+assert cmd.startswith("exec "), cmd
+words = subprocess.run(["bash", "-c", 'printf "%s\\0" ' + cmd[len("exec "):]], capture_output=True, text=True).stdout.split("\0")[:-1]
 assert words == ["pmon-shell", "npm test; echo 'ok'"], words
 PY
 # Codex's shape, an argv array; a command under pmon-shell already is left alone.

@@ -50,8 +50,26 @@ r=$(call c terminal/output '{"terminalId":"'"$reader"'"}')
 [ "$(jf "$r" 'm["result"]["output"]')" = "got hi" ] || fail "the reader's output: $r"
 [ "$(waiting "$reader")" = false ] || fail "an ended job is said to wait for input"
 for id in "$tty" "$child" "$sleeper"; do call c terminal/kill '{"terminalId":"'"$id"'"}' > /dev/null; done
-client_close c
 echo "ok: written to, it ends"
+
+# stdin "null": /dev/null, a read gets end of file at once; the report says
+# which stdin each job had; pmon start gives /dev/null; a bad value names it.
+null=$(create '{"command":"sh","args":["-c","read -r x; echo eof $?"],"stdin":"null"}')
+r=$(call c terminal/wait_for_exit '{"terminalId":"'"$null"'","timeoutMs":10000}')
+[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "a job with stdin null did not end: $r"
+[ "$(jf "$(call c terminal/output '{"terminalId":"'"$null"'"}')" 'm["result"]["output"]')" = "eof 1" ] ||
+  fail "a job with stdin null did not read end of file"
+for pair in "$null:null" "$reader:pipe" "$tty:pty"; do
+  r=$(call c terminal/report '{"terminalId":"'"${pair%%:*}"'"}')
+  [ "$(jf "$r" 'm["result"]["job"]["stdin"]')" = "${pair#*:}" ] || fail "the report's job.stdin is not ${pair#*:}: $r"
+done
+r=$(call c terminal/create '{"command":"true","stdin":"tty"}')
+case $r in *'"code":-32602'*stdin*) ;; *) fail "a bad stdin is not an invalid-params error naming it: $r" ;; esac
+cli=$("$PMON" start -- sh -c 'read -r x; echo cli $?') || fail "pmon start failed"
+[ "$("$PMON" wait "$cli"; echo $?)" = 0 ] || fail "pmon start's job did not end on its own"
+[ "$("$PMON" logs "$cli")" = "cli 1" ] || fail "pmon start's job did not read end of file: $("$PMON" logs "$cli")"
+client_close c
+echo "ok: stdin null reads end of file; the report says which stdin"
 
 # pmon mcp: list, output and wait say it of a started job that reads.
 python3 - "$PMON" > "$t/mcp.out" 2>&1 <<'PY' || fail "pmon mcp: $(cat "$t/mcp.out")"
@@ -74,8 +92,16 @@ def tool(name, args):
 req("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
 p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
 p.stdin.flush()
-jid = tool("start", {"command": "read -r x; echo got $x"})["structuredContent"]["id"]
-sid = tool("start", {"command": "sleep 1000"})["structuredContent"]["id"]
+# By default a started job's stdin is /dev/null: its read gets end of file
+# at once, and the report says so.
+nid = tool("start", {"command": "read -r x; echo got $?"})["structuredContent"]["id"]
+w = tool("wait", {"id": nid, "timeout_s": 10})
+assert w["structuredContent"]["exit_code"] == 0, w
+o = tool("output", {"id": nid})
+assert o["structuredContent"]["output"] == "got 1\n", o
+# Asked for, a pipe: the read waits, and is told apart from a slow command.
+jid = tool("start", {"command": "read -r x; echo got $x", "stdin": "pipe"})["structuredContent"]["id"]
+sid = tool("start", {"command": "sleep 1000", "stdin": "pipe"})["structuredContent"]["id"]
 for _ in range(200):
     o = tool("output", {"id": jid})
     if o["structuredContent"].get("waiting_for_input"):

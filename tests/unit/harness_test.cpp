@@ -55,7 +55,7 @@ TEST(HookRewrite, ClaudeCodeBashCommand) {
   const json& h = out.at("hookSpecificOutput");
   EXPECT_EQ(h.at("hookEventName"), "PreToolUse");
   EXPECT_FALSE(h.contains("permissionDecision"));
-  EXPECT_EQ(h.at("updatedInput").at("command"), "'pmon-shell' 'npm test && echo '\\''done'\\'''");
+  EXPECT_EQ(h.at("updatedInput").at("command"), "exec 'pmon-shell' 'npm test && echo '\\''done'\\'''");
   // The rest of the tool's input is kept.
   EXPECT_EQ(h.at("updatedInput").at("timeout"), 120000);
   EXPECT_EQ(h.at("updatedInput").at("description"), "tests");
@@ -65,7 +65,7 @@ TEST(HookRewrite, DecisionAndShellPath) {
   json in = {{"hook_event_name", "PreToolUse"}, {"tool_input", {{"command", "ls"}}}};
   json out = rewrite(in, {.shell = "/opt/pmon/bin/pmon-shell", .decision = "allow"});
   EXPECT_EQ(out["hookSpecificOutput"]["permissionDecision"], "allow");
-  EXPECT_EQ(out["hookSpecificOutput"]["updatedInput"]["command"], "'/opt/pmon/bin/pmon-shell' 'ls'");
+  EXPECT_EQ(out["hookSpecificOutput"]["updatedInput"]["command"], "exec '/opt/pmon/bin/pmon-shell' 'ls'");
 }
 
 TEST(HookRewrite, ArgvCommandGetsPmonShellInFront) {
@@ -76,6 +76,7 @@ TEST(HookRewrite, ArgvCommandGetsPmonShellInFront) {
 TEST(HookRewrite, LeftAsItIs) {
   for (const json& in : {json{{"tool_input", {{"command", "pmon-shell 'ls'"}}}},
                          json{{"tool_input", {{"command", "  '/usr/bin/pmon-shell' ls"}}}},
+                         json{{"tool_input", {{"command", "exec 'pmon-shell' 'ls'"}}}},
                          json{{"tool_input", {{"command", {"pmon-shell", "--", "ls"}}}}},
                          json{{"tool_input", {{"command", "   "}}}},
                          json{{"tool_input", {{"file_path", "/tmp/x"}}}},
