@@ -59,7 +59,8 @@ function descendants(pid) {
 }
 
 // One Claude Code session in print mode. via: 'none' (its Bash tool as it
-// is), 'prefix' (CLAUDE_CODE_SHELL_PREFIX=pmon-shell), 'hook' (the
+// is), 'prefix' (CLAUDE_CODE_SHELL_PREFIX=pmon-shell in its environment),
+// 'settings' (the same in the project's .claude/settings.json), 'hook' (the
 // PreToolUse hook pmon hook-rewrite in the project's .claude/settings.json)
 // or 'mcp' (pmon mcp as an MCP server; the model calls its start tool).
 // hold: the workload line runs until its server ends. background: the Bash
@@ -95,6 +96,11 @@ async function session(t, { via = 'none', hold = false, background = false, kill
     CLAUDE_CONFIG_DIR: undefined,
   };
   if (via === 'prefix') env.CLAUDE_CODE_SHELL_PREFIX = PMON_SHELL;
+  if (via === 'settings') {
+    mkdirSync(join(work, '.claude'));
+    writeFileSync(join(work, '.claude', 'settings.json'),
+      JSON.stringify({ env: { CLAUDE_CODE_SHELL_PREFIX: PMON_SHELL } }));
+  }
   if (via === 'hook') {
     mkdirSync(join(work, '.claude'));
     const hook = `'${PMON}' hook-rewrite --decision allow --shell '${PMON_SHELL}'`;
@@ -222,6 +228,10 @@ for (const via of ['prefix', 'hook']) {
     clean(await session(t, { via, hold: true, background: true, kill: true }));
   });
 }
+
+test('settings: the shell prefix set in settings.json, nothing left when Claude Code is killed', async (t) => {
+  clean(await session(t, { via: 'settings', hold: true, kill: true }));
+});
 
 test('mcp: nothing left of a started job after a normal end', async (t) => {
   clean(await session(t, { via: 'mcp', hold: true }));
