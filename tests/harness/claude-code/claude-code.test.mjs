@@ -161,10 +161,11 @@ async function session(t, { via = 'none', hold = false, background = false, kill
     leaked.push(...list);
     assert.ok(list.some((p) => p.name === 'daemon') && list.some((p) => p.name === 'server'),
       `nothing was recorded: ${run.out()}`);
-    const left = await leftover(rec, port, via === 'none' ? 1000 : 8000);
-    // What else ran under Claude Code (its shell, pmon) is given the same time.
+    // What else ran under Claude Code (its shell, pmon) gets the same time.
     const others = tree.filter((p) => !list.some((q) => q.pid === p.pid));
-    await waitFor(() => running(others).length === 0, via === 'none' ? 1000 : 8000);
+    const until = Date.now() + (via === 'none' ? 1000 : 8000);
+    const left = await leftover(rec, port, until - Date.now());
+    await waitFor(() => running(others).length === 0, Math.max(0, until - Date.now()));
     const extra = running(others);
     t.diagnostic(`alive ${left.alive.map((p) => p.name).join(',') || '-'}; port bound ${left.bound}; ` +
       `other processes under Claude Code left ${extra.length}`);
