@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+// Claude Code (the npm package pinned in package-lock.json) against a
+// scripted model on 127.0.0.1: the model asks Claude Code's own Bash tool to
+// run the workload (a setsid daemon and a dev server), then answers and ends.
+// Without pmon the workload outlives the session, whether it ends normally or
+// Claude Code is killed; through each pmon integration nothing is left
+// (except through the hook when Claude Code is killed: those tests are
+// marked todo until pmon covers that case, see hookKillTodo).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, mkdirSync, writeFileSync, openSync, readSync, closeSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { arch } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import {
+  PMON, PMON_SHELL, workloadLine, freePort, portBound, waitFor, startHarness,
+  leftover, records, running, cleanup, scratch,
+} from '../lib.mjs';
+import { startModel } from './model.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+// The npm package's bin, bin/claude.exe, is the native program itself once
+// the package's install script has copied it there (no Node.js wrapper stays
+// between the user and Claude Code); if the script did not run it is a
+// placeholder, and the platform package holds the same program.
+function claudeBinary() {
+  const bin = join(here, 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
+  const head = Buffer.alloc(4);
+  try {
+    const fd = openSync(bin, 'r');
+    readSync(fd, head, 0, 4, 0);
+    closeSync(fd);
+  } catch {}
+  if (head.toString('latin1') === '\x7fELF') return bin;
+  return join(here, 'node_modules', '@anthropic-ai', `claude-code-linux-${arch()}`, 'claude');
+}
+const CLAUDE = claudeBinary();
+
+// Whatever a test recorded, killed (pid and start time) after the file even
+// when an assertion failed first.
+const leaked = [];
+after(() => cleanup(leaked));
+
+// The processes under PID now, each { pid, start, ppid, args }, from /proc.
+function descendants(pid) {
+  const all = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const s = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      all.push({ pid: Number(d), ppid: Number(f[1]), pgid: Number(f[2]), sid: Number(f[3]), start: f[19], args });
+    } catch {}
+  }
+  const out = [];
+  const walk = (p) => all.filter((x) => x.ppid === p).forEach((x) => { out.push(x); walk(x.pid); });
+  walk(pid);
+  return out;
+}
+
+// One Claude Code session in print mode. via: 'none' (its Bash tool as it
+// is), 'prefix' (CLAUDE_CODE_SHELL_PREFIX=pmon-shell in its environment),
+// 'settings' (the same in the project's .claude/settings.json), 'hook' (the
+// PreToolUse hook pmon hook-rewrite in the project's .claude/settings.json)
+// or 'mcp' (pmon mcp as an MCP server; the model calls its start tool).
+// hold: the workload line runs until its server ends. background: the Bash
+// call asks for run_in_background. kill: once the server listens, Claude
+// Code is killed with SIGKILL instead of ending its session.
+async function session(t, { via = 'none', hold = false, background = false, kill = false }) {
+  const tmp = scratch();
+  const home = tmp.path('home');
+  const work = tmp.path('project');
+  mkdirSync(home);
+  mkdirSync(work);
+  const rec = tmp.path('records');
+  const port = await freePort();
+  const line = workloadLine(rec, port, hold);
+
+  let tool = 'Bash';
+  let input = { command: line, description: 'Start the dev server' };
+  if (background) input.run_in_background = true;
+  const args = ['-p', 'Start the dev server.', '--output-format', 'json', '--no-session-persistence'];
+  const env = {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    XDG_STATE_HOME: join(home, '.local', 'state'),
+    TMPDIR: tmp.dir,
+    ANTHROPIC_API_KEY: 'sk-ant-scripted-not-a-key',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    CLAUDE_CODE_SHELL_PREFIX: undefined,
+    CLAUDE_CONFIG_DIR: undefined,
+  };
+  if (via === 'prefix') env.CLAUDE_CODE_SHELL_PREFIX = PMON_SHELL;
+  if (via === 'settings') {
+    mkdirSync(join(work, '.claude'));
+    writeFileSync(join(work, '.claude', 'settings.json'),
+      JSON.stringify({ env: { CLAUDE_CODE_SHELL_PREFIX: PMON_SHELL } }));
+  }
+  if (via === 'hook') {
+    mkdirSync(join(work, '.claude'));
+    const hook = `'${PMON}' hook-rewrite --decision allow --shell '${PMON_SHELL}'`;
+    writeFileSync(join(work, '.claude', 'settings.json'), JSON.stringify({
+      hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: hook }] }] },
+    }));
+  }
+  if (via === 'mcp') {
+    tool = 'mcp__pmon__start';
+    input = { command: line };
+    // MCP tools are offered at once, not behind Claude Code's tool search.
+    env.ENABLE_TOOL_SEARCH = 'false';
+    args.push('--strict-mcp-config', '--mcp-config',
+      JSON.stringify({ mcpServers: { pmon: { type: 'stdio', command: PMON, args: ['mcp'] } } }));
+  } else {
+    args.push('--strict-mcp-config');
+  }
+  // Claude Code refuses --dangerously-skip-permissions as root; allowing the
+  // one tool the model calls is what a user would do.
+  args.push('--allowedTools', tool);
+
+  // A SIGKILL must find the tool call still running: the model holds its
+  // answer for a background call, which returns at once. pmon's start tool
+  // returns at once too: the session ends only once the server listens.
+  const model = await startModel({ tool, input, holdAnswer: kill || via === 'mcp' });
+  env.ANTHROPIC_BASE_URL = model.url;
+  const run = startHarness(CLAUDE, args, { env, cwd: work, timeoutMs: 30000 });
+  let tree = [];
+  try {
+    const ready = () => records(rec).some((p) => p.name === 'server') && portBound(port);
+    if (kill) {
+      assert.ok(await waitFor(ready, 20000), `the workload did not start:\n${run.out()}`);
+      if (background) {
+        // Claude Code really put the call in the background (it answered).
+        assert.ok(await waitFor(() => model.results.length > 0, 10000), JSON.stringify(model.log));
+        assert.match(model.results[0], /background/i);
+      }
+      tree = descendants(run.child.pid);
+      leaked.push(...tree);
+      // child.pid is Claude Code itself (the native program, see claudeBinary).
+      run.child.kill('SIGKILL');
+    } else if (via === 'mcp') {
+      assert.ok(await waitFor(ready, 20000), `the workload did not start:\n${run.out()}`);
+      model.release();
+    }
+    const end = await run.ended;
+    assert.ok(!end.timedOut, `Claude Code did not end:\n${run.out()}`);
+    if (kill) {
+      assert.equal(end.signal, 'SIGKILL');
+    } else {
+      assert.equal(end.code, 0, run.out());
+      assert.equal(JSON.parse(run.out()).result, 'Done.', run.out());
+      // The tool really ran, and its result came back to the model.
+      assert.equal(model.results.length, 1, JSON.stringify(model.log));
+      assert.match(model.results[0], via === 'mcp' ? /"id"/ : /workload ready/);
+    }
+    const list = records(rec);
+    leaked.push(...list);
+    assert.ok(list.some((p) => p.name === 'daemon') && list.some((p) => p.name === 'server'),
+      `nothing was recorded: ${run.out()}`);
+    // What else ran under Claude Code (its shell, pmon) gets the same time.
+    const others = tree.filter((p) => !list.some((q) => q.pid === p.pid));
+    const until = Date.now() + (via === 'none' ? 1000 : 8000);
+    const left = await leftover(rec, port, until - Date.now());
+    await waitFor(() => running(others).length === 0, Math.max(0, until - Date.now()));
+    const extra = running(others);
+    t.diagnostic(`alive ${left.alive.map((p) => p.name).join(',') || '-'}; port bound ${left.bound}; ` +
+      `other processes under Claude Code left ${extra.length}`);
+    if (tree.length && (left.alive.length || extra.length)) {
+      t.diagnostic('under Claude Code at the kill: ' + tree.map((p) =>
+        `${p.pid} ppid ${p.ppid} pgid ${p.pgid} sid ${p.sid} ${p.args.slice(0, 100)}`).join(' | '));
+    }
+    return { ...left, extra };
+  } finally {
+    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+    await run.ended;
+    cleanup(records(rec));
+    cleanup(tree);
+    await model.close();
+    tmp.remove();
+  }
+}
+
+// The leak a control must see: the setsid daemon is still running.
+function leaks(left) {
+  assert.ok(left.alive.some((p) => p.name === 'daemon'),
+    `the control leaked nothing: alive ${JSON.stringify(left.alive)}, port bound ${left.bound}`);
+}
+function clean(left) {
+  assert.deepEqual(left.alive, [], `left running: ${JSON.stringify(left.alive)}`);
+  assert.equal(left.bound, false, 'the port is still bound');
+  assert.deepEqual(left.extra, [], `left under Claude Code: ${JSON.stringify(left.extra)}`);
+}
+
+test('control: its Bash tool leaves the workload running after a normal end', async (t) => {
+  leaks(await session(t, {}));
+});
+test('control: its Bash tool leaves the workload running when Claude Code is killed', async (t) => {
+  const left = await session(t, { hold: true, kill: true });
+  leaks(left);
+  assert.ok(left.bound, 'the control server is gone');
+});
+test('control: a background Bash call leaves the workload running when Claude Code is killed', async (t) => {
+  leaks(await session(t, { hold: true, background: true, kill: true }));
+});
+
+// A background Bash call (run_in_background) gets no normal-end test: in
+// print mode Claude Code waits for its background commands to end before it
+// exits, and the held dev server never does. It is killed instead.
+
+// Through the hook, Claude Code runs the rewritten command inside its own
+// bash -c wrapper (in a session of its own): that bash, not Claude Code, is
+// pmon-shell's parent, and it outlives a SIGKILL of Claude Code, so pmon
+// does not see the harness die.
+const hookKillTodo = 'pmon-shell started through the hook is the child of Claude Code\'s bash wrapper, which survives the kill';
+
+for (const via of ['prefix', 'hook']) {
+  const todo = via === 'hook' ? hookKillTodo : undefined;
+  test(`${via}: nothing left after a normal end`, async (t) => {
+    clean(await session(t, { via }));
+  });
+  test(`${via}: nothing left when Claude Code is killed`, { todo }, async (t) => {
+    clean(await session(t, { via, hold: true, kill: true }));
+  });
+  test(`${via}: nothing left of a background call when Claude Code is killed`, { todo }, async (t) => {
+    clean(await session(t, { via, hold: true, background: true, kill: true }));
+  });
+}
+
+test('settings: the shell prefix set in settings.json, nothing left when Claude Code is killed', async (t) => {
+  clean(await session(t, { via: 'settings', hold: true, kill: true }));
+});
+
+test('mcp: nothing left of a started job after a normal end', async (t) => {
+  clean(await session(t, { via: 'mcp', hold: true }));
+});
+test('mcp: nothing left of a started job when Claude Code is killed', async (t) => {
+  clean(await session(t, { via: 'mcp', hold: true, kill: true }));
+});
