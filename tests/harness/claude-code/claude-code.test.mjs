@@ -3,9 +3,7 @@
 // scripted model on 127.0.0.1: the model asks Claude Code's own Bash tool to
 // run the workload (a setsid daemon and a dev server), then answers and ends.
 // Without pmon the workload outlives the session, whether it ends normally or
-// Claude Code is killed; through each pmon integration nothing is left
-// (except through the hook when Claude Code is killed: those tests are
-// marked todo until pmon covers that case, see hookKillTodo).
+// Claude Code is killed; through each pmon integration nothing is left.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, mkdirSync, writeFileSync, openSync, readSync, closeSync } from 'node:fs';
@@ -217,17 +215,14 @@ test('control: a background Bash call leaves the workload running when Claude Co
 // bash -c wrapper (in a session of its own): that bash, not Claude Code, is
 // pmon-shell's parent, and it outlives a SIGKILL of Claude Code, so pmon
 // does not see the harness die.
-const hookKillTodo = 'pmon-shell started through the hook is the child of Claude Code\'s bash wrapper, which survives the kill';
-
 for (const via of ['prefix', 'hook']) {
-  const todo = via === 'hook' ? hookKillTodo : undefined;
   test(`${via}: nothing left after a normal end`, async (t) => {
     clean(await session(t, { via }));
   });
-  test(`${via}: nothing left when Claude Code is killed`, { todo }, async (t) => {
+  test(`${via}: nothing left when Claude Code is killed`, async (t) => {
     clean(await session(t, { via, hold: true, kill: true }));
   });
-  test(`${via}: nothing left of a background call when Claude Code is killed`, { todo }, async (t) => {
+  test(`${via}: nothing left of a background call when Claude Code is killed`, async (t) => {
     clean(await session(t, { via, hold: true, background: true, kill: true }));
   });
 }
