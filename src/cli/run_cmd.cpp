@@ -234,6 +234,14 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
 
   opts.signal_fd = sigfd.get();
   opts.parent_fd = parent_fd.get();
+  // pmon-shell: a harness that wraps each command in a shell of its own
+  // is not pmon's parent, and that shell may outlive it; but the pipe (or
+  // terminal) the output goes back through ends with the harness.
+  if (front.shell) {
+    struct stat out {};
+    if (::fstat(STDOUT_FILENO, &out) == 0 && (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode) || ::isatty(STDOUT_FILENO)))
+      opts.reader_fd = STDOUT_FILENO;
+  }
   opts.own_all_children = true;
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 

@@ -39,6 +39,12 @@ struct RunOptions {
   // A pidfd of the process that started this one (--die-with-parent):
   // readable once it has exited, which ends the call (parent_exited).
   int parent_fd = -1;
+  // An fd the caller's reader holds the other end of (pmon-shell's stdout:
+  // a pipe or a terminal to the harness): once it hangs up (no reader is
+  // left: the pipe's read end closed, the terminal hung up), the program
+  // that would read the output is gone, and the call ends as for the
+  // parent's exit. Polled for nothing but its hang-up.
+  int reader_fd = -1;
   // This process owns every child it has (the CLI): reap orphans that were
   // reparented to it, and stop the live descendants that escaped the
   // boundary as the call ends.

@@ -28,6 +28,7 @@ void Driver::attach(Call& call) {
   signal_fd_ = call.options().signal_fd;
   cancel_fd_ = call.options().cancel_fd;
   parent_fd_ = call.options().parent_fd;
+  reader_fd_ = call.options().reader_fd;
   capture_ = call.options().capture;
 }
 
@@ -114,6 +115,11 @@ bool Driver::wait_once(Call* call, int64_t until) {
       parent_i = static_cast<int>(fds.size());
       fds.push_back({parent_fd_, POLLIN, 0});
     }
+    int reader_i = -1;
+    if (reader_fd_ >= 0 && !parent_exited_) {
+      reader_i = static_cast<int>(fds.size());
+      fds.push_back({reader_fd_, 0, 0});  // POLLERR, POLLHUP: always reported
+    }
     // The pipes are read whenever we wait, so a writer never blocks on a
     // full pipe while we wait for it to exit.
     const size_t capture_from = fds.size();
@@ -160,6 +166,10 @@ bool Driver::wait_once(Call* call, int64_t until) {
       woke = true;
     }
     if (parent_i >= 0 && fds[parent_i].revents != 0) {
+      on_parent_exit(call);
+      woke = true;
+    }
+    if (reader_i >= 0 && (fds[reader_i].revents & (POLLERR | POLLHUP | POLLNVAL))) {
       on_parent_exit(call);
       woke = true;
     }

@@ -75,6 +75,7 @@ class Driver {
   int signal_fd_ = -1;
   int cancel_fd_ = -1;
   int parent_fd_ = -1;
+  int reader_fd_ = -1;
   Capture* capture_ = nullptr;
   int first_signal_ = 0;
   bool cancelled_ = false;  // a cancel came (a signal, the cancel fd, finish)
