@@ -98,7 +98,7 @@ TEST(HookRewrite, GeminiCliDecisionIsTopLevel) {
   EXPECT_EQ(out["hookSpecificOutput"]["tool_input"]["command"], "'/opt/pmon/bin/pmon-shell' 'ls'");
   // Already under pmon-shell: nothing to say.
   json again = {{"hook_event_name", "BeforeTool"}, {"tool_input", out["hookSpecificOutput"]["tool_input"]}};
-  EXPECT_FALSE(hook_rewrite(again.dump(), {.shell = "/opt/pmon/bin/pmon-shell"}).output);
+  EXPECT_FALSE(hook_rewrite(again.dump(), {.shell = "/opt/pmon/bin/pmon-shell", .decision = ""}).output);
 }
 
 TEST(HookRewrite, LeftAsItIs) {
