@@ -43,6 +43,8 @@ constexpr const char* kHookFooter = R"(
 Reads the JSON a harness sends a PreToolUse hook on stdin (Claude Code's and
 Codex's: tool_input.command) and prints JSON whose updatedInput runs the same
 command under pmon-shell, so it stops with its tree and with the harness.
+Gemini CLI's BeforeTool hook works too: the answer is then its tool_input,
+and MODE its top-level decision.
 A command that is not a shell line, or runs under pmon-shell already, is left
 as it is: nothing is printed. Exit status 0; 125 when the input is not JSON.
 

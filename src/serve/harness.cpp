@@ -97,10 +97,20 @@ HookRewrite hook_rewrite(std::string_view input, const HookRewriteOptions& opts)
   } else {
     return r;
   }
-  json hso = {{"hookEventName", in.value("hook_event_name", std::string("PreToolUse"))}};
-  if (!opts.decision.empty()) hso["permissionDecision"] = opts.decision;
-  hso["updatedInput"] = std::move(updated);
-  r.output = json{{"hookSpecificOutput", std::move(hso)}}.dump();
+  const std::string event = in.value("hook_event_name", std::string("PreToolUse"));
+  json hso = {{"hookEventName", event}};
+  json out = json::object();
+  if (event == "BeforeTool") {
+    // Gemini CLI: the new arguments are hookSpecificOutput.tool_input (merged
+    // over the model's), the decision a top-level "decision".
+    if (!opts.decision.empty()) out["decision"] = opts.decision;
+    hso["tool_input"] = std::move(updated);
+  } else {
+    if (!opts.decision.empty()) hso["permissionDecision"] = opts.decision;
+    hso["updatedInput"] = std::move(updated);
+  }
+  out["hookSpecificOutput"] = std::move(hso);
+  r.output = out.dump();
   return r;
 }
 

@@ -34,7 +34,10 @@ struct HookRewriteOptions {
 };
 
 // The hook's answer to a PreToolUse event (Claude Code's and Codex's JSON
-// on stdin: tool_input.command, a shell line or an argv array), or nothing
+// on stdin: tool_input.command, a shell line or an argv array; answered with
+// hookSpecificOutput.updatedInput) or to Gemini CLI's BeforeTool event (the
+// same tool_input; answered with hookSpecificOutput.tool_input and the
+// decision as a top-level "decision"), or nothing
 // when the command is left as it is (not a shell tool, no command, already
 // under pmon-shell). Error text for input that is not such JSON.
 struct HookRewrite {

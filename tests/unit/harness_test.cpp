@@ -73,6 +73,34 @@ TEST(HookRewrite, ArgvCommandGetsPmonShellInFront) {
   EXPECT_EQ(rewrite(in)["hookSpecificOutput"]["updatedInput"]["command"], (json{"pmon-shell", "--", "bash", "-lc", "make"}));
 }
 
+TEST(HookRewrite, GeminiCliBeforeTool) {
+  json in = {{"session_id", "s"},
+             {"hook_event_name", "BeforeTool"},
+             {"tool_name", "run_shell_command"},
+             {"tool_input", {{"command", "npm run dev"}, {"description", "dev server"}, {"dir_path", "web"}}}};
+  json out = rewrite(in);
+  const json& h = out.at("hookSpecificOutput");
+  EXPECT_EQ(h.at("hookEventName"), "BeforeTool");
+  // Gemini CLI reads the new arguments from tool_input, not updatedInput.
+  EXPECT_FALSE(h.contains("updatedInput"));
+  EXPECT_FALSE(h.contains("permissionDecision"));
+  EXPECT_FALSE(out.contains("decision"));
+  EXPECT_EQ(h.at("tool_input").at("command"), "'pmon-shell' 'npm run dev'");
+  EXPECT_EQ(h.at("tool_input").at("description"), "dev server");
+  EXPECT_EQ(h.at("tool_input").at("dir_path"), "web");
+}
+
+TEST(HookRewrite, GeminiCliDecisionIsTopLevel) {
+  json in = {{"hook_event_name", "BeforeTool"}, {"tool_input", {{"command", "ls"}}}};
+  json out = rewrite(in, {.shell = "/opt/pmon/bin/pmon-shell", .decision = "ask"});
+  EXPECT_EQ(out["decision"], "ask");
+  EXPECT_FALSE(out["hookSpecificOutput"].contains("permissionDecision"));
+  EXPECT_EQ(out["hookSpecificOutput"]["tool_input"]["command"], "'/opt/pmon/bin/pmon-shell' 'ls'");
+  // Already under pmon-shell: nothing to say.
+  json again = {{"hook_event_name", "BeforeTool"}, {"tool_input", out["hookSpecificOutput"]["tool_input"]}};
+  EXPECT_FALSE(hook_rewrite(again.dump(), {.shell = "/opt/pmon/bin/pmon-shell", .decision = ""}).output);
+}
+
 TEST(HookRewrite, LeftAsItIs) {
   for (const json& in : {json{{"tool_input", {{"command", "pmon-shell 'ls'"}}}},
                          json{{"tool_input", {{"command", "  '/usr/bin/pmon-shell' ls"}}}},
