@@ -23,7 +23,9 @@ Runs LINE with /bin/bash -c (or CMD with its arguments, when given more than
 one argument) as 'pmon run --die-with-parent -q' does: when LINE exits,
 whatever it started that still runs is stopped and confirmed gone; when the
 program that started pmon-shell exits or is killed, LINE and everything it
-started are stopped too. pmon prints nothing of its own, unless LINE left
+started are stopped too, and so they are when nobody is left to read its
+output (its stdout a pipe, socket or terminal whose reader went: a harness
+that died behind a shell of its own). pmon prints nothing of its own, unless LINE left
 processes running (one line on stderr saying it stopped them) or pmon itself
 failed.
 

@@ -6,7 +6,8 @@
 # flag (the control, killed at the same moment) the call lives on. And when
 # pmon is SIGKILLed together with its parent, its crash guard stops the call.
 # pmon-shell passes a line's output and exit status through, says nothing of
-# its own, and dies with its parent too. pmon hook-rewrite answers a
+# its own, and dies with its parent too, and with the reader of its output
+# (a harness behind a wrapper shell that outlives it). pmon hook-rewrite answers a
 # PreToolUse hook's JSON.
 . "$(dirname "$0")/common.inc"
 
@@ -115,6 +116,48 @@ kill -KILL "$parent"; wait "$parent" 2>/dev/null || true
 wait_gone shell
 [ ! -s "$t/shell.err" ] || fail "pmon-shell: said '$(cat "$t/shell.err")'"
 echo "ok: pmon-shell: the parent's SIGKILL stopped the call"
+
+# (f) A harness that wraps each command in a shell of its own, in a session
+# of its own, reading the output through a pipe: SIGKILL of the harness
+# leaves the wrapper waiting, so pmon's parent lives on. pmon-shell sees the
+# pipe lose its reader and stops the call; the control (pmon run
+# --die-with-parent, which watches only its parent) lives on.
+harness_call() {
+  label=$1; shift
+  python3 -c '
+import subprocess, sys
+out, args = sys.argv[1], sys.argv[2:]
+p = subprocess.Popen(["setsid", "bash", "-c", "\"$@\"; echo wrapper-went-on", "wrapper"] + args,
+                     stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+open(out, "w").write(str(p.pid))
+for line in p.stdout:
+    pass
+' "$t/$label.wrapper" "$@" bash "$t/work.sh" "$t/$label.rec" 2> "$t/$label.err" &
+  parent=$!
+  record_pid "$parent"
+  wait_for '[ -f "$t/$label.rec" ] && [ "$(wc -l < "$t/$label.rec")" -ge 3 ]' $((100 * TIME_SCALE)) ||
+    fail "$label: the call never got going: $(cat "$t/$label.err")"
+  record_file "$t/$label.rec"
+  wrapper=$(cat "$t/$label.wrapper")
+  record_pid "$wrapper"
+  pm=$(cat "/proc/$wrapper/task/$wrapper/children")
+  pm=${pm%% *}
+  [ -n "$pm" ] || fail "$label: the wrapper shell has no child"
+  record_pid "$pm"
+  pm_st=$(start_time_of "$pm")
+}
+harness_call rctl "$PMON" run --die-with-parent -q --
+rctl_pm=$pm rctl_pm_st=$pm_st rctl_parent=$parent
+harness_call reader "$SHELL_LINK"
+kill -KILL "$parent" "$rctl_parent"
+wait "$parent" "$rctl_parent" 2>/dev/null || true
+wait_gone reader
+echo "ok: pmon-shell behind a wrapper shell: the harness's SIGKILL (its pipe's reader gone) stopped the call"
+[ "$(alive_in "$t/rctl.rec" | wc -l)" = 3 ] && alive "$rctl_pm" "$rctl_pm_st" ||
+  fail "control: pmon run --die-with-parent behind a wrapper did not outlive the harness: $(alive_in "$t/rctl.rec")"
+kill -TERM "$rctl_pm"
+pm=$rctl_pm pm_st=$rctl_pm_st wait_gone rctl
+echo "ok: control: pmon run --die-with-parent behind the same wrapper outlived the harness (then stopped by its recorded pmon)"
 
 # The parent and pmon SIGKILLed at once: pmon's crash guard stops the call
 # (the backends that have one).

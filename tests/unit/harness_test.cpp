@@ -85,7 +85,7 @@ TEST(HookRewrite, GeminiCliBeforeTool) {
   EXPECT_FALSE(h.contains("updatedInput"));
   EXPECT_FALSE(h.contains("permissionDecision"));
   EXPECT_FALSE(out.contains("decision"));
-  EXPECT_EQ(h.at("tool_input").at("command"), "'pmon-shell' 'npm run dev'");
+  EXPECT_EQ(h.at("tool_input").at("command"), "exec 'pmon-shell' 'npm run dev'");
   EXPECT_EQ(h.at("tool_input").at("description"), "dev server");
   EXPECT_EQ(h.at("tool_input").at("dir_path"), "web");
 }
@@ -95,7 +95,7 @@ TEST(HookRewrite, GeminiCliDecisionIsTopLevel) {
   json out = rewrite(in, {.shell = "/opt/pmon/bin/pmon-shell", .decision = "ask"});
   EXPECT_EQ(out["decision"], "ask");
   EXPECT_FALSE(out["hookSpecificOutput"].contains("permissionDecision"));
-  EXPECT_EQ(out["hookSpecificOutput"]["tool_input"]["command"], "'/opt/pmon/bin/pmon-shell' 'ls'");
+  EXPECT_EQ(out["hookSpecificOutput"]["tool_input"]["command"], "exec '/opt/pmon/bin/pmon-shell' 'ls'");
   // Already under pmon-shell: nothing to say.
   json again = {{"hook_event_name", "BeforeTool"}, {"tool_input", out["hookSpecificOutput"]["tool_input"]}};
   EXPECT_FALSE(hook_rewrite(again.dump(), {.shell = "/opt/pmon/bin/pmon-shell", .decision = ""}).output);

@@ -150,13 +150,12 @@ test(`Gemini CLI ${VERSION} with the pmon hook-rewrite BeforeTool hook, normal e
   } finally { cleanup(left.recorded); }
 });
 
-// Known gap: Gemini CLI runs each command as `bash -c '...; ( trap ... EXIT;
-// LINE ); ...'`, in a session of its own, so the hook puts pmon-shell under
-// that subshell, not under the CLI. A SIGKILLed CLI leaves the subshell
-// waiting on pmon-shell and pmon sees no parent exit: everything stays up.
-test(`Gemini CLI ${VERSION} with the pmon hook-rewrite BeforeTool hook, SIGKILL: nothing is left`, {
-  todo: 'pmon-shell runs under the CLI\'s shell wrapper, which outlives a SIGKILLed CLI',
-}, async (t) => {
+// Gemini CLI runs each command as `bash -c '...; ( trap ... EXIT; LINE );
+// ...'`, in a session of its own, so the hook puts pmon-shell under that
+// subshell, not under the CLI, and a SIGKILLed CLI leaves the subshell
+// waiting; what pmon-shell sees is the pipe back to the CLI losing its
+// reader.
+test(`Gemini CLI ${VERSION} with the pmon hook-rewrite BeforeTool hook, SIGKILL: nothing is left`, async (t) => {
   const tmp = scratch(); t.after(() => tmp.remove());
   const rec = tmp.path('rec'); const port = await freePort();
   await run(t, { settings: hookSettings, call: shellCall(rec, port, true), rec, port, kill: true });
