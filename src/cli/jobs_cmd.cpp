@@ -319,7 +319,9 @@ int start_main(const std::vector<std::string>& args) {
                          "is ready, then prints its id and exits 0. When the job ends first, or is not\n"
                          "ready within --ready-timeout (default 30s; the job then runs on), it prints the\n"
                          "id, says why on stderr and exits 1.\n\nValues:\n") +
-             kDurationWords);
+             kDurationWords +
+             "  REGEX     a regular expression, RE2 syntax (no backreferences), found anywhere in\n"
+             "            a line: ^ and $ anchor it to the line's start and end\n");
   app.prefix_command();
   std::string name, timeout_s, idle_s, ready_http, ready_line, ready_timeout_s;
   int ready_port = 0;
@@ -341,8 +343,8 @@ int start_main(const std::vector<std::string>& args) {
           ->type_name("DURATION");
   app.add_flag("--pty", pty, "run the job on a pseudo-terminal (24x80)");
   CLI::Option* ready_port_opt =
-      app.add_option("--ready-port", ready_port, "wait until a process of the job listens on TCP port N")
-          ->type_name("N")
+      app.add_option("--ready-port", ready_port, "wait until a process of the job listens on TCP port PORT")
+          ->type_name("PORT")
           ->check(CLI::Range(1, 65535));
   CLI::Option* ready_http_opt =
       app.add_option("--ready-http", ready_http,
