@@ -430,7 +430,17 @@ int start_main(const std::vector<std::string>& args) {
   }
   p["env"] = env;
   Client c = sock.connect();
-  Json r = c.call("terminal/create", p);
+  auto created = c.try_call("terminal/create", p);
+  if (!created) {
+    // A probe the service refused, in the words of its flag.
+    std::string m = created.error();
+    const std::string kInvalid = "invalid params: ";
+    for (const auto& [field, flag] : {std::pair{"'ready.line'", "--ready-line"}, {"'ready.http'", "--ready-http"},
+                                      {"'ready.port'", "--ready-port"}})
+      if (m.starts_with(kInvalid + field)) m = std::string("start: ") + flag + m.substr(kInvalid.size() + std::strlen(field));
+    die(m);
+  }
+  Json r = std::move(*created);
   const std::string id = r["terminalId"].get<std::string>();
   if (r.value("existing", false))
     std::fprintf(stderr, "pmon: job %s named '%s' is already running; nothing new was started (--replace starts "

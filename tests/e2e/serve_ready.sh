@@ -156,7 +156,7 @@ id=$("$PMON" start --ready-port "$free" --ready-timeout 300ms -- sleep 1000 2> "
 "$PMON" stop "$id" > /dev/null || fail "pmon start not ready: its job $id was not running"
 rc=0
 "$PMON" start --ready-line '(' -- true 2> "$t/e" || rc=$?
-[ "$rc" = 125 ] && grep -q "ready.line" "$t/e" || fail "pmon start --ready-line '(' exited $rc: $(cat "$t/e")"
+[ "$rc" = 125 ] && grep -q "^pmon: start: --ready-line is not a valid regular expression: missing ): ($" "$t/e" || fail "pmon start --ready-line '(' exited $rc: $(cat "$t/e")"
 echo "ok: pmon start --ready-line exits 0, not ready exits 1 and says why"
 
 kill -TERM "$SERVE_PID"
