@@ -117,6 +117,15 @@ export interface StartOptions extends CommonOptions {
    * this one. Without it, start() of a name that runs returns that job (`existing: true`).
    */
   replace?: boolean;
+  /**
+   * Resolve once the job is ready: a process of it listens on `port`; an HTTP GET of `http`
+   * (a path) on 127.0.0.1 answers 2xx (on `port`, or the first port the job listens on); or a
+   * line of its output matches `line` (RE2 syntax; a RegExp is sent as its source). Exactly
+   * one of them, or `port` with `http`. When the job ends first or `timeoutMs` (default 30000)
+   * passes, start() still resolves, with `ready: false` and `readyError`; the job then runs on
+   * unless `stopOnTimeout`.
+   */
+  ready?: { port?: number; http?: string; line?: string | RegExp; timeoutMs?: number; stopOnTimeout?: boolean };
 }
 
 export interface ExitStatus {
@@ -167,6 +176,12 @@ export interface Job extends AsyncIterable<string>, NodeJS.EventEmitter {
   once(event: string | symbol, listener: (...args: any[]) => void): this;
   /** start() found a running job of the same name and returned it; nothing new was started. */
   readonly existing?: boolean;
+  /** Started with `ready`: whether it became ready (a running job of the name: when known). */
+  readonly ready?: boolean;
+  /** How long after its start it was ready, in ms. */
+  readonly readyMs?: number;
+  /** Why it is not ready, in one line (it ended first, or the time ran out). */
+  readonly readyError?: string;
   output(options?: { since?: number; stderrSince?: number; waitMs?: number }): Promise<OutputChunk>;
   wait(options?: { timeout?: number }): Promise<ExitStatus & { running?: true }>;
   write(data: string | Buffer, options?: { eof?: boolean }): Promise<{}>;

@@ -425,8 +425,22 @@ class Job extends EventEmitter {
   }
 }
 
+// The ready option as terminal/create's: {port?, http?, line?, timeoutMs?,
+// stopOnTimeout?}; a RegExp line goes as its source.
+function readyParams(ready) {
+  const p = {};
+  if (ready.port !== undefined) p.port = ready.port;
+  if (ready.http !== undefined) p.http = ready.http;
+  if (ready.line !== undefined) p.line = ready.line instanceof RegExp ? ready.line.source : String(ready.line);
+  if (ready.timeoutMs !== undefined) p.timeoutMs = Math.max(1, Math.round(ready.timeoutMs));
+  if (ready.stopOnTimeout !== undefined) p.stopOnTimeout = !!ready.stopOnTimeout;
+  return p;
+}
+
 // start(file, args?, options?): starts file as a job and returns its handle
-// once it runs.
+// once it runs; with options.ready, once it is ready or cannot be
+// (job.ready true, job.readyMs; or job.ready false and job.readyError: the
+// job ended first, or was not ready within ready.timeoutMs and runs on).
 export async function start(file, args, options) {
   [args, options] = parseArgs(args, options);
   const s = getService();
@@ -434,10 +448,17 @@ export async function start(file, args, options) {
   if (options.separateStderr) extra.separateStderr = true;
   if (options.outputByteLimit) extra.outputByteLimit = options.outputByteLimit;
   if (options.replace) extra.replace = true;
-  const { terminalId, existing } = await s.request('terminal/create', createParams(file, args, options, extra));
+  if (options.ready) extra.ready = readyParams(options.ready);
+  const r = await s.request('terminal/create', createParams(file, args, options, extra));
+  const { terminalId, existing } = r;
   const job = new Job(s, terminalId, !!options.separateStderr);
   // A job of that name was running: it is returned, nothing new started.
   job.existing = existing === true;
+  if (r.ready !== undefined) {
+    job.ready = r.ready;
+    if (r.readyMs !== undefined) job.readyMs = r.readyMs;
+    if (r.readyError !== undefined) job.readyError = r.readyError;
+  }
   if (options.input !== undefined && !job.existing) await job.end(options.input);
   return job;
 }

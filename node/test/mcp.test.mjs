@@ -169,6 +169,34 @@ test('start a dev server, wait_for_port, list shows the port, kill frees it', as
   await client.close();
 });
 
+test('start with ready_http returns once the server answers 2xx; ready_line that never matches times out', async () => {
+  const { client } = await connect();
+  const server = 'import time, http.server; time.sleep(0.5); ' +
+    'http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler).serve_forever()';
+  const s = await call(client, 'start', { command: `exec python3 -c '${server}'`, ready_http: '/', ready_timeout_s: 20 });
+  assert.equal(s.isError, false, s.content[0].text);
+  assert.equal(s.structuredContent.ready, true, s.content[0].text);
+  assert.ok(s.structuredContent.ready_ms >= 400, `ready after ${s.structuredContent.ready_ms} ms, before it listened`);
+  assert.match(s.content[0].text, /^started job t[0-9a-f]{16}; ready after \d+ ms$/);
+  const id = s.structuredContent.id;
+  const l = await call(client, 'list', {});
+  const port = l.structuredContent.jobs.find((j) => j.id === id).ports[0];
+  assert.equal(await canBind(port), false, 'it listens');
+  assert.equal((await call(client, 'kill', { id })).structuredContent.cleanup_verified, true);
+
+  const t = await call(client, 'start', { command: 'sleep 100', ready_line: 'never', ready_timeout_s: 0.3 });
+  assert.equal(t.structuredContent.ready, false);
+  assert.match(t.content[0].text, /not ready: not ready after 0\.3 s: no line of its output matched 'never'/);
+  const w = await call(client, 'wait', { id: t.structuredContent.id, timeout_s: 0 });
+  assert.equal(w.structuredContent.running, true, 'the job runs on after the timeout');
+  await call(client, 'kill', { id: t.structuredContent.id });
+
+  const bad = await call(client, 'start', { command: 'true', ready_line: '(' });
+  assert.equal(bad.isError, true);
+  assert.match(bad.content[0].text, /'ready_line' is not a valid regular expression/);
+  await client.close();
+});
+
 test('start by name: already_running, replace frees the port first, kill by name and by port', async () => {
   const { client } = await connect();
   const web = 'exec python3 -m http.server 0 --bind 127.0.0.1';

@@ -149,3 +149,32 @@ test('kill stops a main that ignores TERM and the setsid daemon it started', asy
   assert.equal((await job.wait()).signal, 'SIGKILL');
   await job.release();
 });
+
+test('ready: start resolves once a dev server answers 2xx, or says why it is not ready', async () => {
+  const t0 = Date.now();
+  const job = await start('python3', ['-c', 'import time, http.server\ntime.sleep(0.5)\n' +
+    'http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler).serve_forever()'],
+  { ready: { http: '/', timeoutMs: 20000 } });
+  assert.equal(job.ready, true, `not ready: ${job.readyError}`);
+  assert.ok(job.readyMs >= 400 && Date.now() - t0 >= 400, `ready after ${job.readyMs} ms, before it listened`);
+  const [l] = await job.ports();
+  assert.match(await get(l.port), /^HTTP\/1\.0 200/);
+  assert.equal((await list()).find((x) => x.terminalId === job.id).ready, true);
+  assert.equal((await job.kill()).cleanupVerified, true);
+
+  const line = await start('sh', ['-c', 'sleep 0.3; echo "ready now"; exec sleep 1000'], { ready: { line: /^ready now$/ } });
+  assert.equal(line.ready, true);
+  await line.kill();
+
+  const failed = await start('sh', ['-c', 'exit 3'], { ready: { port: 1, timeoutMs: 20000 } });
+  assert.equal(failed.ready, false);
+  assert.match(failed.readyError, /the job exited with status 3 before it was ready/);
+
+  const slow = await start('sleep', ['1000'], { ready: { line: 'never', timeoutMs: 200 } });
+  assert.equal(slow.ready, false);
+  assert.equal(slow.readyError, "not ready after 0.2 s: no line of its output matched 'never'");
+  assert.equal((await slow.wait({ timeout: 0 })).running, true, 'a timed-out probe stopped the job');
+  await slow.kill();
+
+  await assert.rejects(start('true', [], { ready: { line: '(' } }), /'ready\.line' is not a valid regular expression/);
+});

@@ -314,10 +314,17 @@ int start_main(const std::vector<std::string>& args) {
   app.footer(std::string("\nThe job outlives this command, in this directory and environment: 'pmon stop ID'\n"
                          "stops it and everything it started, 'pmon rm ID' removes it once it has ended.\n"
                          "Started from inside a pmon call, it belongs to that call and is stopped when\n"
-                         "the call ends.\n\nValues:\n") +
-             kDurationWords);
+                         "the call ends.\n\n"
+                         "With --ready-port, --ready-http or --ready-line, pmon start waits until the job\n"
+                         "is ready, then prints its id and exits 0. When the job ends first, or is not\n"
+                         "ready within --ready-timeout (default 30s; the job then runs on), it prints the\n"
+                         "id, says why on stderr and exits 1.\n\nValues:\n") +
+             kDurationWords +
+             "  REGEX     a regular expression, RE2 syntax (no backreferences), found anywhere in\n"
+             "            a line: ^ and $ anchor it to the line's start and end\n");
   app.prefix_command();
-  std::string name, timeout_s, idle_s;
+  std::string name, timeout_s, idle_s, ready_http, ready_line, ready_timeout_s;
+  int ready_port = 0;
   bool pty = false, replace = false;
   SocketFlag sock;
   app.add_option("--name", name,
@@ -335,6 +342,22 @@ int start_main(const std::vector<std::string>& args) {
                      "stop the job and everything it started when it has printed nothing for DURATION")
           ->type_name("DURATION");
   app.add_flag("--pty", pty, "run the job on a pseudo-terminal (24x80)");
+  CLI::Option* ready_port_opt =
+      app.add_option("--ready-port", ready_port, "wait until a process of the job listens on TCP port PORT")
+          ->type_name("PORT")
+          ->check(CLI::Range(1, 65535));
+  CLI::Option* ready_http_opt =
+      app.add_option("--ready-http", ready_http,
+                     "wait until an HTTP GET of PATH on 127.0.0.1 answers 2xx (on --ready-port, or the first port "
+                     "the job listens on)")
+          ->type_name("PATH");
+  CLI::Option* ready_line_opt =
+      app.add_option("--ready-line", ready_line,
+                     "wait until a line of the job's output matches the regular expression REGEX (RE2 syntax)")
+          ->type_name("REGEX");
+  CLI::Option* ready_timeout_opt =
+      app.add_option("--ready-timeout", ready_timeout_s, "how long to wait for the job to be ready (default 30s)")
+          ->type_name("DURATION");
   sock.add_to(app);
   auto command = parse_command_line(app, args, "start");
   if (!command) return 0;
@@ -365,6 +388,28 @@ int start_main(const std::vector<std::string>& args) {
   }
   if (pty) p["pty"] = {{"rows", 24}, {"cols", 80}};
   else p["stdin"] = "null";  // nothing here writes to it: a read gets end of file, never waits
+  const bool probe = ready_port_opt->count() + ready_http_opt->count() + ready_line_opt->count() > 0;
+  if (probe) {
+    if (ready_line_opt->count() > 0 && (ready_port_opt->count() > 0 || ready_http_opt->count() > 0))
+      die("start: --ready-line goes alone: give --ready-line, --ready-port, --ready-http, or --ready-port with "
+          "--ready-http");
+    if (!is_text(ready_http) || !is_text(ready_line))
+      die("start: --ready-http and --ready-line must be valid UTF-8");
+    Json ready = Json::object();
+    if (ready_port_opt->count() > 0) ready["port"] = ready_port;
+    if (ready_http_opt->count() > 0) ready["http"] = ready_http;
+    if (ready_line_opt->count() > 0) ready["line"] = ready_line;
+    if (ready_timeout_opt->count() > 0) {
+      auto d = parse_duration(ready_timeout_s);
+      if (!d) die("start: --ready-timeout: " + describe_duration_error(ready_timeout_s, d.error()));
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d).count();
+      if (ms < 1) die("start: --ready-timeout: '" + ready_timeout_s + "' is under a millisecond; give a longer DURATION");
+      ready["timeoutMs"] = ms;
+    }
+    p["ready"] = ready;
+  } else if (ready_timeout_opt->count() > 0) {
+    die("start: --ready-timeout needs --ready-port, --ready-http or --ready-line: what ready means");
+  }
   char cwd[4096];
   if (::getcwd(cwd, sizeof cwd)) {
     if (!is_text(cwd))
@@ -386,13 +431,27 @@ int start_main(const std::vector<std::string>& args) {
   }
   p["env"] = env;
   Client c = sock.connect();
-  Json r = c.call("terminal/create", p);
+  auto created = c.try_call("terminal/create", p);
+  if (!created) {
+    // A probe the service refused, in the words of its flag.
+    std::string m = created.error();
+    const std::string kInvalid = "invalid params: ";
+    for (const auto& [field, flag] : {std::pair{"'ready.line'", "--ready-line"}, {"'ready.http'", "--ready-http"},
+                                      {"'ready.port'", "--ready-port"}})
+      if (m.starts_with(kInvalid + field)) m = std::string("start: ") + flag + m.substr(kInvalid.size() + std::strlen(field));
+    die(m);
+  }
+  Json r = std::move(*created);
   const std::string id = r["terminalId"].get<std::string>();
   if (r.value("existing", false))
     std::fprintf(stderr, "pmon: job %s named '%s' is already running; nothing new was started (--replace starts "
                  "CMD in its place)\n", id.c_str(), name.c_str());
   std::printf("%s\n", id.c_str());
-  return 0;
+  if (r.value("ready", true)) return 0;
+  std::fflush(stdout);
+  std::fprintf(stderr, "pmon: job %s is not ready: %s\n", id.c_str(),
+               r.value("readyError", std::string("it is not ready")).c_str());
+  return 1;
 }
 
 int jobs_main(const std::vector<std::string>& args) {

@@ -76,6 +76,11 @@ void Answers::settle(Job& j) {
         w.next_scan = (now / kPortScanNs + 1) * kPortScanNs;
         return false;
       }
+      case Waiter::Kind::ready:
+        // A create's answer, once the job is ready or cannot be.
+        if (!j.ready || !j.ready->decided()) return false;
+        front_->created(w.conn, w.id, Started{j.id, false, j.ready->outcome()});
+        return true;
       case Waiter::Kind::run:
         // The answer once over (then the job is forgotten), or what it
         // wrote so far once it goes on in the background.

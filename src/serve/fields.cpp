@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "serve/fields.h"
 
+#include <algorithm>
+
+#include <re2/re2.h>
+
 #include "core/units.h"
 
 namespace pmon::serve {
@@ -188,6 +192,67 @@ std::optional<PtySize> FieldReader::pty_size(const char* name, bool required) {
   if (inner.error_) return error_ = inner.error_, std::nullopt;
   if (*rows == 0 || *cols == 0) return bad(name, "rows and cols must be at least 1"), std::nullopt;
   return PtySize{static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols)};
+}
+
+std::optional<ReadyProbe> FieldReader::check_ready(ReadyProbe r, bool port, bool http, bool line,
+                                                    const char* const names[3]) {
+  if (error_) return std::nullopt;
+  const std::string p = names[0], h = names[1], l = names[2];
+  if (!port && !http && !line) return bad(p, "or '" + prefix_ + h + "' or '" + prefix_ + l + "' is needed: what ready means"), std::nullopt;
+  if (line && (port || http))
+    return bad(l, "goes alone: give a line, a port, an http path, or a port with an http path"), std::nullopt;
+  if (http) {
+    const std::string& path = *r.http;
+    const bool ok = path.starts_with('/') &&
+                    std::all_of(path.begin(), path.end(), [](char c) { return c > ' ' && c < 0x7f; });
+    if (!ok) return bad(h, "must be a path such as \"/health\" (starting with '/', no spaces)"), std::nullopt;
+  }
+  if (line) {
+    if (r.line->empty()) return bad(l, "must not be empty"), std::nullopt;
+    RE2::Options o;
+    o.set_log_errors(false);
+    RE2 re(*r.line, o);
+    if (!re.ok()) return bad(l, "is not a valid regular expression: " + re.error()), std::nullopt;
+  }
+  return r;
+}
+
+std::optional<ReadyProbe> FieldReader::ready(const char* name) {
+  const Json* v = find(name, false);
+  if (!v) return std::nullopt;
+  if (!v->is_object()) return bad(name, "must be an object {port?, http?, line?, timeoutMs?}"), std::nullopt;
+  FieldReader inner(*v, what_);
+  inner.prefix_ = prefix_ + name + ".";
+  inner.only(Json{{"port", 0}, {"http", 0}, {"line", 0}, {"timeoutMs", 0}, {"stopOnTimeout", 0}},
+             "is not a field of ready (port, http, line, timeoutMs, stopOnTimeout)");
+  ReadyProbe r;
+  if (auto port = inner.in_range("port", 1, 65535)) r.port = static_cast<uint16_t>(*port);
+  r.http = inner.str("http", false);
+  r.line = inner.str("line", false);
+  if (auto t = inner.in_range("timeoutMs", 1, uint64_t{1} << 40)) r.timeout_ms = *t;
+  r.stop_on_timeout = inner.flag("stopOnTimeout");
+  static const char* const kNames[3] = {"port", "http", "line"};
+  const bool has_port = r.port.has_value(), has_http = r.http.has_value(), has_line = r.line.has_value();
+  auto out = inner.check_ready(std::move(r), has_port, has_http, has_line, kNames);
+  if (inner.error_) return error_ = inner.error_, std::nullopt;
+  return out;
+}
+
+std::optional<ReadyProbe> FieldReader::ready_flat(const char* port, const char* http, const char* line,
+                                                  const char* timeout_s) {
+  ReadyProbe r;
+  if (auto p = in_range(port, 1, 65535)) r.port = static_cast<uint16_t>(*p);
+  r.http = str(http, false);
+  r.line = str(line, false);
+  auto t = seconds_ms(timeout_s, uint64_t{1} << 30);
+  if (error_ || (!r.port && !r.http && !r.line)) {
+    if (!error_ && t) bad(timeout_s, std::string("needs '") + port + "', '" + http + "' or '" + line + "'");
+    return std::nullopt;
+  }
+  if (t) r.timeout_ms = std::max<uint64_t>(*t, 1);
+  const char* const names[3] = {port, http, line};
+  const bool has_port = r.port.has_value(), has_http = r.http.has_value(), has_line = r.line.has_value();
+  return check_ready(std::move(r), has_port, has_http, has_line, names);
 }
 
 void FieldReader::only(const Json& known, const char* why) {

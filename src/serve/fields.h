@@ -46,6 +46,12 @@ class FieldReader {
   std::optional<double> cores(const char* name);
   Limits limits(const char* memory, const char* memory_high, const char* pids, const char* cpu);
   std::optional<PtySize> pty_size(const char* name, bool required);
+  // A readiness probe as an object {port?, http?, line?, timeoutMs?,
+  // stopOnTimeout?} (JSON-RPC), or from the flat fields of an MCP tool
+  // (`timeout_s` in seconds): exactly one of port, http and line, or port
+  // with http; a line that is no regular expression is refused here.
+  std::optional<ReadyProbe> ready(const char* name);
+  std::optional<ReadyProbe> ready_flat(const char* port, const char* http, const char* line, const char* timeout_s);
   // Fields that are no key of `known` are an error (`why`): a misspelt
   // one would otherwise be silently ignored.
   void only(const Json& known, const char* why);
@@ -55,6 +61,8 @@ class FieldReader {
  protected:
   // The field, or null when absent or null (an error when required).
   const Json* find(const char* name, bool required);
+  // The probe's fields together, checked; `names`: port, http, line.
+  std::optional<ReadyProbe> check_ready(ReadyProbe r, bool port, bool http, bool line, const char* const names[3]);
   // Refuses `value` of field `name` when it has a NUL byte; true when it has none.
   bool no_nul(const std::string& name, const std::string& value);
 

@@ -323,6 +323,7 @@ JobInfo Job::info(PortTables& tables) {
   o.session = session;
   o.ports = listening(tables);
   o.waiting_for_input = waiting_for_input();
+  if (ready && ready->decided()) o.ready = ready->outcome()->ready;
   if (done) {
     const RunResult& r = call->result();
     o.exit = exit_status();

@@ -24,6 +24,7 @@
 #include "serve/output_buffer.h"
 #include "serve/owner_call.h"
 #include "serve/poller.h"
+#include "serve/ready.h"
 #include "serve/request_budget.h"
 
 namespace pmon::serve {
@@ -50,9 +51,10 @@ struct Asker {
 
 // A reply that is owed later (wait_for_exit, a kill or release that waits
 // for the tree to be verified gone, an output read that waits for bytes, a
-// port, a run that waits for its end), to the request `id` on `conn`.
+// port, a run that waits for its end, a create that waits for the job to be
+// ready), to the request `id` on `conn`.
 struct Waiter {
-  enum class Kind { exit, stopped, output, port, run };
+  enum class Kind { exit, stopped, output, port, run, ready };
   Kind kind = Kind::exit;
   uint64_t conn = 0;
   Json id;  // discarded: a notification's, never answered
@@ -154,6 +156,8 @@ struct Job {
   // (now / kPortScanNs) they were looked up in.
   std::vector<ListeningPort> ports_seen;
   int64_t ports_slot = -1;
+  // Its readiness probe, when it was started with one (kept once decided).
+  std::unique_ptr<ReadyCheck> ready;
   Poller& poller;
 
   // Its stop has begun, or waits for its turn.

@@ -29,6 +29,28 @@ struct EnvVar {
   std::string value;
 };
 
+// pmon's: what a job must show before its create is answered (exactly one
+// of port, http and line, or port with http): a process of its tree listens
+// on TCP `port`; an HTTP GET of `http` (a path) on 127.0.0.1 at `port` (or
+// the first port its tree listens on) answers 2xx; a line of its output
+// matches the regular expression `line` (RE2). Not ready within timeout_ms,
+// the create is answered anyway (ready false), and the job runs on unless
+// stop_on_timeout.
+struct ReadyProbe {
+  std::optional<uint16_t> port;
+  std::optional<std::string> http;
+  std::optional<std::string> line;
+  uint64_t timeout_ms = 30'000;
+  bool stop_on_timeout = false;
+};
+
+// What became of a probe: ready after `ms`, or not, and why in one line.
+struct ReadyOutcome {
+  bool ready = false;
+  uint64_t ms = 0;
+  std::string error;
+};
+
 struct CreateParams {
   std::optional<std::string> session_id;
   std::string command;
@@ -66,6 +88,8 @@ struct CreateParams {
   // MCP: its end is told with a log message (a client of a revision that
   // has them; set per request, never from the connection).
   bool tell_end = true;
+  // pmon's: the create is answered once the job is ready (or not, and why).
+  std::optional<ReadyProbe> ready;
 };
 
 // A request about one job, by its id.
@@ -143,6 +167,8 @@ struct OutputRead {
 struct Started {
   std::string id;
   bool existing = false;
+  // Asked with a probe: what became of it (an existing job's, when known).
+  std::optional<ReadyOutcome> ready;
 };
 
 // A stop asked for is over: whether nothing of the job is left.
@@ -175,6 +201,7 @@ struct JobInfo {
   std::optional<uint64_t> cpu_usec;
   std::optional<uint64_t> memory_peak_bytes;
   std::optional<bool> cleanup_verified;  // once over
+  std::optional<bool> ready;             // started with a probe that has passed or failed
 };
 
 // The error in one line for a client of the service: a job named

@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "core/report.h"
+#include "core/units.h"
 #include "serve/call_records.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
@@ -95,11 +96,24 @@ Job* JobTable::running_named(const Asker& a, const std::string& name, const std:
 std::expected<std::optional<Started>, Error> JobTable::start(const Asker& a, const CreateParams& p) {
   Job* old = p.name && !p.name->empty() ? running_named(a, *p.name, p.session_id) : nullptr;
   if (!old) {
+    if (!p.ready) {
+      auto j = create(a, p);
+      if (!j) return std::unexpected(j.error());
+      return Started{(*j)->id, false, std::nullopt};
+    }
+    // Answered once the job is ready or cannot be; over the limits of
+    // requests that wait, nothing is started.
+    Waiter w = waiter(Waiter::Kind::ready, a, std::nullopt);
+    if (auto e = admit(a, w)) return std::unexpected(*e);
     auto j = create(a, p);
     if (!j) return std::unexpected(j.error());
-    return Started{(*j)->id, false};
+    (*j)->waiters.push_back(std::move(w));
+    probe(**j);
+    return std::nullopt;
   }
-  if (!p.replace && !old->stopping()) return Started{old->id, true};
+  if (!p.replace && !old->stopping())
+    return Started{old->id, true,
+                   old->ready && old->ready->decided() ? old->ready->outcome() : std::optional<ReadyOutcome>()};
   if (replacing_.size() >= opts_.max_jobs)
     return std::unexpected(Error::line("too many jobs wait for the job of their name to stop (at most " +
                                           std::to_string(opts_.max_jobs) + "); try again once they have"));
@@ -228,6 +242,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   j.err = std::move(io->err_r);
   job_keys_[n] = j.id;
   j.watch_started();
+  if (p.ready) j.ready = std::make_unique<ReadyCheck>(*p.ready, sys::monotonic_ns(), poller_, tag(Tag::job_ready, n));
   std::string id = j.id;
   jobs_.emplace(id, std::move(job));
   return &j;
@@ -402,6 +417,10 @@ Json JobTable::report(const Job& j) const {
   Json rep = report_object<Json>(j.call->result(), ctx);
   rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
                 {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}, {"stdin", j.stdin_kind}};
+  if (j.ready && j.ready->decided()) {
+    rep["job"]["ready"] = j.ready->outcome()->ready;
+    if (!j.ready->outcome()->ready) rep["job"]["readyError"] = j.ready->outcome()->error;
+  }
   return rep;
 }
 
@@ -490,6 +509,7 @@ void JobTable::on_event(uint64_t t, uint32_t events) {
     case Tag::job_out:
       j->pull(false, false, scratch_);
       streams_.pump(*j);
+      if (j->ready) feed_lines(*j, sys::monotonic_ns());
       answers_.settle(*j);
       // A job's pipe ends a moment before its main process is reaped (a
       // process closes its files on the way out): when its pidfd says so
@@ -498,7 +518,12 @@ void JobTable::on_event(uint64_t t, uint32_t events) {
       return;
     case Tag::job_err:
       if (j->err_buffer) j->pull(true, false, scratch_);
+      if (j->ready) feed_lines(*j, sys::monotonic_ns());
       answers_.settle(*j);
+      return;
+    case Tag::job_ready:
+      if (j->ready) j->ready->on_socket(events, sys::monotonic_ns());
+      probe(*j);
       return;
     case Tag::job_in: j->write_stdin(); return;
     case Tag::job_stop:
@@ -517,6 +542,7 @@ int64_t JobTable::next_deadline() const {
     if (!j->done && !j->stopping()) next = std::min(next, j->call->timeout_at());
     if (j->call->finishing() && !j->step_queued) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
     next = std::min(next, answers_.next_due(*j));
+    if (j->ready) next = std::min(next, j->ready->next_due());
   }
   return next;
 }
@@ -529,7 +555,8 @@ void JobTable::on_time() {
   for (auto& [id, j] : jobs_) {
     const bool finishing = j->call->finishing() && !j->step_queued;
     if ((!j->done && !j->stopping() && now >= j->call->timeout_at()) ||
-        (finishing && (now >= j->call->finish_deadline() || now >= j->rescan_at)) || !j->waiters.empty())
+        (finishing && (now >= j->call->finish_deadline() || now >= j->rescan_at)) || !j->waiters.empty() ||
+        (j->ready && !j->ready->decided()))
       ids.push_back(id);
   }
   for (const std::string& id : ids) {
@@ -542,7 +569,56 @@ void JobTable::on_time() {
     if (j->call->finishing() && !j->step_queued && (now >= j->call->finish_deadline() || now >= j->rescan_at))
       stops_.step_due(*j);
     if (!j->waiters.empty()) answers_.settle(*j);
+    probe(*j);  // (last: it may stop the job, which may then be gone)
   }
+}
+
+// --- readiness ------------------------------------------------------------
+
+namespace {
+
+std::string ended_words(const Job& j) {
+  const RunResult& r = j.call->result();
+  if (j.ended_by == "timeout") return "the job was stopped by its timeout";
+  if (j.ended_by == "idle timeout") return "the job was stopped: it printed nothing for its idle timeout";
+  if (!j.ended_by.empty()) return "the job was stopped (" + j.ended_by + ")";
+  if (r.exit_code) return "the job exited with status " + std::to_string(*r.exit_code);
+  if (r.signal) return "the job was killed by " + signal_name(*r.signal);
+  return "the job ended";
+}
+
+}  // namespace
+
+void JobTable::feed_lines(Job& j, int64_t now) {
+  ReadyCheck& r = *j.ready;
+  if (r.decided() || !r.wants_lines()) return;
+  auto feed = [&](int s, const OutputBuffer& b) {
+    while (!r.decided() && b.total() > r.scanned(s)) {
+      OutputBuffer::Read rd = b.read(r.scanned(s), size_t{64} << 10);
+      if (rd.next <= r.scanned(s)) break;  // (a character not whole yet)
+      r.feed(s, rd.text, rd.next, now);
+    }
+  };
+  feed(0, j.buffer);
+  if (j.err_buffer) feed(1, *j.err_buffer);
+}
+
+void JobTable::probe(Job& j) {
+  if (!j.ready || j.ready->decided()) return;
+  ReadyCheck& r = *j.ready;
+  const int64_t now = sys::monotonic_ns();
+  if (j.done) {
+    feed_lines(j, now);  // what it said before it ended
+    r.job_ended(ended_words(j), now);
+  } else {
+    feed_lines(j, now);
+    if (r.wants_ports(now)) r.saw_ports(j.listening(answers_.port_tables()), now);
+    r.on_time(now);
+  }
+  if (!r.decided()) return;
+  answers_.settle(j);
+  if (r.timed_out() && r.probe().stop_on_timeout && !j.done && !j.stopping())
+    stops_.begin(j, Call::End::cancel, "not ready");
 }
 
 // --- a job's end -------------------------------------------------------------
@@ -584,6 +660,10 @@ void JobTable::job_over(Job& j) {
   streams_.pump(j);
   if (j.in_watched) poller_.unwatch(j.in.get());
   j.in.reset();
+  if (j.ready && !j.ready->decided()) {
+    feed_lines(j, sys::monotonic_ns());
+    j.ready->job_ended(ended_words(j), sys::monotonic_ns());
+  }
   front_->job_ended(j);
   answers_.settle(j);
   if (j.forget) erase(j.id);

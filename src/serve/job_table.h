@@ -113,6 +113,12 @@ class JobTable : private StopHost {
   void note_owner_end(Job& j) override;
   void stop_owned(uint64_t num) override;
   void job_over(Job& j) override;
+  // A job's readiness probe, given what is new (its output, its ports, the
+  // time); once decided, the create that waits for it is answered, and a
+  // probe that timed out with stopOnTimeout stops the job (which may then
+  // be gone).
+  void probe(Job& j);
+  void feed_lines(Job& j, int64_t now);
   // Stopped (when running) and forgotten once over.
   void dismiss(Job& j, const char* why);
   void erase(const std::string& id);

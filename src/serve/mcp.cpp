@@ -79,6 +79,7 @@ void read_args(Args& a, CreateParams& c) {
   c.name = a.text("name");
   c.replace = a.flag("replace");
   if (!a.error() && c.replace && !c.name) a.bad("replace", "needs a name (the job it replaces is the one of that name)");
+  c.ready = a.ready_flat("ready_port", "ready_http", "ready_line", "ready_timeout_s");
   if (!a.error() && c.args[1].empty()) a.bad("command", "must not be empty");
 }
 
@@ -427,10 +428,21 @@ Json run_result(const RunSummary& a) {
 }
 
 Json start_result(const Started& s) {
+  if (s.ready && !s.existing) {
+    Json sc = {{"id", s.id}, {"ready", s.ready->ready}};
+    if (s.ready->ready) sc["ready_ms"] = s.ready->ms;
+    else sc["ready_error"] = s.ready->error;
+    return text_result(s.ready->ready ? "started job " + s.id + "; ready after " + std::to_string(s.ready->ms) + " ms"
+                                      : "started job " + s.id + ", but it is not ready: " + s.ready->error +
+                                            " (its output may say why)",
+                       sc);
+  }
   if (!s.existing) return text_result("started job " + s.id, {{"id", s.id}});
+  Json sc = {{"id", s.id}, {"already_running", true}};
+  if (s.ready) sc["ready"] = s.ready->ready;
   return text_result("job " + s.id + " of that name is already running; nothing new was started (replace: true "
                      "stops it and starts the command anew)",
-                     {{"id", s.id}, {"already_running", true}});
+                     sc);
 }
 
 Json output_result(const OutputRead& r) {

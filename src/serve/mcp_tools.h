@@ -84,7 +84,7 @@ inline constexpr std::tuple kTools{
     Tool<CreateParams>{"start", R"JSON({
       "title": "Start a background job",
       "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true},
-      "description": "Starts a shell command as a job that runs on (a dev server, a watcher) and returns its id at once. The job and everything it starts are stopped when killed, and when this session ends.",
+      "description": "Starts a shell command as a job that runs on (a dev server, a watcher) and returns its id at once. The job and everything it starts are stopped when killed, and when this session ends. With ready_port, ready_http or ready_line it returns once the job is ready (ready after N ms), or says why it is not (it ended first, or ready_timeout_s passed: the job then runs on).",
       "inputSchema": {
         "type": "object",
         "properties": {
@@ -99,12 +99,18 @@ inline constexpr std::tuple kTools{
           "memory_max": {"type": ["integer", "string"], "description": "most memory the command may use: bytes, or a string with K, M or G (powers of 1024), e.g. \"512M\"; past it the whole command is killed"},
           "memory_high": {"type": ["integer", "string"], "description": "memory past which the command is slowed down and its memory reclaimed rather than killed; below memory_max"},
           "pids_max": {"type": "integer", "minimum": 0, "description": "most processes and threads it may have at once (default 4096; 0: no limit)"},
-          "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"}
+          "cpu_max": {"type": "number", "minimum": 0.01, "description": "CPU time it may use, in cores (0.5: half of one CPU)"},
+          "ready_port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "return once a process of the job listens on this TCP port"},
+          "ready_http": {"type": "string", "description": "return once an HTTP GET of this path (e.g. \"/health\") on 127.0.0.1 answers 2xx: on ready_port, or the first port the job listens on"},
+          "ready_line": {"type": "string", "description": "return once a line of the job's output matches this regular expression (RE2 syntax)"},
+          "ready_timeout_s": {"type": "number", "minimum": 0, "description": "how long to wait for ready (default 30); the job runs on after it"}
         },
         "required": ["command"],
         "additionalProperties": false
       },
-      "outputSchema": {"type": "object", "properties": {"id": {"type": "string"}, "already_running": {"type": "boolean", "description": "a job of this name was running: this is its id, nothing new was started"}}, "required": ["id"]}
+      "outputSchema": {"type": "object", "properties": {"id": {"type": "string"}, "already_running": {"type": "boolean", "description": "a job of this name was running: this is its id, nothing new was started"},
+        "ready": {"type": "boolean", "description": "with a ready_ probe: whether the job became ready"}, "ready_ms": {"type": "integer", "description": "how long after its start it was ready"},
+        "ready_error": {"type": "string", "description": "why it is not ready"}}, "required": ["id"]}
     })JSON"},
     Tool<OutputParams>{"output", R"JSON({
       "title": "Read a job's output",

@@ -9,7 +9,15 @@ RpcError rpc_error(const Error& e) {
   return {callers_fault(e) ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal")};
 }
 
-Json started_json(const Started& s) { return {{"terminalId", s.id}, {"existing", s.existing}}; }
+Json started_json(const Started& s) {
+  Json o = {{"terminalId", s.id}, {"existing", s.existing}};
+  if (s.ready) {
+    o["ready"] = s.ready->ready;
+    if (s.ready->ready) o["readyMs"] = s.ready->ms;
+    else o["readyError"] = s.ready->error;
+  }
+  return o;
+}
 
 }  // namespace
 

@@ -45,6 +45,7 @@ void read_params(FieldReader& f, CreateParams& c) {
   c.clear_env = f.flag("clearEnv");
   c.kill_signal = f.signal("killSignal");
   c.limits = f.limits("memoryMax", "memoryHigh", "pidsMax", "cpuMax");
+  c.ready = f.ready("ready");
 }
 
 void read_params(FieldReader& f, TerminalParams& t) { t.terminal_id = f.str("terminalId", true).value_or(""); }
@@ -235,6 +236,7 @@ Json job_json(const JobInfo& j) {
             {"cpuUsec", or_null(j.cpu_usec)},
             {"memoryPeakBytes", or_null(j.memory_peak_bytes)}};
   if (j.cleanup_verified) o["cleanupVerified"] = *j.cleanup_verified;
+  if (j.ready) o["ready"] = *j.ready;
   return o;
 }
 

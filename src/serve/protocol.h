@@ -42,8 +42,8 @@ inline constexpr std::tuple kMethods{
     Method<CreateParams>{"terminal/create",
                          "command, args?, env?, cwd?, sessionId?, outputByteLimit?, outputBackpressure?, "
                          "timeoutMs?, idleTimeoutMs?, pty?, keep?, name?, replace?, waitTree?, separateStderr?, "
-                         "clearEnv?, killSignal?, memoryMax?, memoryHigh?, pidsMax?, cpuMax?",
-                         "terminalId, existing"},
+                         "clearEnv?, killSignal?, memoryMax?, memoryHigh?, pidsMax?, cpuMax?, ready?",
+                         "terminalId, existing, ready?, readyMs?, readyError?"},
     Method<OutputParams>{"terminal/output",
                          "terminalId, since?, stderrSince?, waitMs?, maxBytes?, stream?, follow?",
                          "output, truncated, next, more, exitStatus, stderr?; or with stream: since, truncated"},

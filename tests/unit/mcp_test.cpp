@@ -176,5 +176,31 @@ TEST(McpResult, AnErrorIsOneLineWithIsError) {
   EXPECT_EQ(e["content"][0]["text"], "unknown job 't9'");
 }
 
+TEST(McpToolCall, StartReadsAReadinessProbe) {
+  auto r = parse_tool_call({{"name", "start"},
+                            {"arguments", {{"command", "npm run dev"}, {"ready_port", 5173}, {"ready_http", "/health"},
+                                           {"ready_timeout_s", 2.5}}}});
+  ASSERT_TRUE(std::holds_alternative<ToolCall>(r));
+  const auto& c = std::get<CreateParams>(std::get<ToolCall>(r).args);
+  ASSERT_TRUE(c.ready.has_value());
+  EXPECT_EQ(c.ready->port, 5173);
+  EXPECT_EQ(c.ready->http, "/health");
+  EXPECT_FALSE(c.ready->line.has_value());
+  EXPECT_EQ(c.ready->timeout_ms, 2500u);
+  auto none = parse_tool_call({{"name", "start"}, {"arguments", {{"command", "x"}}}});
+  EXPECT_FALSE(std::get<CreateParams>(std::get<ToolCall>(none).args).ready.has_value());
+  auto line = parse_tool_call({{"name", "start"}, {"arguments", {{"command", "x"}, {"ready_line", "^up$"}}}});
+  EXPECT_EQ(std::get<CreateParams>(std::get<ToolCall>(line).args).ready->timeout_ms, 30'000u);
+  EXPECT_EQ(call_error({{"name", "start"}, {"arguments", {{"command", "x"}, {"ready_line", "(a"}}}}),
+            "invalid arguments: 'ready_line' is not a valid regular expression: missing ): (a");
+  EXPECT_EQ(call_error({{"name", "start"}, {"arguments", {{"command", "x"}, {"ready_line", "a"}, {"ready_port", 1}}}}),
+            "invalid arguments: 'ready_line' goes alone: give a line, a port, an http path, or a port with an http "
+            "path");
+  EXPECT_EQ(call_error({{"name", "start"}, {"arguments", {{"command", "x"}, {"ready_timeout_s", 3}}}}),
+            "invalid arguments: 'ready_timeout_s' needs 'ready_port', 'ready_http' or 'ready_line'");
+  EXPECT_EQ(call_error({{"name", "start"}, {"arguments", {{"command", "x"}, {"ready_http", "health"}}}}),
+            "invalid arguments: 'ready_http' must be a path such as \"/health\" (starting with '/', no spaces)");
+}
+
 }  // namespace
 }  // namespace pmon::serve::mcp

@@ -223,5 +223,43 @@ TEST(ServeProtocol, RepliesAreOneLine) {
   EXPECT_EQ(exit_status_json(std::nullopt, 9)["signal"], "SIGKILL");
 }
 
+TEST(ServeProtocol, CreateReadsAReadinessProbe) {
+  Request r = good(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"x",)"
+                   R"("ready":{"port":8080,"http":"/","timeoutMs":500,"stopOnTimeout":true}}})");
+  const auto& c = std::get<CreateParams>(r.params);
+  ASSERT_TRUE(c.ready.has_value());
+  EXPECT_EQ(c.ready->port, 8080);
+  EXPECT_EQ(c.ready->http, "/");
+  EXPECT_EQ(c.ready->timeout_ms, 500u);
+  EXPECT_TRUE(c.ready->stop_on_timeout);
+  Request d = good(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"x","ready":{"line":"a+"}}})");
+  EXPECT_EQ(std::get<CreateParams>(d.params).ready->timeout_ms, 30'000u);
+  EXPECT_FALSE(std::get<CreateParams>(d.params).ready->stop_on_timeout);
+  struct Case {
+    const char* ready;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{R"({"line":"(x"})", "invalid params: 'ready.line' is not a valid regular expression: missing ): (x"},
+           Case{R"({"line":""})", "invalid params: 'ready.line' must not be empty"},
+           Case{R"({})", "invalid params: 'ready.port' or 'ready.http' or 'ready.line' is needed: what ready means"},
+           Case{R"({"port":0})", "invalid params: 'ready.port' must be an integer from 1 to 65535"},
+           Case{R"({"http":"/a b"})",
+                "invalid params: 'ready.http' must be a path such as \"/health\" (starting with '/', no spaces)"},
+           Case{R"({"line":"x","http":"/"})",
+                "invalid params: 'ready.line' goes alone: give a line, a port, an http path, or a port with an http "
+                "path"},
+           Case{R"({"port":1,"timeout":5})",
+                "invalid params: 'ready.timeout' is not a field of ready (port, http, line, timeoutMs, stopOnTimeout)"},
+           Case{R"({"port":1,"timeoutMs":0})", "invalid params: 'ready.timeoutMs' must be an integer from 1 to 1099511627776"},
+           Case{R"(5)", "invalid params: 'ready' must be an object {port?, http?, line?, timeoutMs?}"},
+       }) {
+    BadRequest e = bad(std::string(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"x","ready":)") +
+                       c.ready + "}}");
+    EXPECT_EQ(e.error.code, rpc::kInvalidParams) << c.ready;
+    EXPECT_EQ(e.error.message, c.message) << c.ready;
+  }
+}
+
 }  // namespace
 }  // namespace pmon::serve
