@@ -79,7 +79,14 @@ void Answers::settle(Job& j) {
       case Waiter::Kind::ready:
         // A create's answer, once the job is ready or cannot be.
         if (!j.ready || !j.ready->decided()) return false;
-        front_->created(w.conn, w.id, Started{j.id, false, j.ready->outcome()});
+      {
+        Asker a;
+        a.conn = w.conn;
+        a.id = w.id;
+        a.stateless = w.stateless;
+        a.task = w.task;
+        front_->created(a, Started{j.id, false, j.ready->outcome()});
+      }
         return true;
       case Waiter::Kind::run:
         // The answer once over (then the job is forgotten), or what it
