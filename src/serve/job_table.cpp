@@ -193,6 +193,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   j.num = n;
   do j.id = random_terminal_id();
   while (jobs_.contains(j.id));
+  open_spools(j, p.spool_byte_limit.value_or(opts_.spool_limit), spool_dir_);
   j.name = p.name.value_or("");
   j.command = ro.spawn.argv;
   j.creator = a.conn;
@@ -391,6 +392,7 @@ Json JobTable::report(const Job& j) const {
   Json rep = report_object<Json>(j.call->result(), ctx);
   rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
                 {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}};
+  add_spool_paths(rep["job"], j);
   return rep;
 }
 
@@ -453,7 +455,7 @@ void JobTable::shutdown() {
   if (shutting_down_) return;
   shutting_down_ = true;
   std::vector<std::string> ids;
-  for (auto& [id, j] : jobs_) ids.push_back(id);
+  for (auto& [id, j] : jobs_) ids.push_back(id), keep_spool_if_kept(*j);
   for (const std::string& id : ids)
     if (Job* j = find(id)) dismiss(*j, "service stopped");
 }
