@@ -436,7 +436,8 @@ int logs_main(const std::vector<std::string>& args) {
   app.footer("\nThe service also keeps each job's whole output in a file (its spool, up to\n"
              "--spool-limit): --head, --tail, --grep, --strip-ansi and --max-line-bytes read\n"
              "from there, so they see the output from its first byte, and shape only what\n"
-             "is printed.");
+             "is printed.\n\nValues:\n  N         a whole number\n"
+             "  REGEX     a regular expression (RE2 syntax, as in grep -E): '^error', 'fail(ed|ure)'\n");
   std::string id;
   bool follow = false;
   SocketFlag sock;

@@ -455,7 +455,7 @@ void JobTable::shutdown() {
   if (shutting_down_) return;
   shutting_down_ = true;
   std::vector<std::string> ids;
-  for (auto& [id, j] : jobs_) ids.push_back(id), keep_spool_if_kept(*j);
+  for (auto& [id, j] : jobs_) ids.push_back(id), keep_spool_if_kept(*j, spool_dir_);
   for (const std::string& id : ids)
     if (Job* j = find(id)) dismiss(*j, "service stopped");
 }

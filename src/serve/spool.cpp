@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "serve/spool.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +12,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <vector>
 
 #include "serve/job.h"
 #include "serve/socket.h"
@@ -58,6 +62,7 @@ std::expected<int, std::string> SpoolDir::ensure() {
   if (!b) return std::unexpected(b.error());
   auto s = own_dir(b->get(), "spool", base + "/spool");
   if (!s) return std::unexpected(s.error());
+  sweep(s->get());
   char name[48];
   std::snprintf(name, sizeof name, "%d.%08x", static_cast<int>(::getpid()), random_u32());
   if (::mkdirat(s->get(), name, 0700) != 0) return std::unexpected(errno_words("cannot make " + base + "/spool/" + name));
@@ -68,6 +73,41 @@ std::expected<int, std::string> SpoolDir::ensure() {
   name_ = name;
   path_ = parent_ + "/" + name_;
   return fd_.get();
+}
+
+void SpoolDir::mark_kept() {
+  if (!fd_) return;
+  Fd marker(::openat(fd_.get(), "KEPT", O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+}
+
+void SpoolDir::sweep(int spool_parent) {
+  Fd again(::fcntl(spool_parent, F_DUPFD_CLOEXEC, 0));
+  DIR* d = again ? ::fdopendir(again.get()) : nullptr;
+  if (!d) return;
+  (void)again.release();  // (closedir closes it)
+  std::vector<std::string> dead;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || end == e->d_name || *end != '.') continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its service may run
+    dead.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  for (const std::string& name : dead) {
+    Fd dir(::openat(spool_parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir || ::faccessat(dir.get(), "KEPT", F_OK, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    Fd list(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0));
+    DIR* files = list ? ::fdopendir(list.get()) : nullptr;
+    if (!files) continue;
+    (void)list.release();
+    std::vector<std::string> names;
+    while (dirent* f = ::readdir(files))
+      if (std::strcmp(f->d_name, ".") != 0 && std::strcmp(f->d_name, "..") != 0) names.emplace_back(f->d_name);
+    ::closedir(files);
+    for (const std::string& f : names) (void)::unlinkat(dir.get(), f.c_str(), 0);
+    (void)::unlinkat(spool_parent, name.c_str(), AT_REMOVEDIR);
+  }
 }
 
 std::expected<std::unique_ptr<Spool>, std::string> Spool::open(SpoolDir& dir, const std::string& name,
@@ -161,8 +201,9 @@ void add_spool_paths(Json& o, const Job& j) {
   if (!error.empty()) o["spoolError"] = error;
 }
 
-void keep_spool_if_kept(Job& j) {
-  if (!j.keep) return;
+void keep_spool_if_kept(Job& j, SpoolDir& dir) {
+  if (!j.keep || !j.spool) return;
+  dir.mark_kept();
   if (j.spool) j.spool->keep_files();
   if (j.err_spool) j.err_spool->keep_files();
 }

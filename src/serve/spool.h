@@ -23,6 +23,8 @@ namespace pmon::serve {
 // (the runtime dir is the default socket's: $XDG_RUNTIME_DIR/pmon,
 // /run/pmon for root, /tmp/pmon-UID), each level 0700, ours, no symlink.
 // Made when the first spool is; removed (when empty) with this object.
+// The first spool of a service also removes what services that died
+// (SIGKILL) left there.
 class SpoolDir {
  public:
   SpoolDir() = default;
@@ -32,8 +34,15 @@ class SpoolDir {
   // The directory, made now if it is not yet; an error in words otherwise.
   std::expected<int, std::string> ensure();
   const std::string& path() const { return path_; }
+  // A kept job's files stay when the service ends: the directory is marked
+  // so that a later service does not take it for a dead one's.
+  void mark_kept();
 
  private:
+  // The directories of services that died without removing theirs
+  // (SIGKILL) are removed, unless marked kept.
+  static void sweep(int spool_parent);
+
   Fd fd_;
   std::string path_;
   std::string parent_;  // <runtime dir>/spool

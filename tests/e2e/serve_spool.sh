@@ -9,6 +9,15 @@
 
 export XDG_RUNTIME_DIR=$t/xdg
 mkdir -m 700 "$XDG_RUNTIME_DIR"
+# What a service killed with SIGKILL left is removed by the next one's first
+# spool; a directory marked KEPT (a kept job's files) stays.
+sh -c 'exit 0' & dead=$!
+wait "$dead"
+mkdir -p -m 700 "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead" "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep"
+chmod 700 "$XDG_RUNTIME_DIR/pmon" "$XDG_RUNTIME_DIR/pmon/spool"
+echo old > "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead/tdead.out"
+echo kept > "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep/tkeep.out"
+: > "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep/KEPT"
 serve_start
 client_open c
 job() {  # job PARAMS-JSON -> terminal id
@@ -46,6 +55,9 @@ l=$(call c terminal/list '{}')
 [ "$(jf "$l" '[x["spoolPath"] for x in m["result"]["terminals"] if x["terminalId"] == "'"$id"'"][0]')" = "$spool" ] ||
   fail "terminal/list does not give the spool's path: $l"
 case $spool in "$XDG_RUNTIME_DIR"/pmon/spool/*) ;; *) fail "the spool is not in the runtime directory: $spool" ;; esac
+[ ! -e "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead" ] || fail "a dead service's spool directory was not removed"
+[ "$(cat "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep/tkeep.out")" = kept ] || fail "a directory marked KEPT was removed"
+rm -r "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep"
 [ "$(stat -c %a "$spool")" = 600 ] || fail "the spool file is mode $(stat -c %a "$spool")"
 [ "$(stat -c %a "$(dirname "$spool")")" = 700 ] || fail "the spool directory is mode $(stat -c %a "$(dirname "$spool")")"
 # The buffer keeps 1 MiB (its plain read is cut); the spool has all 5 MiB.
@@ -182,5 +194,6 @@ kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" || fail "pmon serve exited $?"
 [ ! -e "$sspool" ] || fail "the service's end left a job's spool file"
 [ "$(cat "$kspool")" = kept ] || fail "the service's end removed a kept job's spool file"
-rm -f "$kspool"
+[ -e "$(dirname "$kspool")/KEPT" ] || fail "the kept job's spool directory is not marked KEPT"
+rm -r "$(dirname "$kspool")"
 pass
