@@ -85,9 +85,13 @@ struct JobFlags {
       die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
     opts.max_jobs = max_jobs;
     opts.memory_budget = static_cast<size_t>(*budget);
-    auto spool = parse_size(spool_limit);
-    if (!spool) die(sub + ": --spool-limit: " + spool.error());
-    opts.spool_limit = *spool;
+    if (spool_limit == "0") {
+      opts.spool_limit = 0;  // no spool files
+    } else {
+      auto spool = parse_size(spool_limit);
+      if (!spool) die(sub + ": --spool-limit: " + spool.error());
+      opts.spool_limit = *spool;
+    }
     opts.stop = stop.parse(sub);
     opts.passed_over = sel.passed_over;
     return sel;
