@@ -182,7 +182,15 @@ export interface Job extends AsyncIterable<string>, NodeJS.EventEmitter {
   readonly readyMs?: number;
   /** Why it is not ready, in one line (it ended first, or the time ran out). */
   readonly readyError?: string;
-  output(options?: { since?: number; stderrSince?: number; waitMs?: number }): Promise<OutputChunk>;
+  /**
+   * New output from `since`; or, with head, tail, offset/length, grep, stripAnsi or maxLineBytes,
+   * a view of the whole output as the service's spool file keeps it.
+   */
+  output(options?: {
+    since?: number; stderrSince?: number; waitMs?: number;
+    head?: number; tail?: number; offset?: number; length?: number; grep?: string;
+    stripAnsi?: boolean; maxLineBytes?: number;
+  }): Promise<OutputChunk & { from?: number; leftOut?: number; total?: number; matches?: number; spoolPath?: string | null }>;
   wait(options?: { timeout?: number }): Promise<ExitStatus & { running?: true }>;
   write(data: string | Buffer, options?: { eof?: boolean }): Promise<{}>;
   end(data?: string | Buffer): Promise<{}>;

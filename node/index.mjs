@@ -349,11 +349,16 @@ class Job extends EventEmitter {
 
   // {output, next, truncated, exitStatus} from `since` (a byte offset;
   // `next` is the one to ask from next time). waitMs waits for new output.
-  output({ since, stderrSince, waitMs } = {}) {
+  // head, tail, offset, length, grep, stripAnsi, maxLineBytes read the
+  // whole output from the service's spool file instead (the reply then has
+  // from, leftOut, total, matches and spoolPath).
+  output({ since, stderrSince, waitMs, head, tail, offset, length, grep, stripAnsi, maxLineBytes } = {}) {
     const p = { terminalId: this.id };
     if (since !== undefined) p.since = since;
     if (stderrSince !== undefined) p.stderrSince = stderrSince;
     if (waitMs !== undefined) p.waitMs = waitMs;
+    const view = { head, tail, offset, length, grep, stripAnsi, maxLineBytes };
+    for (const [k, v] of Object.entries(view)) if (v !== undefined) p[k] = v;
     return this.service.request('terminal/output', p);
   }
 

@@ -297,6 +297,36 @@ test('run with background_after_s goes on as a job: output, write, wait', async 
   await client.close();
 });
 
+test('output: head and tail of the whole output by default, its spool file, grep with line numbers', async () => {
+  const { client } = await connect();
+  const st = await call(client, 'start', { command: "seq 1 100000; printf '\\033[31mred\\033[0m 50%%\\r100%%\\n'" });
+  const id = st.structuredContent.id;
+  await call(client, 'wait', { id, timeout_s: 30 });
+  const o = await call(client, 'output', { id });
+  const s = o.structuredContent;
+  // seq writes 588895 bytes, printf 22 more.
+  assert.equal(s.total, 588895 + 22);
+  assert.equal(s.left_out, s.total - 4096 - 12288);
+  const [head, tail] = s.output.split(`[... ${s.left_out} bytes left out ...]\n`);
+  const full = Array.from({ length: 100000 }, (_, i) => `${i + 1}\n`).join('');
+  assert.equal(head, full.slice(0, 4096) + (full[4095] === '\n' ? '' : '\n'));
+  assert.ok(tail.endsWith('99999\n100000\n100%\n'), tail.slice(-40));
+  assert.ok(!s.output.includes('\u001b'), 'ANSI escapes were not stripped');
+  assert.equal(typeof s.spool_path, 'string');
+  assert.equal(readFileSync(s.spool_path).length, s.total);
+  assert.match(o.content[0].text, new RegExp(`${s.left_out} bytes left out in the middle; all of it is in `));
+  const g = await call(client, 'output', { id, grep: '^9999[0-2]$' });
+  assert.equal(g.structuredContent.output, '99990:99990\n99991:99991\n99992:99992\n');
+  assert.equal(g.structuredContent.matches, 3);
+  const p = await call(client, 'output', { id, offset: 6, length: 6 });
+  assert.equal(p.structuredContent.output, '4\n5\n6\n');
+  const bad = await call(client, 'output', { id, grep: '(' });
+  assert.equal(bad.isError, true);
+  assert.match(bad.content[0].text, /'grep' is not a valid regular expression/);
+  await call(client, 'kill', { id });
+  await client.close();
+});
+
 test('a run the client cancels (notifications/cancelled) is stopped with its tree', async () => {
   const { client } = await connect();
   const file = tmp.path('cancel');

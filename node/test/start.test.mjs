@@ -113,6 +113,21 @@ test('write, end, and async iteration over the output', async () => {
   await job.release();
 });
 
+test('output views of the whole output: head and tail, grep, stripAnsi; the spool file goes with release', async () => {
+  const job = await start('sh', ['-c', "seq 1 50000; printf '\\033[1mbold\\033[0m\\n'"], { outputByteLimit: 4096 });
+  await job.wait();
+  const ht = await job.output({ head: 4, tail: 5 });
+  assert.equal(ht.output, '1\n2\n' + `[... ${ht.total - 9} bytes left out ...]\n` + '\u001b[0m\n');
+  assert.equal(ht.leftOut, ht.total - 9);
+  const g = await job.output({ grep: '^4999[89]$' });
+  assert.equal(g.output, '49998:49998\n49999:49999\n');
+  const s = await job.output({ tail: 20, stripAnsi: true });
+  assert.ok(s.output.endsWith('bold\n'), s.output);
+  assert.equal(readFileSync(ht.spoolPath).length, ht.total);
+  await job.release();
+  assert.throws(() => readFileSync(ht.spoolPath), /ENOENT/);
+});
+
 test('wait with a timeout on a running job, then kill stops its setsid daemon', async () => {
   const file = tmp.path('job');
   const job = await start(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid']);

@@ -493,15 +493,66 @@ int jobs_main(const std::vector<std::string>& args) {
 
 int logs_main(const std::vector<std::string>& args) {
   CLI::App app{"Print a job's output, the bytes as it wrote them (its newest within the job's limit).", "pmon logs"};
+  app.footer("\nThe service also keeps each job's whole output in a file (its spool, up to\n"
+             "--spool-limit): --head, --tail, --grep, --strip-ansi and --max-line-bytes read\n"
+             "from there, so they see the output from its first byte, and shape only what\n"
+             "is printed.\n\nValues:\n  N         a whole number\n"
+             "  REGEX     a regular expression (RE2 syntax, as in grep -E): '^error', 'fail(ed|ure)'\n");
   std::string id;
   bool follow = false;
   SocketFlag sock;
   app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
   app.add_flag("-f,--follow", follow, "keep printing new output until the job ends");
+  uint64_t head = 0, tail = 0, max_line = 0;
+  std::string grep;
+  bool strip = false;
+  CLI::Option* head_opt =
+      app.add_option("--head", head, "the first N bytes of the whole output (with --tail: both, the middle left out)")
+          ->type_name("N");
+  CLI::Option* tail_opt = app.add_option("--tail", tail, "the last N bytes of the whole output")->type_name("N");
+  CLI::Option* grep_opt =
+      app.add_option("--grep", grep, "only the lines that match REGEX (RE2 syntax), each after its line number")
+          ->type_name("REGEX");
+  app.add_flag("--strip-ansi", strip, "remove ANSI escapes (colours) and carriage-return progress redraws");
+  CLI::Option* line_opt =
+      app.add_option("--max-line-bytes", max_line, "cut lines longer than N bytes, saying how much was cut")
+          ->type_name("N");
   sock.add_to(app);
   if (!parse_options(app, args, "logs")) return 0;
   check_job_id("logs", id);
+  const bool view = head_opt->count() || tail_opt->count() || grep_opt->count() || strip || line_opt->count();
+  if (view && follow) die("logs: -f goes with none of --head, --tail, --grep, --strip-ansi, --max-line-bytes");
+  if (line_opt->count() && max_line == 0) die("logs: --max-line-bytes must be at least 1");
+  if (grep_opt->count() && (head_opt->count() || tail_opt->count()))
+    die("logs: --grep goes with neither --head nor --tail");
   Client c = sock.connect();
+  if (view) {
+    // The whole output as the service keeps it on disk (its spool), shaped
+    // there; a long one read in pages.
+    Json p = {{"terminalId", id}};
+    if (head_opt->count()) p["head"] = head;
+    if (tail_opt->count()) p["tail"] = tail;
+    if (grep_opt->count()) p["grep"] = grep;
+    if (strip) p["stripAnsi"] = true;
+    if (line_opt->count()) p["maxLineBytes"] = max_line;
+    for (bool first = true;; first = false) {
+      Json r = c.call("terminal/output", p);
+      if (first && r.value("truncated", false))
+        std::fprintf(stderr, "pmon: logs: the output before byte %llu is no longer kept\n",
+                     static_cast<unsigned long long>(r.value("from", uint64_t{0})));
+      const std::string& text = r["output"].get_ref<const std::string&>();
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      if (!r.value("more", false) || r.contains("matches")) {
+        if (r.contains("matches") && r.value("more", false))
+          std::fprintf(stderr, "pmon: logs: %llu lines matched; the first %llu are shown\n",
+                       static_cast<unsigned long long>(r.value("matches", uint64_t{0})),
+                       static_cast<unsigned long long>(r.value("shown", uint64_t{0})));
+        std::fflush(stdout);
+        return 0;
+      }
+      p["offset"] = r["next"];
+    }
+  }
   Json p = {{"terminalId", id}};
   bool streams = true;
   for (;;) {

@@ -51,6 +51,7 @@ struct JobFlags {
   StopFlags stop;
   size_t max_jobs = 1024;
   std::string memory_budget = "256M";
+  std::string spool_limit = "64M";
   ConfineFlags confine;
 
   void add_to(CLI::App& app) {
@@ -62,6 +63,10 @@ struct JobFlags {
     app.add_option("--memory-budget", memory_budget,
                    "memory for the jobs' output and what clients make the service hold, e.g. 512M "
                    "(default 256M, at least 16M)")
+        ->type_name("SIZE");
+    app.add_option("--spool-limit", spool_limit,
+                   "bytes of a job's whole output kept on disk before its file is rotated (one older file "
+                   "is kept), e.g. 16M (default 64M; 0: no spool files)")
         ->type_name("SIZE");
   }
 
@@ -80,6 +85,13 @@ struct JobFlags {
       die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
     opts.max_jobs = max_jobs;
     opts.memory_budget = static_cast<size_t>(*budget);
+    if (spool_limit == "0") {
+      opts.spool_limit = 0;  // no spool files
+    } else {
+      auto spool = parse_size(spool_limit);
+      if (!spool) die(sub + ": --spool-limit: " + spool.error());
+      opts.spool_limit = *spool;
+    }
     opts.stop = stop.parse(sub);
     opts.passed_over = sel.passed_over;
     return sel;

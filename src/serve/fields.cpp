@@ -2,6 +2,7 @@
 #include "serve/fields.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <re2/re2.h>
 
@@ -259,6 +260,26 @@ void FieldReader::only(const Json& known, const char* why) {
   if (error_) return;
   for (auto it = obj_.begin(); it != obj_.end(); ++it)
     if (!known.contains(it.key())) return bad(it.key(), why);
+}
+
+void read_view(FieldReader& f, OutputParams& o, const ViewFieldNames& n, bool strip_default) {
+  constexpr uint64_t kMaxPart = OutputParams::kMaxMaxBytes;
+  ViewParams& v = o.view;
+  v.head = f.uint(n.head, false, kMaxPart);
+  v.tail = f.uint(n.tail, false, kMaxPart);
+  if (!f.error() && v.head && v.tail && *v.head + *v.tail > kMaxPart)
+    f.bad(n.tail, "and '" + std::string(n.head) + "' together must be at most " + std::to_string(kMaxPart));
+  v.offset = f.uint(n.offset, false, std::numeric_limits<int64_t>::max());
+  v.length = f.uint(n.length, false, std::numeric_limits<int64_t>::max());
+  if (!f.error() && v.length == 0u) f.bad(n.length, "must be at least 1");
+  if (!f.error() && v.length && (v.head || v.tail))
+    f.bad(n.length, "goes with neither head nor tail (they take the first and last bytes of the range from offset)");
+  v.grep = f.str(n.grep, false);
+  if (!f.error() && v.grep && v.grep->empty()) f.bad(n.grep, "must not be empty");
+  if (!f.error() && v.grep && (v.head || v.tail)) f.bad(n.grep, "goes with neither head nor tail");
+  v.strip_ansi = f.flag(n.strip_ansi, strip_default);
+  v.max_line_bytes = f.uint(n.max_line_bytes, false, uint64_t{1} << 30);
+  if (!f.error() && v.max_line_bytes == 0u) f.bad(n.max_line_bytes, "must be at least 1");
 }
 
 }  // namespace pmon::serve

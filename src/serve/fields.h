@@ -72,4 +72,11 @@ class FieldReader {
   std::optional<std::string> error_;
 };
 
+// The view fields of an output read (OutputParams::view), by the names a
+// front end gives them; each checked (a bad one is named).
+struct ViewFieldNames {
+  const char *head, *tail, *offset, *length, *grep, *strip_ansi, *max_line_bytes;
+};
+void read_view(FieldReader& f, OutputParams& o, const ViewFieldNames& n, bool strip_default = false);
+
 }  // namespace pmon::serve

@@ -34,7 +34,8 @@ enum class Drained { empty, eof, full, budget };
 
 // Reads what a pipe has into `buffer`, at most `room` bytes (and the
 // budget). *filled: one read returned all a default-sized pipe holds.
-Drained read_pipe(int fd, OutputBuffer& buffer, uint64_t room, std::vector<char>& scratch, bool* filled) {
+Drained read_pipe(int fd, OutputBuffer& buffer, Spool* spool, uint64_t room, std::vector<char>& scratch,
+                  bool* filled) {
   size_t got = 0;
   for (;;) {
     if (room == 0) return Drained::full;
@@ -51,6 +52,7 @@ Drained read_pipe(int fd, OutputBuffer& buffer, uint64_t room, std::vector<char>
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return Drained::empty;
     if (n <= 0) return Drained::eof;
+    if (spool) spool->write(std::string_view(into.data(), static_cast<size_t>(n)));
     if (into.data() == scratch.data()) buffer.append(std::string_view(into.data(), static_cast<size_t>(n)));
     else buffer.commit(static_cast<size_t>(n));
     if (n >= 65536) *filled = true;
@@ -175,7 +177,7 @@ void Job::pull(bool from_err, bool to_end, std::vector<char>& scratch) {
       room = unread >= limit ? 0 : limit - unread;
     }
     bool filled = false;
-    d = read_pipe(fd.get(), buf, room, scratch, &filled);
+    d = read_pipe(fd.get(), buf, (from_err ? err_spool : spool).get(), room, scratch, &filled);
     if (filled && !flow.grown) {
       flow.grown = true;
       (void)::fcntl(fd.get(), F_SETPIPE_SZ, kLargePipe);  // as large as allowed; a pty is no pipe
@@ -324,6 +326,8 @@ JobInfo Job::info(PortTables& tables) {
   o.ports = listening(tables);
   o.waiting_for_input = waiting_for_input();
   if (ready && ready->decided()) o.ready = ready->outcome()->ready;
+  if (spool) o.spool_path = spool->path();
+  if (err_spool) o.stderr_spool_path = err_spool->path();
   if (done) {
     const RunResult& r = call->result();
     o.exit = exit_status();

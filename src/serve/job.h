@@ -26,6 +26,7 @@
 #include "serve/poller.h"
 #include "serve/ready.h"
 #include "serve/request_budget.h"
+#include "serve/spool.h"
 
 namespace pmon::serve {
 
@@ -120,6 +121,10 @@ struct Job {
   OutputBuffer buffer;
   Fd err;  // separateStderr: stderr, kept in err_buffer
   std::unique_ptr<OutputBuffer> err_buffer;
+  // The whole output on disk (serve/spool.h), none with a spool limit of
+  // 0; stderr's own with separateStderr.
+  std::unique_ptr<Spool> spool, err_spool;
+  std::string spool_error;  // why it has none, or why it stopped short
   // outputBackpressure: a pipe is not read while its buffer holds `limit`
   // bytes no read has returned yet (the job's writes then block).
   bool backpressure = false;
@@ -201,5 +206,14 @@ struct Job {
   void watch_stop();
   void drop_stop_watch();
 };
+
+// Its spool files in `dir` (ID.out, and ID.err for stderr apart), `limit`
+// bytes each before rotation; none with 0. A spool that cannot be made
+// leaves the job without one (spool_error says why): the job still runs.
+void open_spools(Job& j, uint64_t limit, SpoolDir& dir);
+// spoolPath (and stderrSpoolPath, spoolError) into a job's JSON.
+void add_spool_paths(Json& o, const Job& j);
+// A kept job's spool files outlive the service (its end removes the rest).
+void keep_spool_if_kept(Job& j, SpoolDir& dir);
 
 }  // namespace pmon::serve

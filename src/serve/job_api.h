@@ -15,6 +15,7 @@
 #include "confine/error.h"
 #include "confine/limits.h"
 #include "serve/output_buffer.h"
+#include "serve/output_view.h"
 #include "serve/ports.h"
 
 namespace pmon::serve {
@@ -90,6 +91,9 @@ struct CreateParams {
   bool tell_end = true;
   // pmon's: the create is answered once the job is ready (or not, and why).
   std::optional<ReadyProbe> ready;
+  // pmon's: the most its spool file holds before it is rotated (0: no
+  // spool); the service's --spool-limit when left out.
+  std::optional<uint64_t> spool_byte_limit;
 };
 
 // A request about one job, by its id.
@@ -111,6 +115,9 @@ struct OutputParams {
   // pmon's: at most this many bytes of each stream in one reply (`more`
   // says when kept bytes were left for the next read, from `next`).
   uint64_t max_bytes = kDefaultMaxBytes;
+  // pmon's: the whole output (its spool) seen through head and tail, a
+  // page at an offset, grep, ANSI stripped, lines cut (serve/output_view.h).
+  ViewParams view;
   static constexpr uint64_t kDefaultMaxBytes = uint64_t{4} << 20;
   static constexpr uint64_t kMaxMaxBytes = uint64_t{16} << 20;
 };
@@ -202,6 +209,8 @@ struct JobInfo {
   std::optional<uint64_t> memory_peak_bytes;
   std::optional<bool> cleanup_verified;  // once over
   std::optional<bool> ready;             // started with a probe that has passed or failed
+  std::string spool_path;                // "" without a spool
+  std::string stderr_spool_path;         // separateStderr
 };
 
 // The error in one line for a client of the service: a job named

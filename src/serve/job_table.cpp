@@ -207,6 +207,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   j.num = n;
   do j.id = random_terminal_id();
   while (jobs_.contains(j.id));
+  open_spools(j, p.spool_byte_limit.value_or(opts_.spool_limit), spool_dir_);
   j.name = p.name.value_or("");
   j.tell_end = p.tell_end;
   j.command = ro.spawn.argv;
@@ -421,6 +422,7 @@ Json JobTable::report(const Job& j) const {
     rep["job"]["ready"] = j.ready->outcome()->ready;
     if (!j.ready->outcome()->ready) rep["job"]["readyError"] = j.ready->outcome()->error;
   }
+  add_spool_paths(rep["job"], j);
   return rep;
 }
 
@@ -483,7 +485,7 @@ void JobTable::shutdown() {
   if (shutting_down_) return;
   shutting_down_ = true;
   std::vector<std::string> ids;
-  for (auto& [id, j] : jobs_) ids.push_back(id);
+  for (auto& [id, j] : jobs_) ids.push_back(id), keep_spool_if_kept(*j, spool_dir_);
   for (const std::string& id : ids)
     if (Job* j = find(id)) dismiss(*j, "service stopped");
 }

@@ -21,6 +21,7 @@
 #include "serve/owner_call.h"
 #include "serve/poller.h"
 #include "serve/request_budget.h"
+#include "serve/spool.h"
 #include "serve/stops.h"
 #include "serve/streams.h"
 
@@ -130,6 +131,7 @@ class JobTable : private StopHost {
   RequestBudget& waiting_;
   const SpawnBase& spawn_base_;
   MemoryBudget output_budget_;  // the jobs' output buffers; declared before jobs_, which give it back
+  SpoolDir spool_dir_;          // the jobs' spool files; declared before jobs_, whose spools are in it
   Answers answers_;
   Streams streams_;
   Stops stops_;

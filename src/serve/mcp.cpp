@@ -83,9 +83,22 @@ void read_args(Args& a, CreateParams& c) {
   if (!a.error() && c.args[1].empty()) a.bad("command", "must not be empty");
 }
 
+// What a model gets unless it asks otherwise: head and tail, lines cut;
+// `since` is where the range starts (as `offset`).
+void agent_view_defaults(Args& a, OutputParams& o) {
+  ViewParams& v = o.view;
+  if (!a.error() && o.since && v.offset) a.bad("since", "goes alone: give since or offset");
+  if (o.since) v.offset = o.since, o.since.reset();
+  if (!v.head && !v.tail && !v.length && !v.grep) v.head = kAgentHead, v.tail = kAgentTail;
+  if (!v.max_line_bytes) v.max_line_bytes = kAgentMaxLine;
+  o.max_bytes = kAgentMaxText;
+}
+
 void read_args(Args& a, OutputParams& o) {
   o.terminal_id = a.text("id").value_or("");
   o.since = a.in_range("since", 0, std::numeric_limits<int64_t>::max());
+  read_view(a, o, {"head", "tail", "offset", "length", "grep", "strip_ansi", "max_line_bytes"}, true);
+  agent_view_defaults(a, o);
 }
 
 void read_args(Args& a, WaitForExitParams& w) {
@@ -389,8 +402,12 @@ Json run_result(const RunSummary& a) {
   auto [out, cut] = head_and_tail(a.output);
   const bool truncated = cut || a.truncated;
   if (!a.exit) {
-    Json s = {{"running", true}, {"id", a.id}, {"output", out}, {"truncated", truncated}};
-    return text_result(after_output(out, "[still running as job " + a.id + "; use output, wait or kill with this id]"),
+    Json s = {{"running", true}, {"id", a.id}, {"output", out}, {"truncated", truncated}, {"left_out", a.left_out}};
+    std::string cut_words;
+    if (a.left_out) cut_words = "; " + std::to_string(a.left_out) + " bytes left out in the middle";
+    if (!a.spool_path.empty()) s["spool_path"] = a.spool_path, cut_words += "; all of it is in " + a.spool_path;
+    return text_result(after_output(out, "[still running as job " + a.id + cut_words +
+                                             "; use output, wait or kill with this id]"),
                        s);
   }
   Json leftovers = Json::array();
@@ -411,7 +428,8 @@ Json run_result(const RunSummary& a) {
             {"cleanup_verified", a.cleanup_verified},
             {"duration_ms", a.report.value("duration_ms", 0.0)},
             {"oom_killed", a.report.value("oom_killed", Json(nullptr))},
-            {"pids_max_hit", a.report.value("pids_max_hit", Json(nullptr))}};
+            {"pids_max_hit", a.report.value("pids_max_hit", Json(nullptr))},
+            {"left_out", a.left_out}};
   std::string note =
       "[" + std::string(idle ? "no output for idle_timeout_s, stopped, " : timed_out ? "timed out, " : "") +
       ending_words(*a.exit);
@@ -423,6 +441,7 @@ Json run_result(const RunSummary& a) {
   }
   if (s["oom_killed"] == true) note += "; killed for going past memory_max";
   if (s["pids_max_hit"] == true) note += "; some forks failed at pids_max";
+  if (a.left_out) note += "; " + std::to_string(a.left_out) + " bytes of output left out in the middle";
   if (!a.cleanup_verified) note += "; WARNING: some of its processes could not be confirmed gone";
   return text_result(after_output(out, note + "]"), s);
 }
@@ -456,6 +475,26 @@ Json output_result(const OutputRead& r) {
   return text_result(after_output(r.out.text, "[" + state + "; " + (r.out.more ? "more from next " : "next ") +
                                                   std::to_string(r.out.next) + "]"),
                      s);
+}
+
+Json view_output_result(const ViewResult& v, const std::optional<ExitStatus>& exit, bool waiting_for_input,
+                        const std::string& spool_path) {
+  Json s = {{"output", v.text},  {"truncated", v.truncated}, {"from", v.from},
+            {"next", v.next},    {"more", v.more},           {"left_out", v.left_out},
+            {"total", v.total},  {"running", !exit},         {"exit_code", exit_code_json(exit)},
+            {"signal", signal_json(exit)}, {"spool_path", spool_path.empty() ? Json(nullptr) : Json(spool_path)}};
+  if (!exit) s["waiting_for_input"] = waiting_for_input;
+  if (v.matches) s["matches"] = *v.matches;
+  std::string note = exit ? ending_words(*exit) : waiting_for_input ? std::string(kWaitingWords) : std::string("running");
+  if (v.matches)
+    note += "; " + std::to_string(*v.matches) + " matching line" + (*v.matches == 1 ? "" : "s") +
+            (v.shown < *v.matches ? ", " + std::to_string(v.shown) + " shown" : "");
+  if (v.truncated) note += "; bytes before " + std::to_string(v.from) + " are no longer kept";
+  if (v.left_out) note += "; " + std::to_string(v.left_out) + " bytes left out in the middle";
+  if (!spool_path.empty() && (v.left_out || v.more || v.truncated || v.matches))
+    note += "; all of it is in " + spool_path + " (or use grep, or offset and length)";
+  note += std::string("; ") + (v.more ? "more from next " : "next ") + std::to_string(v.next);
+  return text_result(after_output(v.text, "[" + note + "]"), s);
 }
 
 Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input) {

@@ -87,10 +87,16 @@ struct RunSummary {
   std::optional<ExitStatus> exit;  // none: it goes on in the background
   Json report;
   bool cleanup_verified = false;
+  uint64_t left_out = 0;   // bytes between the head and the tail shown
+  std::string spool_path;  // the whole output, while the job runs on
 };
 Json run_result(const RunSummary& s);
 Json start_result(const Started& s);
 Json output_result(const OutputRead& r);
+// The output tool's: a view of the whole output (head and tail, a page,
+// grep), with the spool file that holds all of it.
+Json view_output_result(const ViewResult& v, const std::optional<ExitStatus>& exit, bool waiting_for_input,
+                        const std::string& spool_path);
 // none: still running (and, with waiting_for_input, blocked reading its
 // stdin: it waits for input, not for time).
 Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input = false);

@@ -111,9 +111,11 @@ McpAdapter::Reply McpAdapter::handle(const Asker&, const OutputParams& p) {
   auto j = jobs_.get(p.terminal_id);
   if (!j) return mcp::tool_error(j.error());
   jobs_.catch_up(**j);
-  OutputRead r = jobs_.read_output(**j, p.since, p.stderr_since, p.max_bytes);
-  r.waiting_for_input = (*j)->waiting_for_input();
-  return mcp::output_result(r);
+  Job& job = **j;
+  auto v = view_of(job, p.view, static_cast<size_t>(p.max_bytes));
+  if (!v) return mcp::tool_error(v.error());
+  return mcp::view_output_result(*v, job.done ? std::optional(job.exit_status()) : std::nullopt,
+                                 !job.done && job.waiting_for_input(), job.spool ? job.spool->path() : "");
 }
 
 McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForExitParams& p) {
@@ -153,18 +155,17 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForPortParams& 
   return Later{};
 }
 
-// The newest bytes of a long output (a read is bounded; its end is what
-// tells most), said to be cut.
+// A long output's head and tail (its spool's, or what its buffer keeps),
+// ANSI stripped, lines cut, said to be cut.
 mcp::RunSummary McpAdapter::run_summary(Job& j) {
-  const uint64_t max = jobs_.answers().reply_bytes(OutputParams::kDefaultMaxBytes);
-  const uint64_t first = j.buffer.first_kept();
-  const uint64_t from = j.buffer.total() > max ? std::max(first, j.buffer.total() - max) : 0;
-  OutputRead o = jobs_.read_output(j, from > first ? std::optional(from) : std::nullopt, std::nullopt,
-                                   OutputParams::kDefaultMaxBytes);
   mcp::RunSummary s;
   s.id = j.id;
-  s.output = std::move(o.out.text);
-  s.truncated = o.out.truncated || from > first;
+  if (auto v = view_of(j, agent_view(), kAgentMaxText)) {
+    s.output = std::move(v->text);
+    s.truncated = v->truncated || v->left_out > 0;
+    s.left_out = v->left_out;
+  }
+  if (j.spool && !j.done) s.spool_path = j.spool->path();
   if (!j.done) return s;
   s.exit = j.exit_status();
   s.report = jobs_.report(j);

@@ -76,7 +76,9 @@ inline constexpr std::tuple kTools{
           "cleanup_verified": {"type": "boolean"},
           "duration_ms": {"type": "number"},
           "oom_killed": {"type": ["boolean", "null"], "description": "killed for going past memory_max (null: no memory_max)"},
-          "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max)"}
+          "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max)"},
+          "left_out": {"type": "integer", "description": "bytes of a long output left out between its first 4 KiB and last 12 KiB"},
+          "spool_path": {"type": "string", "description": "a job still running: the file that holds its whole output"}
         },
         "required": ["running", "output", "truncated"]
       }
@@ -115,17 +117,32 @@ inline constexpr std::tuple kTools{
     Tool<OutputParams>{"output", R"JSON({
       "title": "Read a job's output",
       "annotations": {"readOnlyHint": true, "openWorldHint": false},
-      "description": "The output of a job, from the byte offset since (all that is kept when omitted, up to 4 MiB a call; more: true when there is more to read); pass the returned next as since to get only what is new.",
+      "description": "The output of a job (stdout and stderr as a terminal shows them). By default its first 4 KiB and last 12 KiB, the middle left out (left_out says how many bytes), ANSI escapes and progress redraws removed, lines cut at 2000 bytes. The whole output is kept in a file (spool_path): page through it with offset and length, or find lines with grep (numbered). Pass the returned next as since (or offset) to get only what is new.",
       "inputSchema": {
         "type": "object",
-        "properties": {"id": {"type": "string"}, "since": {"type": "integer", "minimum": 0}},
+        "properties": {
+          "id": {"type": "string"},
+          "since": {"type": "integer", "minimum": 0, "description": "start at this byte offset (a next returned before)"},
+          "offset": {"type": "integer", "minimum": 0, "description": "start at this byte offset since the job began"},
+          "length": {"type": "integer", "minimum": 1, "description": "read this many bytes from offset (a page; at most 64 KiB a call) instead of head and tail"},
+          "head": {"type": "integer", "minimum": 0, "description": "bytes from the start to show (default 4096, with tail 12288)"},
+          "tail": {"type": "integer", "minimum": 0, "description": "bytes from the end to show"},
+          "grep": {"type": "string", "description": "only the lines matching this regular expression (RE2 syntax), each after its line number and a colon"},
+          "strip_ansi": {"type": "boolean", "description": "remove ANSI escapes and carriage-return redraws (default true)"},
+          "max_line_bytes": {"type": "integer", "minimum": 1, "description": "cut longer lines here (default 2000)"}
+        },
         "required": ["id"],
         "additionalProperties": false
       },
       "outputSchema": {
         "type": "object",
         "properties": {
-          "output": {"type": "string"}, "truncated": {"type": "boolean"}, "next": {"type": "integer"},
+          "output": {"type": "string"}, "truncated": {"type": "boolean", "description": "bytes asked for are no longer kept (the spool was rotated): it starts at from"},
+          "from": {"type": "integer"}, "next": {"type": "integer"},
+          "left_out": {"type": "integer", "description": "bytes left out between head and tail"},
+          "total": {"type": "integer", "description": "bytes the job has written"},
+          "matches": {"type": "integer", "description": "grep: lines that matched"},
+          "spool_path": {"type": ["string", "null"], "description": "the file that holds the whole output (null: none is kept)"},
           "more": {"type": "boolean"}, "running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]},
           "waiting_for_input": {"type": "boolean", "description": "it runs, blocked reading its stdin: it waits for input, not for time"}
         },

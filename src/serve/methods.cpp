@@ -19,6 +19,17 @@ Json started_json(const Started& s) {
   return o;
 }
 
+// An output read with head, tail, offset, grep...: the text, where it
+// came from, and what was left out.
+Json view_json(const ViewResult& v, const Job& job) {
+  Json res = {{"output", v.text}, {"truncated", v.truncated}, {"from", v.from},      {"next", v.next},
+              {"more", v.more},   {"leftOut", v.left_out},   {"total", v.total}};
+  if (v.matches) res["matches"] = *v.matches, res["shown"] = v.shown;
+  add_spool_paths(res, job);
+  res["exitStatus"] = job.done ? exit_status_json(job.exit_status()) : Json(nullptr);
+  return res;
+}
+
 }  // namespace
 
 void Methods::on_line(Conn& c, std::string_view line) {
@@ -79,6 +90,11 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const OutputParams& p) {
     auto s = jobs_.open_stream(c.id, job, p.since, p.follow);
     if (!s) return s.error();
     return WithFd{{{"stream", true}, {"since", s->since}, {"truncated", s->truncated}}, Fd(s->fd)};
+  }
+  if (p.view.any()) {
+    auto v = view_of(job, p.view, static_cast<size_t>(jobs_.answers().reply_bytes(p.max_bytes)));
+    if (!v) return v.error();
+    return view_json(*v, job);
   }
   if (!p.wait_ms || job.done || job.has_new_output(p.since, p.stderr_since)) {
     if (id.is_discarded()) return Later{};  // a notification's: nothing is read

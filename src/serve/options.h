@@ -21,6 +21,10 @@ struct ServeOptions {
   // Speak MCP (pmon mcp) instead of the terminal/* methods, on the same jobs.
   bool mcp = false;
   size_t max_jobs = 1024;
+  // What one job's spool file holds before it is rotated (--spool-limit;
+  // a job's spoolByteLimit instead), 0: no spool.
+  uint64_t spool_limit = kDefaultSpoolLimit;
+  static constexpr uint64_t kDefaultSpoolLimit = uint64_t{64} << 20;
   StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
   size_t max_line = 1 << 20;            // longer requests are refused
   size_t max_queue = size_t{16} << 20;  // replies behind one being sent before a client is dropped

@@ -14,6 +14,7 @@ namespace {
 
 constexpr uint64_t kMaxMs = uint64_t{1} << 40;
 constexpr uint64_t kMaxOutputLimit = uint64_t{1} << 30;
+constexpr uint64_t kMaxSpoolLimit = uint64_t{1} << 40;
 
 // Each method's params, read in the order of its fields; the first problem
 // is kept (later reads then do nothing).
@@ -46,6 +47,7 @@ void read_params(FieldReader& f, CreateParams& c) {
   c.kill_signal = f.signal("killSignal");
   c.limits = f.limits("memoryMax", "memoryHigh", "pidsMax", "cpuMax");
   c.ready = f.ready("ready");
+  c.spool_byte_limit = f.uint("spoolByteLimit", false, kMaxSpoolLimit);
 }
 
 void read_params(FieldReader& f, TerminalParams& t) { t.terminal_id = f.str("terminalId", true).value_or(""); }
@@ -59,6 +61,13 @@ void read_params(FieldReader& f, OutputParams& o) {
   o.follow = f.flag("follow", true);
   o.max_bytes = f.uint("maxBytes", false, OutputParams::kMaxMaxBytes).value_or(OutputParams::kDefaultMaxBytes);
   if (!f.error() && o.max_bytes == 0) f.bad("maxBytes", "must be at least 1");
+  read_view(f, o, {"head", "tail", "offset", "length", "grep", "stripAnsi", "maxLineBytes"});
+  if (!f.error() && o.view.any()) {
+    if (o.since) f.bad("since", "goes with none of head, tail, offset, length, grep, stripAnsi, maxLineBytes (page with 'offset')");
+    else if (o.stderr_since) f.bad("stderrSince", "goes with none of head, tail, offset, length, grep, stripAnsi, maxLineBytes");
+    else if (o.stream) f.bad("stream", "gives raw bytes; it goes with none of head, tail, offset, length, grep, stripAnsi, maxLineBytes");
+    else if (o.wait_ms) f.bad("waitMs", "goes with none of head, tail, offset, length, grep, stripAnsi, maxLineBytes");
+  }
 }
 
 void read_params(FieldReader& f, WaitForExitParams& w) {
@@ -237,6 +246,8 @@ Json job_json(const JobInfo& j) {
             {"memoryPeakBytes", or_null(j.memory_peak_bytes)}};
   if (j.cleanup_verified) o["cleanupVerified"] = *j.cleanup_verified;
   if (j.ready) o["ready"] = *j.ready;
+  o["spoolPath"] = j.spool_path.empty() ? Json(nullptr) : Json(j.spool_path);
+  if (!j.stderr_spool_path.empty()) o["stderrSpoolPath"] = j.stderr_spool_path;
   return o;
 }
 

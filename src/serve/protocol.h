@@ -42,11 +42,13 @@ inline constexpr std::tuple kMethods{
     Method<CreateParams>{"terminal/create",
                          "command, args?, env?, cwd?, sessionId?, outputByteLimit?, outputBackpressure?, "
                          "timeoutMs?, idleTimeoutMs?, pty?, keep?, name?, replace?, waitTree?, separateStderr?, "
-                         "clearEnv?, killSignal?, memoryMax?, memoryHigh?, pidsMax?, cpuMax?, ready?",
+                         "clearEnv?, killSignal?, memoryMax?, memoryHigh?, pidsMax?, cpuMax?, ready?, spoolByteLimit?",
                          "terminalId, existing, ready?, readyMs?, readyError?"},
     Method<OutputParams>{"terminal/output",
-                         "terminalId, since?, stderrSince?, waitMs?, maxBytes?, stream?, follow?",
-                         "output, truncated, next, more, exitStatus, stderr?; or with stream: since, truncated"},
+                         "terminalId, since?, stderrSince?, waitMs?, maxBytes?, stream?, follow?, head?, tail?, "
+                         "offset?, length?, grep?, stripAnsi?, maxLineBytes?",
+                         "output, truncated, next, more, exitStatus, stderr?; or with stream: since, truncated; "
+                         "or with a view: from, leftOut, total, matches?, spoolPath"},
     Method<WaitForExitParams>{"terminal/wait_for_exit", "terminalId, timeoutMs?", "exitCode, signal, running?"},
     Method<WriteParams>{"terminal/write", "terminalId, data?, eof?", "{}"},
     Method<ResizeParams>{"terminal/resize", "terminalId, rows, cols", "{}"},

@@ -159,7 +159,7 @@ TEST(McpResult, LongRunOutputKeepsHeadAndTail) {
   std::string out;
   for (int i = 0; i < 20000; ++i) out += std::to_string(i) + "\n";
   RunSummary a{"t1", out, false, ExitStatus{0, std::nullopt},
-               {{"timed_out", false}, {"leftovers", Json::array()}, {"duration_ms", 3.5}}, true};
+               {{"timed_out", false}, {"leftovers", Json::array()}, {"duration_ms", 3.5}}, true, 0, ""};
   Json r = run_result(a);
   const std::string text = r["structuredContent"]["output"];
   EXPECT_TRUE(r["structuredContent"]["truncated"].get<bool>());

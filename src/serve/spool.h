@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// A job's whole output on disk: every byte its stream (and its stderr when
+// kept apart) ever gave, appended to a file of the service's spool
+// directory, beside the bounded buffer in memory. A spool holds at most
+// its limit in its current file: a full file becomes NAME.1 (the older .1
+// removed) and a new one begins, so at most twice the limit is on disk.
+// Files are removed with the job, and when the service ends (unless kept).
+// Writes are plain write(2)s to a regular file; nothing is held in memory.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sys/fd.h"
+
+namespace pmon::serve {
+
+// The service's own directory of spools: <runtime dir>/spool/<pid>.<random>
+// (the runtime dir is the default socket's: $XDG_RUNTIME_DIR/pmon,
+// /run/pmon for root, /tmp/pmon-UID), each level 0700, ours, no symlink.
+// Made when the first spool is; removed (when empty) with this object.
+// The first spool of a service also removes what services that died
+// (SIGKILL) left there.
+class SpoolDir {
+ public:
+  SpoolDir() = default;
+  ~SpoolDir();
+  SpoolDir(const SpoolDir&) = delete;
+  SpoolDir& operator=(const SpoolDir&) = delete;
+  // The directory, made now if it is not yet; an error in words otherwise.
+  std::expected<int, std::string> ensure();
+  const std::string& path() const { return path_; }
+  // A kept job's files stay when the service ends: the directory is marked
+  // so that a later service does not take it for a dead one's.
+  void mark_kept();
+
+ private:
+  // The directories of services that died without removing theirs
+  // (SIGKILL) are removed, unless marked kept.
+  static void sweep(int spool_parent);
+
+  Fd fd_;
+  std::string path_;
+  std::string parent_;  // <runtime dir>/spool
+  std::string name_;
+};
+
+class Spool {
+ public:
+  // A new file `name` in `dir` (0600, O_EXCL, O_NOFOLLOW), or an error.
+  static std::expected<std::unique_ptr<Spool>, std::string> open(SpoolDir& dir, const std::string& name,
+                                                                  uint64_t limit);
+  ~Spool();
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
+
+  // Appends what the job wrote. A write that fails (a full disk) ends the
+  // spool there: later bytes are not written, and `error` says why.
+  void write(std::string_view bytes);
+  // Up to `n` bytes from offset `off` (first_held() <= off < total()) as
+  // written; fewer at the end of a file (read on from off + the count).
+  size_t read_at(uint64_t off, char* buf, size_t n) const;
+
+  uint64_t total() const { return total_; }            // bytes written since the job began
+  uint64_t first_held() const { return old_ ? old_start_ : cur_start_; }
+  uint64_t lines_before_held() const { return lines_dropped_; }  // newlines rotated away
+  uint64_t limit() const { return limit_; }
+  const std::string& path() const { return path_; }
+  const std::optional<std::string>& error() const { return error_; }
+  // Its files outlive it (a kept job when the service ends).
+  void keep_files() { keep_ = true; }
+
+ private:
+  Spool() = default;
+  void rotate();
+  void fail(const std::string& what);
+
+  int dir_ = -1;  // the SpoolDir's, which outlives every spool
+  std::string name_;
+  std::string path_;
+  uint64_t limit_ = 0;
+  Fd cur_;  // NAME, read and appended
+  Fd old_;  // NAME.1, once rotated
+  uint64_t cur_start_ = 0, old_start_ = 0, total_ = 0;
+  uint64_t lines_cur_ = 0, lines_old_ = 0, lines_dropped_ = 0;
+  bool keep_ = false;
+  std::optional<std::string> error_;
+};
+
+}  // namespace pmon::serve
