@@ -89,7 +89,7 @@ def tool(i, name, args):
 send(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
 p.stdin.flush()
 reply()
-tool(1, "start", {"command": "read x; exit 3"})
+tool(1, "start", {"command": "read x; exit 3", "stdin": "pipe"})
 p.stdin.flush()
 jid = reply()["result"]["structuredContent"]["id"]
 for i in range(N):
