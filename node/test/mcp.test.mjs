@@ -288,7 +288,13 @@ test('run with background_after_s goes on as a job: output, write, wait', async 
   assert.equal(o.structuredContent.running, false);
   const o2 = await call(client, 'output', { id, since: o.structuredContent.next - 7 });
   assert.equal(o2.structuredContent.output, 'tick 5\n');
-  const cat = await call(client, 'start', { command: 'cat' });
+  // By default a started job's stdin is /dev/null: there is nothing to write to.
+  const eof = await call(client, 'start', { command: 'cat; echo "cat ended"' });
+  const noWrite = await call(client, 'write', { id: eof.structuredContent.id, data: 'hello\n' });
+  assert.equal(noWrite.isError, true, JSON.stringify(noWrite));
+  await call(client, 'wait', { id: eof.structuredContent.id, timeout_s: 30 });
+  assert.equal((await call(client, 'output', { id: eof.structuredContent.id })).structuredContent.output, 'cat ended\n');
+  const cat = await call(client, 'start', { command: 'cat', stdin: 'pipe' });
   const wr = await call(client, 'write', { id: cat.structuredContent.id, data: 'hello\n', eof: true });
   assert.equal(wr.structuredContent.written, 6);
   await call(client, 'wait', { id: cat.structuredContent.id, timeout_s: 30 });

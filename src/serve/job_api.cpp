@@ -9,7 +9,7 @@ std::string words(const Error& e, std::string_view noun) {
   const std::string port = e.port ? "TCP port " + std::to_string(*e.port) : std::string("any TCP port");
   switch (e.code) {
     case F::unknown_job: return "unknown " + job;
-    case F::no_stdin: return job + " has no open stdin";
+    case F::no_stdin: return job + " has no open stdin (it was closed, or is /dev/null: start it with stdin \"pipe\" to write to it)";
     case F::stdin_full: return job + " is not reading its stdin; try again later";
     case F::no_pty: return job + " has no pseudo-terminal";
     case F::job_ended: return job + " has ended";
