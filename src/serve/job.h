@@ -214,6 +214,5 @@ void open_spools(Job& j, uint64_t limit, SpoolDir& dir);
 // spoolPath (and stderrSpoolPath, spoolError) into a job's JSON.
 void add_spool_paths(Json& o, const Job& j);
 // A kept job's spool files outlive the service (its end removes the rest).
-void keep_spool_if_kept(Job& j, SpoolDir& dir);
 
 }  // namespace pmon::serve

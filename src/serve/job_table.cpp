@@ -485,7 +485,7 @@ void JobTable::shutdown() {
   if (shutting_down_) return;
   shutting_down_ = true;
   std::vector<std::string> ids;
-  for (auto& [id, j] : jobs_) ids.push_back(id), keep_spool_if_kept(*j, spool_dir_);
+  for (auto& [id, j] : jobs_) ids.push_back(id);
   for (const std::string& id : ids)
     if (Job* j = find(id)) dismiss(*j, "service stopped");
 }

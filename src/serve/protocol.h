@@ -42,7 +42,7 @@ inline constexpr std::tuple kMethods{
     Method<CreateParams>{"terminal/create",
                          "command, args?, env?, cwd?, sessionId?, outputByteLimit?, outputBackpressure?, "
                          "timeoutMs?, idleTimeoutMs?, pty?, keep?, name?, replace?, waitTree?, separateStderr?, "
-                         "clearEnv?, killSignal?, memoryMax?, memoryHigh?, pidsMax?, cpuMax?, ready?, spoolByteLimit?",
+                         "clearEnv?, killSignal?, memoryMax?, memoryHigh?, pidsMax?, cpuMax?, ready?, stdin?, spoolByteLimit?",
                          "terminalId, existing, ready?, readyMs?, readyError?"},
     Method<OutputParams>{"terminal/output",
                          "terminalId, since?, stderrSince?, waitMs?, maxBytes?, stream?, follow?, head?, tail?, "

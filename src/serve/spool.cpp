@@ -49,7 +49,6 @@ uint32_t random_u32() {
 SpoolDir::~SpoolDir() {
   if (!fd_) return;
   fd_.reset();
-  // Only when empty: the files of kept jobs stay where their paths say.
   (void)::rmdir(path_.c_str());
   (void)::rmdir(parent_.c_str());  // (another service's spools keep it)
 }
@@ -75,11 +74,6 @@ std::expected<int, std::string> SpoolDir::ensure() {
   return fd_.get();
 }
 
-void SpoolDir::mark_kept() {
-  if (!fd_) return;
-  Fd marker(::openat(fd_.get(), "KEPT", O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-}
-
 void SpoolDir::sweep(int spool_parent) {
   Fd again(::fcntl(spool_parent, F_DUPFD_CLOEXEC, 0));
   DIR* d = again ? ::fdopendir(again.get()) : nullptr;
@@ -96,7 +90,7 @@ void SpoolDir::sweep(int spool_parent) {
   ::closedir(d);
   for (const std::string& name : dead) {
     Fd dir(::openat(spool_parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!dir || ::faccessat(dir.get(), "KEPT", F_OK, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    if (!dir) continue;
     Fd list(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0));
     DIR* files = list ? ::fdopendir(list.get()) : nullptr;
     if (!files) continue;
@@ -125,7 +119,6 @@ std::expected<std::unique_ptr<Spool>, std::string> Spool::open(SpoolDir& dir, co
 }
 
 Spool::~Spool() {
-  if (keep_) return;
   (void)::unlinkat(dir_, name_.c_str(), 0);
   (void)::unlinkat(dir_, (name_ + ".1").c_str(), 0);
 }
@@ -199,13 +192,6 @@ void add_spool_paths(Json& o, const Job& j) {
   if (error.empty() && j.spool && j.spool->error()) error = *j.spool->error();
   if (error.empty() && j.err_spool && j.err_spool->error()) error = *j.err_spool->error();
   if (!error.empty()) o["spoolError"] = error;
-}
-
-void keep_spool_if_kept(Job& j, SpoolDir& dir) {
-  if (!j.keep || !j.spool) return;
-  dir.mark_kept();
-  if (j.spool) j.spool->keep_files();
-  if (j.err_spool) j.err_spool->keep_files();
 }
 
 }  // namespace pmon::serve

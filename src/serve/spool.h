@@ -4,7 +4,8 @@
 // directory, beside the bounded buffer in memory. A spool holds at most
 // its limit in its current file: a full file becomes NAME.1 (the older .1
 // removed) and a new one begins, so at most twice the limit is on disk.
-// Files are removed with the job, and when the service ends (unless kept).
+// Files are removed with the job, and when the service ends (it stops every
+// job, kept ones too).
 // Writes are plain write(2)s to a regular file; nothing is held in memory.
 #pragma once
 
@@ -34,13 +35,10 @@ class SpoolDir {
   // The directory, made now if it is not yet; an error in words otherwise.
   std::expected<int, std::string> ensure();
   const std::string& path() const { return path_; }
-  // A kept job's files stay when the service ends: the directory is marked
-  // so that a later service does not take it for a dead one's.
-  void mark_kept();
 
  private:
   // The directories of services that died without removing theirs
-  // (SIGKILL) are removed, unless marked kept.
+  // (SIGKILL) are removed.
   static void sweep(int spool_parent);
 
   Fd fd_;
@@ -71,8 +69,6 @@ class Spool {
   uint64_t limit() const { return limit_; }
   const std::string& path() const { return path_; }
   const std::optional<std::string>& error() const { return error_; }
-  // Its files outlive it (a kept job when the service ends).
-  void keep_files() { keep_ = true; }
 
  private:
   Spool() = default;
@@ -87,7 +83,6 @@ class Spool {
   Fd old_;  // NAME.1, once rotated
   uint64_t cur_start_ = 0, old_start_ = 0, total_ = 0;
   uint64_t lines_cur_ = 0, lines_old_ = 0, lines_dropped_ = 0;
-  bool keep_ = false;
   std::optional<std::string> error_;
 };
 

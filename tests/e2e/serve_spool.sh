@@ -10,14 +10,12 @@
 export XDG_RUNTIME_DIR=$t/xdg
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 # What a service killed with SIGKILL left is removed by the next one's first
-# spool; a directory marked KEPT (a kept job's files) stays.
+# spool.
 sh -c 'exit 0' & dead=$!
 wait "$dead"
-mkdir -p -m 700 "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead" "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep"
+mkdir -p -m 700 "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead"
 chmod 700 "$XDG_RUNTIME_DIR/pmon" "$XDG_RUNTIME_DIR/pmon/spool"
 echo old > "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead/tdead.out"
-echo kept > "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep/tkeep.out"
-: > "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep/KEPT"
 serve_start
 client_open c
 job() {  # job PARAMS-JSON -> terminal id
@@ -56,8 +54,6 @@ l=$(call c terminal/list '{}')
   fail "terminal/list does not give the spool's path: $l"
 case $spool in "$XDG_RUNTIME_DIR"/pmon/spool/*) ;; *) fail "the spool is not in the runtime directory: $spool" ;; esac
 [ ! -e "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead" ] || fail "a dead service's spool directory was not removed"
-[ "$(cat "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep/tkeep.out")" = kept ] || fail "a directory marked KEPT was removed"
-rm -r "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000keep"
 [ "$(stat -c %a "$spool")" = 600 ] || fail "the spool file is mode $(stat -c %a "$spool")"
 [ "$(stat -c %a "$(dirname "$spool")")" = 700 ] || fail "the spool directory is mode $(stat -c %a "$(dirname "$spool")")"
 # The buffer keeps 1 MiB (its plain read is cut); the spool has all 5 MiB.
@@ -181,7 +177,7 @@ for j in "$id" "$rid"; do
 done
 [ ! -e "$spool" ] && [ ! -e "$rspool" ] && [ ! -e "$rspool.1" ] || fail "release left spool files: $(ls "$(dirname "$spool")")"
 
-# The service's end removes the others' files, keeps a kept job's.
+# The service's end removes every job's files, a kept job's too (it stops them all).
 kid=$(job '{"command":"sh","args":["-c","echo kept; exec sleep 1000"],"keep":true}')
 sid=$(job '{"command":"sh","args":["-c","echo gone; exec sleep 1000"]}')
 l=$(call c terminal/list '{}')
@@ -192,8 +188,6 @@ for i in $(seq 200); do [ -s "$kspool" ] && [ -s "$sspool" ] && break; sleep 0.0
 client_close c
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" || fail "pmon serve exited $?"
-[ ! -e "$sspool" ] || fail "the service's end left a job's spool file"
-[ "$(cat "$kspool")" = kept ] || fail "the service's end removed a kept job's spool file"
-[ -e "$(dirname "$kspool")/KEPT" ] || fail "the kept job's spool directory is not marked KEPT"
-rm -r "$(dirname "$kspool")"
+[ ! -e "$sspool" ] && [ ! -e "$kspool" ] || fail "the service's end left a job's spool file"
+[ ! -e "$(dirname "$kspool")" ] || fail "the service's end left its spool directory"
 pass
