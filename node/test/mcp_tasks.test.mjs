@@ -2,7 +2,7 @@
 // pmon mcp's tasks, driven by the SDKs' own task clients: the 1.x SDK's
 // experimental tasks API (the 2025-11-25 revision's tasks), and the tasks
 // extension's client (@modelcontextprotocol/ext-tasks) over the v2 client,
-// in legacy mode (2025-11-25) and pinned to 2026-07-28 (the
+// in legacy mode (2025-11-25), pinned to 2026-07-28 and in auto mode (the
 // io.modelcontextprotocol/tasks extension). In each: a started job is a
 // task, polled while it runs and cancelled, and its setsid daemon and
 // TERM-trapper are gone by pid and start time once the cancel is answered;
@@ -134,6 +134,7 @@ function rawDispatch(transport) {
 const MODES = [
   { label: 'legacy', negotiation: { mode: 'legacy' }, version: '2025-11-25' },
   { label: 'pinned 2026-07-28', negotiation: { mode: { pin: '2026-07-28' } }, version: '2026-07-28' },
+  { label: 'auto', negotiation: { mode: 'auto' }, version: '2026-07-28' },
 ];
 
 async function session(mode) {
