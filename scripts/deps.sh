@@ -20,6 +20,7 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev libgtest-dev lib
       ccache   # the objects of build/ serve the Python package's own build (e2e pip_install)
       systemd dbus-user-session   # a real user manager for the systemd scope test
       g++-aarch64-linux-gnu qemu-user-static googletest   # scripts/release.sh: the aarch64 pmon and its checks
+      libre2-dev:arm64    # (its RE2, from Debian's arm64 archive: the architecture is added for it)
       python3-build lintian podman containerd             # the artifacts: wheel, .deb check, container scenarios
       clang-19 libclang-rt-19-dev)  # scripts/fuzz.sh: libFuzzer (clang 14 cannot compile GCC 12's <expected>)
 [ $build_only = 0 ] || pkgs=("${build_pkgs[@]}")
@@ -82,6 +83,11 @@ echo "pmon: installing ${missing[*]}"
 sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
 apt_opts=(-q -o "DPkg::Lock::Timeout=$lock_timeout")
 wait_for_apt
+# An arm64 package (the aarch64 cross build's libraries): dpkg takes that
+# architecture's packages beside the machine's own once it is added.
+case " ${missing[*]}" in
+  *:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 || $sudo_ dpkg --add-architecture arm64 ;;
+esac
 $sudo_ apt-get "${apt_opts[@]}" update
 wait_for_apt
 DEBIAN_FRONTEND=noninteractive $sudo_ apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}"

@@ -17,4 +17,7 @@ set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)
 # Debian's cross compiler searches /usr/include after its own headers: the
 # header-only libraries and the systemd headers come from there. The host's
 # pkg-config answers for libsystemd: only its headers are used (pmon dlopens
-# the library), and they are the same on every architecture.
+# the library), and they are the same on every architecture. RE2's arm64
+# archive is Debian's multiarch package (libre2-dev:arm64, in
+# /usr/lib/aarch64-linux-gnu): its headers are the same too.
+set(PMON_RE2_ARCHIVE /usr/lib/aarch64-linux-gnu/libre2.a CACHE FILEPATH "RE2's archive for the target")
