@@ -215,4 +215,8 @@ void open_spools(Job& j, uint64_t limit, SpoolDir& dir);
 void add_spool_paths(Json& o, const Job& j);
 // A kept job's spool files outlive the service (its end removes the rest).
 
+// How a job that is over ended, in words ("the job exited with status 1"):
+// why it never became ready.
+std::string ended_words(const Job& j);
+
 }  // namespace pmon::serve
