@@ -27,8 +27,10 @@ call_script() {
 # pmon may run below a wrapper shell.
 kill_and_check() {
   local label=$1 p=$2 pmon i leaf guard gst pid st pids=()
-  for i in $(seq 500); do
-    [ -f "$p.daemon" ] && [ -f "$p.ign" ] && [ -f "$p.main" ] && break
+  # pmon says where it started the call once the spawn returns: the call's
+  # processes may be in place before that line is written (a slow pmon).
+  for i in $(seq $((500 * TIME_SCALE))); do
+    [ -f "$p.daemon" ] && [ -f "$p.ign" ] && [ -f "$p.main" ] && grep -q '^pmon: started pid' "$p.err" && break
     sleep 0.01
   done
   [ -f "$p.daemon" ] && [ -f "$p.ign" ] || fail "$label: the call never got going: $(cat "$p.err")"
