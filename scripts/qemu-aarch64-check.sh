@@ -27,6 +27,7 @@ not_under_qemu=(
   "ReadStat.Self compares /proc/self/stat with getpgrp() and getsid(); qemu-user writes 0 for both in its /proc/self/stat"
   "ReadStat.ExitedMainThreadIsAliveAZombieIsNot counts threads; qemu-user runs one of its own in every process"
   "Systemd.StartTransientUnitMessage dlopens libsystemd.so.0, which Debian's aarch64 cross root does not have"
+  "CgroupFreeze.* fork in the emulated process, whose forked child qemu-user has been seen to spin for good (the parent then waits on it); the freeze is the kernel's, tested on the host"
 )
 filter=""
 if [ ${#not_under_qemu[@]} -gt 0 ]; then
@@ -36,8 +37,10 @@ if [ ${#not_under_qemu[@]} -gt 0 ]; then
   echo "unit tests not run under qemu-aarch64, and why:"
   for entry in "${not_under_qemu[@]}"; do echo "  ${entry%% *}: ${entry#* }"; done
 fi
-"${qemu[@]}" "$b/tests/pmon_unit_tests" --gtest_brief=1 ${filter:+"--gtest_filter=$filter"} > "$b/unit-qemu.log" 2>&1 || {
-  cat "$b/unit-qemu.log"; echo "qemu-aarch64-check: unit tests failed under qemu-aarch64" >&2; exit 1; }
+# Bounded: a test stuck in the emulator fails the check instead of holding
+# up the release.
+timeout -k 10 900 "${qemu[@]}" "$b/tests/pmon_unit_tests" --gtest_brief=1 ${filter:+"--gtest_filter=$filter"} > "$b/unit-qemu.log" 2>&1 || {
+  cat "$b/unit-qemu.log"; echo "qemu-aarch64-check: unit tests failed (or took over 15 minutes) under qemu-aarch64" >&2; exit 1; }
 tail -3 "$b/unit-qemu.log"
 
 # The service on aarch64: pmon mcp answers initialize and tools/list (its
