@@ -46,7 +46,7 @@ int start_main(const std::vector<std::string>& args) {
   CLI::Option* ready_port_opt =
       app.add_option("--ready-port", ready_port, "wait until a process of the job listens on TCP port PORT")
           ->type_name("PORT")
-          ->check(CLI::Range(1, 65535));
+          ->check(CLI::Range(1, 65535).description(""));
   CLI::Option* ready_http_opt =
       app.add_option("--ready-http", ready_http,
                      "wait until an HTTP GET of PATH on 127.0.0.1 answers 2xx (on --ready-port, or the first port "
