@@ -27,7 +27,6 @@ not_under_qemu=(
   "ReadStat.Self compares /proc/self/stat with getpgrp() and getsid(); qemu-user writes 0 for both in its /proc/self/stat"
   "ReadStat.ExitedMainThreadIsAliveAZombieIsNot counts threads; qemu-user runs one of its own in every process"
   "Systemd.StartTransientUnitMessage dlopens libsystemd.so.0, which Debian's aarch64 cross root does not have"
-  "CgroupFreeze.* fork in the emulated process, whose forked child qemu-user has been seen to spin for good (the parent then waits on it); the freeze is the kernel's, tested on the host"
 )
 filter=""
 if [ ${#not_under_qemu[@]} -gt 0 ]; then
