@@ -8,6 +8,7 @@
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
 #include "core/units.h"
+#include "serve/spool.h"
 
 namespace pmon::cli {
 
@@ -20,7 +21,8 @@ int gc_main(const std::vector<std::string>& args) {
       "pmon that made it; that pmon is gone when no process has that pid with that start\n"
       "time. The cgroups of live pmon processes, and cgroups not named so, are never\n"
       "touched. One line per cgroup; exit 0, or 1 when one could not be removed (e.g.\n"
-      "not yours to write).");
+      "not yours to write). A job of a pmon serve or pmon mcp that died with its crash\n"
+      "guard is named by its service's record: its id, name and command.");
   bool dry_run = false, verbose = false;
   app.add_flag("-n,--dry-run", dry_run, "list what would be removed, touch nothing");
   app.add_flag("-v,--verbose", verbose, "also list the cgroups of live pmon processes, left alone");
@@ -33,6 +35,13 @@ int gc_main(const std::vector<std::string>& args) {
     return 0;
   }
   int failed = 0, done = 0;
+  // The jobs of services that died with their crash guard, by name: their
+  // records say which job each leaf was.
+  if (!dry_run)
+    serve::SpoolDir::sweep_dead([&](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      ++done;
+    });
   for (const LeafInfo& l : find_leaves(loc->mount)) {
     if (l.owner_alive) {
       if (verbose) std::printf("kept %s (owner %d is alive)\n", l.path.c_str(), l.name.owner_pid);

@@ -118,6 +118,7 @@ int serve_main(const std::vector<std::string>& args) {
   Selection sel = jobs.apply("serve", quiet, opts);
   opts.stdio = stdio;
   opts.die_with_parent = die_with_parent;
+  opts.quiet = quiet;
   serve::Listener listener;
   if (!stdio) {
     const std::string path = listen_opt->count() > 0 ? listen : serve::default_socket_path(false);

@@ -124,6 +124,7 @@ struct Job {
   // The whole output on disk (serve/spool.h), none with a spool limit of
   // 0; stderr's own with separateStderr.
   std::unique_ptr<Spool> spool, err_spool;
+  std::unique_ptr<Spool> record;  // ID.job (write_job_record)
   std::string spool_error;  // why it has none, or why it stopped short
   // outputBackpressure: a pipe is not read while its buffer holds `limit`
   // bytes no read has returned yet (the job's writes then block).
@@ -213,7 +214,9 @@ struct Job {
 void open_spools(Job& j, uint64_t limit, SpoolDir& dir);
 // spoolPath (and stderrSpoolPath, spoolError) into a job's JSON.
 void add_spool_paths(Json& o, const Job& j);
-// A kept job's spool files outlive the service (its end removes the rest).
+// The job's record beside its spool (ID.job: id, name, command, cgroup
+// leaf), once it has started; removed with the job. None without a spool.
+void write_job_record(Job& j, SpoolDir& dir);
 
 // How a job that is over ended, in words ("the job exited with status 1"):
 // why it never became ready.

@@ -219,6 +219,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
       return unexpected(fd_error(s.error().text, s.error().err));
     return unexpected(s.error());
   }
+  write_job_record(j, spool_dir_);
   j.tie.owner_job = owner_job;
   if (owner_job != 0) ++owned_jobs_;
   if (from && !from->leaf.empty() && j.call->cgroup() && j.call->cgroup()->starts_with(from->leaf + "/"))
@@ -512,6 +513,7 @@ void JobTable::stop_owned(uint64_t num) {
 void JobTable::job_over(Job& j) {
   j.done = true;
   j.ended = std::chrono::system_clock::now();
+  j.record.reset();  // (nothing of it is left to stop; its leaf may serve another job)
   // (Kept, unwatched: the report may still look at whether it ended.)
   if (j.tie.owner_pidfd) poller_.unwatch(j.tie.owner_pidfd.get());
   // Over on its own or stopped by a client: nothing for the call's pmon to

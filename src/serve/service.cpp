@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <new>
 #include <vector>
 
@@ -99,6 +100,11 @@ bool Service::setup() {
     raised.rlim_cur = raised.rlim_max;
     spawn_base_.nofile_raised = ::setrlimit(RLIMIT_NOFILE, &raised) == 0;
   }
+  // What a service before this one left when it died with its crash
+  // guard (both SIGKILLed): its jobs' leaves are stopped, each said here.
+  SpoolDir::sweep_dead([this](const std::string& line) {
+    if (!opts_.quiet) std::fprintf(stderr, "pmon: %s\n", line.c_str());
+  });
   if (opts_.listen_fd >= 0 && !conns_.open_listener()) return false;
   if (opts_.die_with_parent) {
     pid_t ppid = ::getppid();

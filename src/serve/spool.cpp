@@ -15,8 +15,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "confine/cgroup_fs.h"
+#include "core/inventory.h"
+#include "core/units.h"
 #include "serve/job.h"
 #include "serve/socket.h"
+#include "sys/proc.h"
 
 namespace pmon::serve {
 
@@ -61,9 +65,13 @@ std::expected<int, std::string> SpoolDir::ensure() {
   if (!b) return std::unexpected(b.error());
   auto s = own_dir(b->get(), "spool", base + "/spool");
   if (!s) return std::unexpected(s.error());
-  sweep(s->get());
-  char name[48];
-  std::snprintf(name, sizeof name, "%d.%08x", static_cast<int>(::getpid()), random_u32());
+  sweep(s->get(), nullptr);
+  // Named after this process (its pid and start time, as its leaves are),
+  // so that the next service can tell that it is gone.
+  auto self = sys::read_stat(::getpid());
+  char name[64];
+  std::snprintf(name, sizeof name, "%d.%llu.%08x", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(self ? self->start_time : 0), random_u32());
   if (::mkdirat(s->get(), name, 0700) != 0) return std::unexpected(errno_words("cannot make " + base + "/spool/" + name));
   auto d = own_dir(s->get(), name, base + "/spool/" + name);
   if (!d) return std::unexpected(d.error());
@@ -74,34 +82,158 @@ std::expected<int, std::string> SpoolDir::ensure() {
   return fd_.get();
 }
 
-void SpoolDir::sweep(int spool_parent) {
-  Fd again(::fcntl(spool_parent, F_DUPFD_CLOEXEC, 0));
+namespace {
+
+// A service's directory name: <pid>.<start time>.<random>, or (an older
+// pmon's) <pid>.<random>, whose owner is judged by its pid alone.
+struct DirOwner {
+  pid_t pid = 0;
+  std::optional<uint64_t> start;
+};
+
+std::optional<DirOwner> dir_owner(const char* name) {
+  char* end = nullptr;
+  const long pid = std::strtol(name, &end, 10);
+  if (pid <= 0 || end == name || *end != '.') return std::nullopt;
+  DirOwner o{static_cast<pid_t>(pid), std::nullopt};
+  const char* rest = end + 1;
+  const char* dot = std::strchr(rest, '.');
+  if (dot == nullptr) return o;
+  const unsigned long long start = std::strtoull(rest, &end, 10);
+  if (end != dot || end == rest) return std::nullopt;
+  o.start = start;
+  return o;
+}
+
+bool owner_gone(const DirOwner& o) {
+  if (o.start) return !process_alive(o.pid, *o.start);
+  return ::kill(o.pid, 0) != 0 && errno == ESRCH;
+}
+
+std::vector<std::string> entries(int dir_fd) {
+  std::vector<std::string> names;
+  Fd again(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
   DIR* d = again ? ::fdopendir(again.get()) : nullptr;
-  if (!d) return;
+  if (!d) return names;
   (void)again.release();  // (closedir closes it)
-  std::vector<std::string> dead;
-  while (dirent* e = ::readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || end == e->d_name || *end != '.') continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its service may run
-    dead.emplace_back(e->d_name);
-  }
+  while (dirent* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
   ::closedir(d);
-  for (const std::string& name : dead) {
+  return names;
+}
+
+std::optional<std::string> read_small(int dir_fd, const std::string& name) {
+  Fd f(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!f) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t r = ::read(f.get(), buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    text.append(buf, static_cast<size_t>(r));
+    if (text.size() > (64u << 10)) return std::nullopt;  // no record is that long
+  }
+  return text;
+}
+
+// A job of the dead service `o`, from its record: its leaf stopped and
+// removed when it is still there, in one line to `say`.
+void stop_left_job(const DirOwner& o, int dir_fd, const std::string& file,
+                   const std::function<void(const std::string&)>& say) {
+  auto text = read_small(dir_fd, file);
+  if (!text) return;
+  Json rec = Json::parse(*text, nullptr, false);
+  if (!rec.is_object() || !rec.contains("cgroup") || !rec["cgroup"].is_string()) return;
+  const std::string leaf = rec["cgroup"].get<std::string>();
+  const size_t slash = leaf.rfind('/');
+  if (leaf.empty() || leaf[0] != '/' || slash == std::string::npos) return;
+  // Only a leaf named after the dead service itself.
+  auto n = parse_leaf_name(std::string_view(leaf).substr(slash + 1));
+  if (!n || n->owner_pid != o.pid || (o.start && n->owner_start != *o.start)) return;
+  struct stat st {};
+  if (::stat(leaf.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // it had ended
+  const size_t procs = leaf_processes(leaf).size();
+  auto field = [&](const char* key) {
+    auto it = rec.find(key);
+    return it != rec.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::string what = "job '" + field("id") + "'";
+  if (auto name = field("name"); !name.empty()) what += " (name '" + name + "')";
+  if (rec.contains("command") && rec["command"].is_array()) {
+    std::string cmd;
+    for (const Json& a : rec["command"])
+      if (a.is_string()) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
+    // One line: white space and control characters each become a space.
+    std::string flat;
+    for (char ch : cmd) {
+      const bool space = static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == ' ';
+      if (!space) flat += ch;
+      else if (!flat.empty() && flat.back() != ' ') flat += ' ';
+    }
+    cmd = flat.size() > 200 ? flat.substr(0, 200) + "..." : flat;
+    what += ", " + cmd;
+  }
+  what += ", of a pmon service that is gone (pid " + std::to_string(o.pid) + ")";
+  auto r = clean_leaf(leaf, 5000);
+  if (!say || (!r && ::access(leaf.c_str(), F_OK) != 0)) return;  // (another sweep, or its guard, was first)
+  if (r)
+    say(what + " was still running: stopped its " + count_of(procs, "process", "processes") + ", removed " + leaf);
+  else
+    say(what + " is still running in " + leaf + ": could not stop it: " + r.error().message());
+}
+
+// The rest of the dead services' leaves, which no record named: those of
+// jobs that had ended (empty, kept for their report or pooled for the next
+// job) are removed; one that still has processes (a job without a spool)
+// is stopped too, and said.
+void sweep_leaves(const std::vector<DirOwner>& dead, const std::function<void(const std::string&)>& say) {
+  std::string why;
+  auto loc = confine::locate_cgroup2(&why);
+  if (!loc) return;
+  for (const LeafInfo& l : find_leaves(loc->mount)) {
+    if (l.owner_alive) continue;
+    const bool theirs = std::any_of(dead.begin(), dead.end(), [&](const DirOwner& o) {
+      return l.name.owner_pid == o.pid && (!o.start || l.name.owner_start == *o.start);
+    });
+    if (!theirs) continue;
+    const size_t procs = leaf_processes(l.path).size();
+    auto r = clean_leaf(l.path, 5000);
+    if (!say || procs == 0 || (!r && ::access(l.path.c_str(), F_OK) != 0)) continue;
+    const std::string what = "a job of a pmon service that is gone (pid " + std::to_string(l.name.owner_pid) + ")";
+    if (r) say(what + " was still running: stopped " + count_of(procs, "process", "processes") + ", removed " + l.path);
+    else say(what + " is still running in " + l.path + ": could not stop it: " + r.error().message());
+  }
+}
+
+}  // namespace
+
+void SpoolDir::sweep(int spool_parent, const std::function<void(const std::string&)>& say) {
+  std::vector<DirOwner> dead;
+  for (const std::string& name : entries(spool_parent)) {
+    auto o = dir_owner(name.c_str());
+    if (!o || !owner_gone(*o)) continue;  // its service may run
     Fd dir(::openat(spool_parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir) continue;
-    Fd list(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0));
-    DIR* files = list ? ::fdopendir(list.get()) : nullptr;
-    if (!files) continue;
-    (void)list.release();
-    std::vector<std::string> names;
-    while (dirent* f = ::readdir(files))
-      if (std::strcmp(f->d_name, ".") != 0 && std::strcmp(f->d_name, "..") != 0) names.emplace_back(f->d_name);
-    ::closedir(files);
-    for (const std::string& f : names) (void)::unlinkat(dir.get(), f.c_str(), 0);
+    dead.push_back(*o);
+    const std::vector<std::string> files = entries(dir.get());
+    for (const std::string& f : files)
+      if (f.size() > 4 && f.ends_with(".job")) stop_left_job(*o, dir.get(), f, say);
+    for (const std::string& f : files) (void)::unlinkat(dir.get(), f.c_str(), 0);
     (void)::unlinkat(spool_parent, name.c_str(), AT_REMOVEDIR);
   }
+  if (!dead.empty()) sweep_leaves(dead, say);
+}
+
+void SpoolDir::sweep_dead(const std::function<void(const std::string&)>& say) {
+  const std::string sock = default_socket_path(false);
+  const std::string parent = sock.substr(0, sock.rfind('/')) + "/spool";
+  Fd p(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!p) return;
+  struct stat st {};
+  // Only a directory of ours that nobody else may write.
+  if (::fstat(p.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) return;
+  sweep(p.get(), say);
 }
 
 std::expected<std::unique_ptr<Spool>, std::string> Spool::open(SpoolDir& dir, const std::string& name,
@@ -183,6 +315,16 @@ void open_spools(Job& j, uint64_t limit, SpoolDir& dir) {
   auto err = Spool::open(dir, j.id + ".err", limit);
   if (err) j.err_spool = std::move(*err);
   else j.spool_error = err.error();
+}
+
+void write_job_record(Job& j, SpoolDir& dir) {
+  if (!j.spool || !j.call) return;  // (no spool: no directory of spools either)
+  Json rec = {{"id", j.id}, {"name", j.name}, {"command", j.command},
+              {"cgroup", j.call->cgroup() ? Json(*j.call->cgroup()) : Json(nullptr)}};
+  auto r = Spool::open(dir, j.id + ".job", uint64_t{1} << 20);
+  if (!r) return;  // (the job runs without one: a dead service's leaves are still pmon gc's)
+  (*r)->write(rec.dump() + "\n");
+  j.record = std::move(*r);
 }
 
 void add_spool_paths(Json& o, const Job& j) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,12 +21,13 @@
 
 namespace pmon::serve {
 
-// The service's own directory of spools: <runtime dir>/spool/<pid>.<random>
-// (the runtime dir is the default socket's: $XDG_RUNTIME_DIR/pmon,
-// /run/pmon for root, /tmp/pmon-UID), each level 0700, ours, no symlink.
-// Made when the first spool is; removed (when empty) with this object.
-// The first spool of a service also removes what services that died
-// (SIGKILL) left there.
+// The service's own directory of spools:
+// <runtime dir>/spool/<pid>.<start time>.<random> (the runtime dir is the
+// default socket's: $XDG_RUNTIME_DIR/pmon, /run/pmon for root,
+// /tmp/pmon-UID), each level 0700, ours, no symlink. Made when the first
+// spool is; removed (when empty) with this object. Beside each job's
+// output it holds the job's record (ID.job: its id, name, command and
+// cgroup leaf), so that what a service that died leaves can be named.
 class SpoolDir {
  public:
   SpoolDir() = default;
@@ -36,10 +38,16 @@ class SpoolDir {
   std::expected<int, std::string> ensure();
   const std::string& path() const { return path_; }
 
+  // What services that died without removing their directory left (a
+  // SIGKILL that took their crash guard too): each job of theirs whose
+  // leaf is still there is stopped (its leaf killed, verified empty and
+  // removed), and said in one line to `say`; then their directories are
+  // removed. Only leaves named after the dead service (its pid and start
+  // time) are touched. A service runs this as it starts, `pmon gc` too.
+  static void sweep_dead(const std::function<void(const std::string&)>& say);
+
  private:
-  // The directories of services that died without removing theirs
-  // (SIGKILL) are removed.
-  static void sweep(int spool_parent);
+  static void sweep(int spool_parent, const std::function<void(const std::string&)>& say);
 
   Fd fd_;
   std::string path_;

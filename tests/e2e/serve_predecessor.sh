@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: Apache-2.0
+# A service that died together with its crash guard (both SIGKILLed: the
+# guard cannot stop anything) leaves its jobs running in their leaves. The
+# next service stops them as it starts, and says which job each was (its
+# id, its name, its command); so does `pmon gc`. Without a next service
+# they run on (checked first: that is what a dead guard leaves).
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+have_backend cgroup || skip "no cgroup backend here"
+# A runtime directory of this scenario's own: the services' spools (and
+# their jobs' records) are there, apart from other services on the host.
+export XDG_RUNTIME_DIR=$t/run
+mkdir -m 700 "$XDG_RUNTIME_DIR"
+spool=$XDG_RUNTIME_DIR/pmon/spool
+
+# guard_of PID: the service's crash guard (the child named pmon-guard that
+# does not share its memory: the first one, which does, is replaced as the
+# service starts serving).
+guard_of() {
+  local i k g
+  for i in $(seq 100); do
+    for k in $(cat "/proc/$1/task/$1/children" 2>/dev/null); do
+      [ "$(cat "/proc/$k/comm" 2>/dev/null)" = pmon-guard ] || continue
+      python3 -c 'import ctypes, sys
+sys.exit(0 if ctypes.CDLL(None, use_errno=True).syscall(312, int(sys.argv[1]), int(sys.argv[2]), 1, 0, 0) != 0 else 1)' \
+        "$1" "$k" && g=$k
+    done
+    [ -n "$g" ] && { echo "$g"; return 0; }
+    sleep 0.05
+  done
+  return 1
+}
+
+# kill_both: the service stopped first (so it cannot start another guard),
+# its guard SIGKILLed, then the service.
+kill_both() {
+  local g
+  g=$(guard_of "$SERVE_PID") || fail "no crash guard of the service $SERVE_PID"
+  kill -STOP "$SERVE_PID"
+  kill -KILL "$g"
+  kill -KILL "$SERVE_PID"
+  wait "$SERVE_PID" 2> /dev/null || true
+}
+
+# jobs_of ROUND: two jobs with a setsid daemon each (one named), and one
+# that has ended (kept): its record goes as it ends. Sets $ids, $daemons.
+jobs_of() {
+  local r
+  client_open "a$1"
+  r=$(call "a$1" terminal/create "$(create_params "$t/d$1-1" '{"name":"dev-'"$1"'"}')")
+  id1=$(jf "$r" 'm["result"]["terminalId"]')
+  r=$(call "a$1" terminal/create "$(create_params "$t/d$1-2")")
+  id2=$(jf "$r" 'm["result"]["terminalId"]')
+  r=$(call "a$1" terminal/create '{"command":"true","keep":true}')
+  id3=$(jf "$r" 'm["result"]["terminalId"]')
+  call "a$1" terminal/wait_for_exit '{"terminalId":"'"$id3"'"}' > /dev/null
+  daemon_of "$t/d$1-1"; d1="$dpid $dst"
+  daemon_of "$t/d$1-2"; d2="$dpid $dst"
+  [ -f "$spool"/*/"$id1.job" ] || fail "no record of job $id1 in $spool: $(ls -R "$spool")"
+  [ ! -e "$spool"/*/"$id3.job" ] || fail "the ended job $id3 still has its record"
+}
+
+# 1. A next service.
+serve_start --confine cgroup
+jobs_of 1
+old=$SERVE_PID
+kill_both
+client_close a1
+# What a dead guard leaves: the daemons run on, their leaves are there.
+alive $d1 && alive $d2 || fail "a daemon died with its service and guard: nothing would be left to stop"
+leaves=$(ls -d /sys/fs/cgroup/unified/pmon-"$old"-* /sys/fs/cgroup/pmon-"$old"-* 2> /dev/null || true)
+[ -n "$leaves" ] || fail "the dead service left no leaf"
+echo "ok: the service and its guard SIGKILLed: both daemons alive, leaves $(echo $leaves)"
+
+# A record in the dead service's directory that names a leaf not of that
+# service (a live pmon run's): it must not be touched.
+"$PMON" run -q --confine cgroup -- sh -c 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 1000' "$t/other" &
+other_run=$!
+record_pid "$other_run"
+for _ in $(seq 200); do [ -s "$t/other" ] && break; sleep 0.05; done
+other=$(cat "$t/other"); other="$other $(start_time_of "$other")"
+record_pid ${other% *}
+other_leaf=$(sed -n 's/^0:://p' "/proc/${other% *}/cgroup")
+dead_dir=$(ls -d "$spool/$old".*)
+printf '{"id":"tforged","name":"","command":["sleep"],"cgroup":"%s"}\n' "/sys/fs/cgroup/unified$other_leaf" > "$dead_dir/tforged.job"
+printf '{"id":"tforged2","name":"","command":["sleep"],"cgroup":"%s"}\n' "/sys/fs/cgroup$other_leaf" > "$dead_dir/tforged2.job"
+printf 'not json\n' > "$dead_dir/tbad.job"
+
+"$PMON" serve --listen "$SOCK" --confine cgroup 2> "$t/serve2.err" &
+SERVE_PID=$!
+record_pid "$SERVE_PID"
+for _ in $(seq 100); do [ -S "$SOCK" ] && grep -q "serving on" "$t/serve2.err" && break; sleep 0.05; done
+wait_gone $d1 || fail "the named job's daemon outlived the next service's start: $(cat "$t/serve2.err")"
+wait_gone $d2 || fail "the second job's daemon outlived the next service's start: $(cat "$t/serve2.err")"
+for l in $leaves; do [ ! -d "$l" ] || fail "the leaf $l is still there"; done
+grep -q "job '$id1' (name 'dev-1'), sh -c .* of a pmon service that is gone (pid $old) was still running: stopped its [0-9]* process" "$t/serve2.err" ||
+  fail "the next service did not say it stopped job $id1: $(cat "$t/serve2.err")"
+grep -q "job '$id2', sh -c .* was still running" "$t/serve2.err" || fail "the next service did not name job $id2: $(cat "$t/serve2.err")"
+! grep -q "job '$id3'" "$t/serve2.err" || fail "the next service named the job that had ended: $(cat "$t/serve2.err")"
+[ -z "$(ls -d "$spool/$old".* 2> /dev/null)" ] || fail "the dead service's spool directory is still there"
+alive $other || fail "the next service stopped a live pmon run's call that a forged record named"
+! grep -q "tforged\|tbad" "$t/serve2.err" || fail "the next service acted on a forged record: $(cat "$t/serve2.err")"
+kill -TERM "$other_run"
+wait "$other_run" 2> /dev/null || true
+wait_gone $other || fail "pmon run did not stop its call on SIGTERM"
+echo "ok: the next service stopped both and said so (and left alone a live call that a forged record named):"
+sed 's/^/  /' "$t/serve2.err"
+
+# 2. pmon gc, with the next service's jobs left the same way.
+jobs_of 2
+old=$SERVE_PID
+kill_both
+client_close a2
+alive $d1 && alive $d2 || fail "round 2: a daemon died with its service and guard"
+"$PMON" gc > "$t/gc.out" 2>&1 || fail "pmon gc failed: $(cat "$t/gc.out")"
+wait_gone $d1 && wait_gone $d2 || fail "a daemon outlived pmon gc: $(cat "$t/gc.out")"
+grep -q "job '$id1' (name 'dev-2'), .* of a pmon service that is gone (pid $old) was still running: stopped its" "$t/gc.out" ||
+  fail "pmon gc did not name job $id1: $(cat "$t/gc.out")"
+grep -q "job '$id2'" "$t/gc.out" || fail "pmon gc did not name job $id2: $(cat "$t/gc.out")"
+[ -z "$(ls -d "$spool/$old".* 2> /dev/null)" ] || fail "pmon gc left the dead service's spool directory"
+echo "ok: pmon gc stopped the second service's jobs and named them:"; sed 's/^/  /' "$t/gc.out"
+pass
