@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""session/close of N idle jobs (`sleep 600`) to every tree verified gone,
+against the raw floor of the same run: N `sleep 600`, each in a cgroup leaf
+of its own, a write to each leaf's cgroup.kill, until every leaf says
+populated 0 and every sleep is reaped (no pmon). With a second binary, the
+two services take turns in every round (A, B, raw), and the table gives
+B/A pair by pair. No asserts.
+
+usage: serve_close.py PMON [PMON_B] [--jobs N] [--rounds R]
+"""
+import argparse, functools, json, os, statistics, tempfile, time
+
+from serve_common import Client, raw_cgroup_kill, start_service
+
+print = functools.partial(print, flush=True)
+
+ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+ap.add_argument("pmon")
+ap.add_argument("pmon_b", nargs="?")
+ap.add_argument("--jobs", type=int, default=1000)
+ap.add_argument("--rounds", type=int, default=3)
+a = ap.parse_args()
+
+
+def close_ms(pmon, jobs):
+    with tempfile.TemporaryDirectory() as d:
+        p, path = start_service(pmon, d, "--confine", "cgroup", "--max-jobs", str(max(jobs, 1024)))
+        c = Client(path)
+        for _ in range(jobs):
+            c.call("terminal/create", {"command": "sleep", "args": ["600"], "sessionId": "s"})
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        c.call("session/close", {"sessionId": "s"})
+        while len(c.exited) < jobs:
+            c.note(json.loads(c.f.readline()))
+        ms = (time.monotonic() - t0) * 1000
+        bad = sum(1 for e in c.exited.values() if not e["cleanupVerified"])
+        if bad:
+            raise RuntimeError("%d of %d jobs not verified gone" % (bad, jobs))
+        p.terminate()
+        p.wait()
+        return ms
+
+
+names = ["A"] + (["B"] if a.pmon_b else [])
+bins = {"A": a.pmon, "B": a.pmon_b}
+rows = []
+print("load average before: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
+print("A = %s%s" % (a.pmon, "; B = %s" % a.pmon_b if a.pmon_b else ""))
+print("%-6s %10s %10s %10s %8s %8s %8s" % ("round", "A ms", "B ms", "raw ms", "A/raw", "B/raw", "B/A"))
+for r in range(a.rounds):
+    got = {n: close_ms(bins[n], a.jobs) for n in names}
+    raw = raw_cgroup_kill(a.jobs)
+    rows.append((got, raw))
+    b = got.get("B")
+    print("%-6d %10.0f %10s %10.0f %8.2f %8s %8s" % (
+        r + 1, got["A"], "%.0f" % b if b else "-", raw, got["A"] / raw,
+        "%.2f" % (b / raw) if b else "-", "%.2f" % (b / got["A"]) if b else "-"))
+
+
+def med(f):
+    return statistics.median(f(g, raw) for g, raw in rows)
+
+
+b = a.pmon_b is not None
+print("%-6s %10.0f %10s %10.0f %8.2f %8s %8s" % (
+    "median", med(lambda g, r: g["A"]), "%.0f" % med(lambda g, r: g["B"]) if b else "-", med(lambda g, r: r),
+    med(lambda g, r: g["A"] / r), "%.2f" % med(lambda g, r: g["B"] / r) if b else "-",
+    "%.2f" % med(lambda g, r: g["B"] / g["A"]) if b else "-"))
+print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
+print("(%d jobs a round, --confine cgroup; the ratios are the figures to quote)" % a.jobs)
