@@ -138,19 +138,20 @@ class CgroupBoundary final : public Boundary {
   // lists afterwards are used (see listed_pids): two reads of cgroup.procs
   // instead of a /proc read per process.
   //
-  // A process that forks between the listing and its signal leaves a child
-  // that got nothing, and a fork storm could outrun the grace period that
-  // way. So the pass is made unfrozen first, and the leaf listed again
-  // after it: when the listing holds no member that was not signalled
-  // (a tree that did not fork meanwhile: the usual one), that was the
-  // whole pass. Otherwise the rest is signalled with the leaf frozen
-  // (FrozenPass): frozen, the listing is complete and stays so until the
-  // thaw, and every member acts on the signal at once. Where freezing is
-  // not possible the rest is signalled unfrozen, as before.
+  // The pass runs with the leaf frozen (FrozenPass): a process that forks
+  // between the listing and its signal would leave a child that got
+  // nothing, and a fork storm could outrun the grace period that way. Frozen,
+  // the listing is complete and stays so until the thaw, and every member
+  // acts on the signal at once. Where freezing is not possible the pass is
+  // made unfrozen, as before.
   Result<int> signal_all(int sig) override { return signal_all_but(sig, 0); }
 
   Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
                              const std::vector<pid_t>* listed = nullptr) override {
+    confine::FrozenPass frozen(leaf_.dir.get(), leaf_.events.get());
+    if (frozen.nothing_there()) return 0;
+    // A listing read before the freeze may lack what was forked since.
+    if (frozen.held()) listed = nullptr;
     std::vector<pid_t> done;  // signalled in this pass, sorted
     int sent = 0;
     auto pass = [&](const std::vector<pid_t>& candidates) {
@@ -171,14 +172,6 @@ class CgroupBoundary final : public Boundary {
       std::inplace_merge(done.begin(), done.begin() + static_cast<ptrdiff_t>(before), done.end());
     };
     pass(listed ? *listed : pids());
-    const std::vector<pid_t> after = *listed_pids();
-    const bool whole = std::all_of(after.begin(), after.end(), [&](pid_t pid) {
-      return (pid == signalled && signalled > 0) || std::binary_search(done.begin(), done.end(), pid);
-    });
-    if (whole) return sent;
-    confine::FrozenPass frozen(leaf_.dir.get(), leaf_.events.get());
-    if (frozen.nothing_there()) return sent;
-    pass(pids());
     frozen.catch_up([&] { pass(pids()); });
     return sent;
   }
