@@ -176,8 +176,10 @@ void stop_left_job(const DirOwner& o, int dir_fd, const std::string& file,
   }
   what += ", of a pmon service that is gone (pid " + std::to_string(o.pid) + ")";
   auto r = clean_leaf(leaf, 5000);
-  if (!say || (!r && ::access(leaf.c_str(), F_OK) != 0)) return;  // (another sweep, or its guard, was first)
-  if (r)
+  if (!say) return;
+  // Gone, though the removal failed: removed meanwhile by another sweep, or
+  // on a systemd host with its scope, which systemd removes once empty.
+  if (r || ::access(leaf.c_str(), F_OK) != 0)
     say(what + " was still running: stopped its " + count_of(procs, "process", "processes") + ", removed " + leaf);
   else
     say(what + " is still running in " + leaf + ": could not stop it: " + r.error().message());
@@ -199,9 +201,9 @@ void sweep_leaves(const std::vector<DirOwner>& dead, const std::function<void(co
     if (!theirs) continue;
     const size_t procs = leaf_processes(l.path).size();
     auto r = clean_leaf(l.path, 5000);
-    if (!say || procs == 0 || (!r && ::access(l.path.c_str(), F_OK) != 0)) continue;
+    if (!say || procs == 0) continue;
     const std::string what = "a job of a pmon service that is gone (pid " + std::to_string(l.name.owner_pid) + ")";
-    if (r) say(what + " was still running: stopped " + count_of(procs, "process", "processes") + ", removed " + l.path);
+    if (r || ::access(l.path.c_str(), F_OK) != 0) say(what + " was still running: stopped " + count_of(procs, "process", "processes") + ", removed " + l.path);
     else say(what + " is still running in " + l.path + ": could not stop it: " + r.error().message());
   }
 }

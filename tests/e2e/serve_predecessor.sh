@@ -73,7 +73,7 @@ alive $d1 && alive $d2 || fail "a daemon died with its service and guard: nothin
 # host in the service's scope, pmon-PID-START.scope.)
 leaves=$(find /sys/fs/cgroup -maxdepth 5 -type d -regextype posix-extended -regex ".*/pmon-$old-[0-9]+-[0-9]+" 2> /dev/null || true)
 [ -n "$leaves" ] || fail "the dead service left no leaf"
-echo "ok: the service and its guard SIGKILLed: both daemons alive, leaves $(echo $leaves)"
+echo "ok: the service and its guard SIGKILLed: both daemons alive, leaves $(echo $leaves); records: $(cat "$spool/$old".*/*.job | tr '\n' ' ')"
 
 # A record in the dead service's directory that names a leaf not of that
 # service (a live pmon run's): it must not be touched.
