@@ -104,7 +104,7 @@ Limits LimitFlags::parse(const std::string& sub) const {
 }
 
 void StopFlags::add_to(CLI::App& app, bool with_signal) {
-  app.add_option("--grace", grace, "how long the first signal gets before SIGKILL (default 2s)")->type_name("DURATION");
+  app.add_option("--grace", grace, "how long the first signal gets before SIGKILL (default 2s; 0: SIGKILL at once)")->type_name("DURATION");
   if (with_signal)
     app.add_option("--signal", signal, "the first signal of a stop (default TERM)")->type_name("SIGNAL");
 }

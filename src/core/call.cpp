@@ -82,8 +82,9 @@ void CallMachine::start_stop(StopReason why) {
   res.stop.reason = why;
   StopContext ctx;
   stop_context(ctx);
+  const bool graceful = !opts.stop.steps.empty() && opts.stop.steps.front().action == StopStep::Action::signal;
   trace("stopping the tree (" + std::string(to_string(why)) + "): " +
-        signal_name(opts.stop.steps.empty() ? SIGKILL : opts.stop.steps.front().signal) + ", then SIGKILL");
+        (graceful ? signal_name(opts.stop.steps.front().signal) + ", then SIGKILL" : std::string("SIGKILL (no grace period)")));
   machine = std::make_unique<StopMachine>(ctx, res.stop);
   phase = Phase::stopping;
   machine->start();

@@ -26,10 +26,13 @@ struct StopPlan {
 
   // first_signal + SIGCONT, wait `grace`; then SIGKILL (cgroup.kill where
   // there is one), wait up to `verify` for the boundary to be confirmed empty.
+  // A grace of 0 is SIGKILL at once: a first signal followed by SIGKILL in
+  // the same instant gives no handler time to act, and its pass over the
+  // tree (a freeze, a pidfd per process) would only delay the kill.
   static StopPlan standard(int first_signal, Nanos grace,
                            Nanos verify = std::chrono::seconds(5)) {
     StopPlan p;
-    p.steps.push_back({StopStep::Action::signal, first_signal, true, grace});
+    if (grace.count() > 0) p.steps.push_back({StopStep::Action::signal, first_signal, true, grace});
     p.steps.push_back({StopStep::Action::kill, SIGKILL, false, verify});
     return p;
   }
