@@ -148,6 +148,15 @@ class CgroupBoundary final : public Boundary {
 
   Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
                              const std::vector<pid_t>* listed = nullptr) override {
+    // The main process alone (the common case: one process, or a tree that
+    // has ended but for it) has had its signal already: nothing to freeze.
+    // A fork it was making when the signal came fails and is restarted
+    // after the signal is handled, so no child of it can have missed the
+    // signal; and its pid is its own until it is reaped, by us.
+    if (signalled > 0) {
+      std::vector<pid_t> now = pids();
+      if (now.empty() || (now.size() == 1 && now[0] == signalled)) return 0;
+    }
     confine::FrozenPass frozen(leaf_.dir.get(), leaf_.events.get());
     if (frozen.nothing_there()) return 0;
     // A listing read before the freeze may lack what was forked since.
