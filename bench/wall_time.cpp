@@ -2,22 +2,27 @@
 // bench_wall_time: whole-process wall time of `pmon run -- /bin/true` per
 // backend against bare /bin/true, `timeout 10 /bin/true` and
 // `tini -s -- /bin/true`, in one interleaved run: every round runs each
-// command once (the starting command rotates per round, so no command always
-// follows the same one), each by posix_spawn + waitpid, timed with
+// command once (in an order shuffled anew each round, so each command
+// follows every other equally often), each by posix_spawn + waitpid, timed with
 // CLOCK_MONOTONIC from just before the spawn to just after the reap.
 //
 //   bench_wall_time [--pmon PATH] [--rounds N] [--warmup N] [--tini PATH]
 //                   [--alt LABEL=PATH]...
 // --alt adds another pmon binary (a prototype build, say) to the same
 // interleaved run, with --confine cgroup, so its ratio is side by side.
+// Each executable is dropped from the page cache before the warm-up rounds
+// (drop_from_cache below).
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -54,6 +59,18 @@ int run_once(const std::vector<std::string>& argv, int devnull, double* ms) {
   posix_spawn_file_actions_destroy(&fa);
   *ms = static_cast<double>(t1 - t0) / 1e6;
   return rc == 0 ? status : -1;
+}
+
+// Every executable measured starts from the same place: written back and
+// dropped from the page cache, so that the first run reads it in as a start
+// after boot would, whether it was just written by the linker, by cp or by
+// dpkg (each can leave a file's pages in the cache in pieces of other sizes).
+void drop_from_cache(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fdatasync(fd);
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
 }
 
 void usage() {
@@ -117,12 +134,21 @@ int main(int argc, char** argv) {
   for (const auto& [label, path] : alts)
     cmds.push_back({label + " (cgroup)", {path, "run", "--confine", "cgroup", "--", "/bin/true"}, {}, 0});
 
+  for (const Command& c : cmds) drop_from_cache(c.argv[0]);
   std::string load0 = bench::loadavg();
   size_t n = cmds.size();
+  // A fresh order every round: a command pays for what the one before it
+  // left the kernel to finish (a cgroup freed after its rmdir, a helper
+  // still exiting), so each must follow every other equally often. With the
+  // fixed order of before, one pmon binary measured up to a tenth apart in
+  // two places of the same run.
+  std::mt19937 rng(20261204);
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
   for (int r = -warmup; r < rounds; ++r) {
-    size_t start = static_cast<size_t>(r + warmup) % n;
+    std::shuffle(order.begin(), order.end(), rng);
     for (size_t k = 0; k < n; ++k) {
-      Command& c = cmds[(start + k) % n];
+      Command& c = cmds[order[k]];
       double ms = 0;
       int st = run_once(c.argv, devnull, &ms);
       if (r < 0) continue;

@@ -232,6 +232,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   report_passed_over(*sel, verbose > 0, quiet || front.shell);
   if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
 
+  sel->backend->single_call();
   opts.signal_fd = sigfd.get();
   opts.parent_fd = parent_fd.get();
   // pmon-shell: a harness that wraps each command in a shell of its own
@@ -243,6 +244,11 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
       opts.reader_fd = STDOUT_FILENO;
   }
   opts.own_all_children = true;
+  // pmon run changes no disposition while the call runs (SIGPIPE is ignored
+  // only after it): the child resets just those that are not SIG_DFL now,
+  // what the caller ignored included, rather than each of the 64.
+  const sigset_t changed = sys::non_default_dispositions();
+  opts.spawn.changed_signals = &changed;
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
   ReportContext ctx;
@@ -260,6 +266,10 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
     opts.spawn.pty_slave = relay->slave_fd();
   }
   auto res = run_call(*sel->backend, opts);
+  // pmon run makes one call: once it is over and its tree verified gone,
+  // the crash guard has nothing left to guard. Sent away now, it is gone by
+  // the time we reap it, after the lines and the report below.
+  if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
   if (relay) relay->finish();  // the command's last output before any line of ours
   // Jobs a service started for this call that its boundary does not hold
   // (see serve/call_records.h): stopped through their service now, with
@@ -275,9 +285,6 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
       if (!verified) res->cleanup_verified = false;
     }
   }
-  // pmon run makes one call: once it is over and its tree verified gone,
-  // the crash guard has nothing left to guard.
-  if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
   if (!res) return not_started_call(sel->backend->kind(), res.error(), ctx);
   // The parent's end of our stderr may be gone with it: a line of ours
   // must not end pmon before its report is written.

@@ -159,6 +159,10 @@ class Backend {
   // has nothing else to do. Nothing of it runs any more; the crash guard
   // and `pmon gc` still cover it; the backend's end removes what is left.
   virtual void defer_cleanup() noexcept {}
+  // For a caller that makes one call and then ends (pmon run): what the call
+  // leaves is removed as soon as it is released, not kept for a next call,
+  // and once it was verified empty the helpers are sent away at once.
+  virtual void single_call() noexcept {}
   // For a caller that runs long and whose memory may grow (pmon serve): its
   // helpers (the crash guard) get memory of their own and the lowest OOM
   // score allowed, so that an out-of-memory kill of the caller does not

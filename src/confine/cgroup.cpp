@@ -292,9 +292,8 @@ class CgroupBackend final : public Backend {
  public:
   CgroupBackend(confine::CgroupLocation loc, std::string base_rel, Fd base)
       : loc_(std::move(loc)), base_rel_(std::move(base_rel)), base_(std::move(base)) {
-    auto st = sys::read_stat(::getpid());
-    prefix_ = "pmon-" + std::to_string(::getpid()) + "-" +
-              std::to_string(st ? st->start_time : 0) + "-";
+    auto start = sys::self_start_time();
+    prefix_ = "pmon-" + std::to_string(::getpid()) + "-" + std::to_string(start ? *start : 0) + "-";
   }
 
   ~CgroupBackend() override {
@@ -303,6 +302,7 @@ class CgroupBackend final : public Backend {
   }
 
   void defer_cleanup() noexcept override { defer_ = true; }
+  void single_call() noexcept override { single_ = true; }
 
   void keep_helpers_apart() noexcept override {
     if (!guard_ || guard_->apart()) return;
@@ -419,6 +419,13 @@ class CgroupBackend final : public Backend {
   }
 
   void give_back(Leaf leaf, bool verified_empty) noexcept {
+    if (single_) {
+      // Removed first: should we die before the end, the guard has nothing
+      // left to do, and its exit overlaps the rest of ours.
+      remove_leaf(leaf);
+      if (verified_empty) dismiss_helpers();
+      return;
+    }
     // memory.peak cannot be reset on older kernels, so a leaf that accounts
     // memory is not reused; an unverified leaf is never reused, nor one the
     // call made cgroups in. One the call enabled controllers in (it moved
@@ -488,6 +495,7 @@ class CgroupBackend final : public Backend {
   std::mutex controller_mu_;
   std::vector<Leaf> pool_;
   bool defer_ = false;
+  bool single_ = false;
   std::vector<Leaf> retired_;  // to be removed by tidy()
   // Destroyed after ~CgroupBackend has removed the leaves: it tells the
   // guard to go without touching anything.

@@ -47,9 +47,8 @@ std::expected<LeafBase, Error> choose_leaf_base(const std::string& cgroup_root) 
   // asked for, for an earlier backend (the Python package holds one per
   // confine= value): the leaves go in that scope too, next to the first
   // backend's, not beside this process (where they could get no controller).
-  const std::string own_scope_sup = "/" + scope_request_for_self().unit + "/supervisor";
-  const bool in_own_scope = cgroup_root.empty() && own_writable && loc->own.size() > own_scope_sup.size() &&
-                            loc->own.ends_with(own_scope_sup);
+  const bool in_own_scope = cgroup_root.empty() && own_writable && loc->own.ends_with("/supervisor") &&
+                            loc->own.ends_with("/" + scope_request_for_self().unit + "/supervisor");
   if (in_own_scope) base_rel = loc->own.substr(0, loc->own.size() - std::strlen("/supervisor"));
   std::optional<std::string> managers;
   if (cgroup_root.empty() && own_writable && !in_own_scope) managers = cgroup_owned_by_manager(*loc);

@@ -91,7 +91,6 @@ void clean_up(const GuardPlan& p) noexcept {
   (void)raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&all), 0, sizeof all);
   (void)raw_syscall(SYS_setsid);
   (void)raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>("pmon-guard"));
-  (void)raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, 0);
   (void)raw_syscall(SYS_chdir, reinterpret_cast<long>("/"));
   if (p.lowest_oom_score) {
     // Never the OOM killer's pick (where allowed; else as it was): the

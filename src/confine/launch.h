@@ -51,7 +51,7 @@ struct SpawnSpec {
   // The signals whose disposition in this process is not the default (a
   // handler, or ignored): the child resets just these before it unblocks
   // signals. Null: every one (the caller does not know). Only for a caller
-  // that sets its dispositions once, up front (the service): see
+  // that sets its dispositions once, up front (the service, pmon run): see
   // sys::non_default_dispositions().
   const sigset_t* changed_signals = nullptr;
   // Start the child on the CPU this thread runs on, which is free while the

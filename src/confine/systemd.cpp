@@ -25,8 +25,8 @@ namespace pmon::confine {
 ScopeRequest scope_request_for_self() {
   ScopeRequest r;
   r.pid = ::getpid();
-  auto st = sys::read_stat(r.pid);
-  r.unit = "pmon-" + std::to_string(r.pid) + "-" + std::to_string(st ? st->start_time : 0) + ".scope";
+  auto start = sys::self_start_time();
+  r.unit = "pmon-" + std::to_string(r.pid) + "-" + std::to_string(start ? *start : 0) + ".scope";
   r.description = "pmon " + std::to_string(r.pid) + " (delegated cgroup for its calls)";
   return r;
 }
@@ -153,9 +153,9 @@ bool user_manager_unit(std::string_view name) {
 }  // namespace
 
 std::optional<std::string> cgroup_owned_by_manager(const CgroupLocation& loc) {
-  if (::access("/run/systemd/system", F_OK) != 0) return std::nullopt;
   const std::string& own = loc.own;
   if (own.empty() || own == "/") return std::nullopt;
+  if (::access("/run/systemd/system", F_OK) != 0) return std::nullopt;
   // One of pmon's own cgroups (a call's leaf, a delegated scope pmon asked
   // for, or below them): a pmon started by a call stays in it.
   for (size_t pos = 0; pos < own.size();) {

@@ -190,7 +190,7 @@ std::vector<CallRecord> take_call_records() {
   if (!dir) return {};  // (ENOENT: nothing was asked for from inside this call)
   struct stat st;
   if (::fstat(dir.get(), &st) != 0 || st.st_uid != me || (st.st_mode & 077) != 0) return {};
-  auto self = sys::read_stat(::getpid());
+  auto self = sys::self_start_time();
   std::vector<CallRecord> out;
   Fd listing(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0));
   DIR* d = listing ? ::fdopendir(listing.release()) : nullptr;
@@ -207,15 +207,16 @@ std::vector<CallRecord> take_call_records() {
     struct stat fs;
     std::string text;
     if (f && ::fstat(f.get(), &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == me && fs.st_size < 65536) {
-      char buf[65536];
-      ssize_t n = retry_eintr([&] { return ::read(f.get(), buf, sizeof buf); });
-      if (n > 0) text.assign(buf, static_cast<size_t>(n));
+      // (On the heap: a call that asked for no job never touches it.)
+      text.resize(static_cast<size_t>(fs.st_size) + 1);
+      ssize_t n = retry_eintr([&] { return ::read(f.get(), text.data(), text.size()); });
+      text.resize(n > 0 ? static_cast<size_t>(n) : 0);
     }
     (void)::unlinkat(dir.get(), name.c_str(), 0);
     Json j = Json::parse(text, nullptr, false);
-    if (!j.is_object() || !self || j.value("startTime", uint64_t{0}) != self->start_time) continue;
+    if (!j.is_object() || !self || j.value("startTime", uint64_t{0}) != *self) continue;
     CallRecord r;
-    r.start_time = self->start_time;
+    r.start_time = *self;
     r.socket = j.value("socket", std::string());
     r.terminal_id = j.value("terminalId", std::string());
     r.job_pid = j.value("jobPid", pid_t{0});

@@ -68,10 +68,10 @@ std::expected<int, std::string> SpoolDir::ensure() {
   sweep(s->get(), nullptr);
   // Named after this process (its pid and start time, as its leaves are),
   // so that the next service can tell that it is gone.
-  auto self = sys::read_stat(::getpid());
+  auto self = sys::self_start_time();
   char name[64];
   std::snprintf(name, sizeof name, "%d.%llu.%08x", static_cast<int>(::getpid()),
-                static_cast<unsigned long long>(self ? self->start_time : 0), random_u32());
+                static_cast<unsigned long long>(self ? *self : 0), random_u32());
   if (::mkdirat(s->get(), name, 0700) != 0) return std::unexpected(errno_words("cannot make " + base + "/spool/" + name));
   auto d = own_dir(s->get(), name, base + "/spool/" + name);
   if (!d) return std::unexpected(d.error());

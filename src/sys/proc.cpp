@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -145,6 +146,19 @@ Result<ProcStat> read_stat(pid_t pid) noexcept {
   }
   if (field < 22) return fail(EIO);
   return st;
+}
+
+Result<uint64_t> self_start_time() noexcept {
+  // Keyed by pid: a forked copy of us reads its own.
+  static std::atomic<pid_t> cached_pid{0};
+  static std::atomic<uint64_t> cached_start{0};
+  const pid_t self = ::getpid();
+  if (cached_pid.load(std::memory_order_acquire) == self) return cached_start.load(std::memory_order_relaxed);
+  auto st = read_stat(self);
+  if (!st) return std::unexpected(st.error());
+  cached_start.store(st->start_time, std::memory_order_relaxed);
+  cached_pid.store(self, std::memory_order_release);
+  return st->start_time;
 }
 
 std::optional<int> blocked_read_fd(pid_t pid) noexcept {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sys/syscalls.h"
 
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace pmon::sys {
@@ -55,8 +58,49 @@ int waitid_raw(idtype_t type, id_t id, siginfo_t* info, int options,
   }
 }
 
+namespace {
+
+// The SigIgn and SigCgt masks of /proc/self/status: the signals ignored and
+// the signals caught, in one read instead of a sigaction(2) for each.
+bool dispositions_from_proc(sigset_t& set) noexcept {
+  Fd fd(::open("/proc/self/status", O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  char buf[4096];
+  size_t len = 0;
+  for (ssize_t n; len < sizeof buf - 1 && (n = ::read(fd.get(), buf + len, sizeof buf - 1 - len)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    len += static_cast<size_t>(n);
+  }
+  buf[len] = '\0';
+  int found = 0;
+  for (const char* key : {"\nSigIgn:", "\nSigCgt:"}) {
+    const char* at = std::strstr(buf, key);
+    if (at == nullptr) return false;
+    at += std::strlen(key);
+    while (*at == ' ' || *at == '\t') ++at;
+    char* end = nullptr;
+    unsigned long long mask = std::strtoull(at, &end, 16);
+    if (end == at || (*end != '\n' && *end != '\0')) return false;
+    for (int sig = 1; sig <= 64 && sig < NSIG; ++sig)
+      if ((mask >> (sig - 1)) & 1ULL) ::sigaddset(&set, sig);
+    ++found;
+  }
+  return found == 2;
+}
+
+}  // namespace
+
 sigset_t non_default_dispositions() noexcept {
   sigset_t set;
+  ::sigemptyset(&set);
+  if (dispositions_from_proc(set)) {
+    ::sigdelset(&set, SIGKILL);
+    ::sigdelset(&set, SIGSTOP);
+    return set;
+  }
   ::sigemptyset(&set);
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
