@@ -20,15 +20,19 @@ client_open a
 
 # 1. Prints 40 lines 50 ms apart (two seconds of output, past its 1.5 s idle
 # timeout were the lines not counted), then starts a daemon and hangs. Its
-# main process is looked up while it prints (a slow machine's lookup could
-# otherwise come after the stop).
-printer='for i in $(seq 40); do echo "line $i"; sleep 0.05; done; echo quiet'
+# main process writes down its own pid and start time first: a lookup from
+# here, on a loaded machine, could come after the stop.
+printer="$HOSTPID_SH"'; echo $hp $(cut -d" " -f22 /proc/$$/stat) > '"$t/m1"'.tmp; mv '"$t/m1"'.tmp '"$t/m1"'
+for i in $(seq 40); do echo "line $i"; sleep 0.05; done; echo quiet'
 params=$(create_params "$t/d1" '{"idleTimeoutMs": 1500}' | python3 -c '
 import json, sys
 p = json.load(sys.stdin); p["args"][1] = sys.argv[1] + "\n" + p["args"][1]; print(json.dumps(p))' "$printer")
 r=$(call a terminal/create "$params")
 id=$(jf "$r" 'm["result"]["terminalId"]')
-main_of a "$id"
+for i in $(seq 200); do [ -f "$t/m1" ] && break; sleep 0.05; done
+[ -f "$t/m1" ] || fail "the job's main process never wrote $t/m1"
+read -r mpid mst < "$t/m1"
+echo "$mpid $mst" >> "$t/pids"; echo "$mpid $mst" >> "$STATE/pids"
 daemon_of "$t/d1"
 r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id\",\"timeoutMs\":20000}")
 [ "$(jf "$r" 'm["result"].get("running", False)')" = false ] || fail "the silent job was not stopped by its idle timeout: $r"
