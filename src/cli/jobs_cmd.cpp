@@ -8,6 +8,17 @@ namespace pmon::cli {
 
 using namespace jobs;
 
+namespace {
+
+// pmon wait's exit status when its --timeout passed and the job still runs:
+// sysexits' EX_TEMPFAIL ("try again later"), none of the statuses pmon
+// gives a job that has ended (124 is a job its own timeout stopped).
+constexpr int kStillRunning = 75;
+// The longest wait the service takes (terminal/wait_for_exit's timeoutMs).
+constexpr int64_t kMaxWaitMs = int64_t{1} << 40;
+
+}  // namespace
+
 int jobs_main(const std::vector<std::string>& args) {
   CLI::App app{"List the jobs of the running pmon serve.", "pmon jobs"};
   app.footer("\nSTATUS is running, 'waiting for input' (blocked reading its stdin), stopping,\n"
@@ -189,17 +200,41 @@ int stop_main(const std::vector<std::string>& args) {
 
 int wait_main(const std::vector<std::string>& args) {
   CLI::App app{"Wait for a job to end; exits with its status, as pmon run would.", "pmon wait"};
-  app.footer("\nExit status: the job's own exit code; 128+N when it died by signal N (143 after\n"
-             "'pmon stop'); 124 when its --timeout or --idle-timeout stopped it; 125 when what it started could\n"
-             "not be confirmed gone; 126 or 127 when its command could not be run.");
-  std::string id;
+  app.footer(std::string("\nExit status: the job's own exit code; 128+N when it died by signal N (143\n"
+                         "after 'pmon stop'); 124 when the --timeout or --idle-timeout it was started\n"
+                         "with stopped it; 125 when what it started could not be confirmed gone; 126 or\n"
+                         "127 when its command could not be run. 75 when the --timeout of pmon wait\n"
+                         "passed first: the job goes on running, and one line on stderr says so and how\n"
+                         "to wait again (a job can exit 75 itself: that line, or 'pmon jobs', tells the\n"
+                         "two apart).\n\nValues:\n") +
+             kDurationWords);
+  std::string id, timeout_s;
   SocketFlag sock;
   app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
+  CLI::Option* timeout_opt =
+      app.add_option("--timeout", timeout_s,
+                     "wait at most DURATION; if the job is still running then, exit 75 and leave it running "
+                     "(0: no limit)")
+          ->type_name("DURATION");
   sock.add_to(app);
   if (!parse_options(app, args, "wait")) return 0;
   check_job_id("wait", id);
+  Json params = {{"terminalId", id}};
+  if (timeout_opt->count() > 0) {
+    auto d = parse_duration(timeout_s);
+    if (!d) die("wait: --timeout: " + describe_duration_error(timeout_s, d.error()));
+    // 0: no limit, as pmon run's --timeout; a part of a millisecond is one;
+    // past what the service takes (34 years), no limit either.
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*d).count();
+    if (ms > 0 && ms <= kMaxWaitMs) params["timeoutMs"] = ms;
+  }
   Client c = sock.connect();
-  Json r = c.call("terminal/wait_for_exit", {{"terminalId", id}});
+  Json r = c.call("terminal/wait_for_exit", params);
+  if (r.value("running", false)) {
+    std::fprintf(stderr, "pmon: job %s is still running after %s; wait again with 'pmon wait %s'\n", id.c_str(),
+                 timeout_s.c_str(), id.c_str());
+    return kStillRunning;
+  }
   // The report's exit status is pmon run's: 124 for a timeout, 125 for a
   // tree not confirmed gone, where the bare exit status would say 143.
   if (auto rep = c.try_call("terminal/report", {{"terminalId", id}}); rep && (*rep)["exit_status"].is_number_integer())
