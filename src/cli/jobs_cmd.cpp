@@ -59,22 +59,30 @@ int jobs_main(const std::vector<std::string>& args) {
 int logs_main(const std::vector<std::string>& args) {
   CLI::App app{"Print a job's output, the bytes as it wrote them (its newest within the job's limit).", "pmon logs"};
   app.footer("\nThe service also keeps each job's whole output in a file (its spool, up to\n"
-             "--spool-limit): --head, --tail, --grep, --strip-ansi and --max-line-bytes read\n"
-             "from there, so they see the output from its first byte, and shape only what\n"
-             "is printed.\n\nValues:\n  N         a whole number\n"
+             "--spool-limit): --head, --tail, --offset, --length, --grep, --strip-ansi and\n"
+             "--max-line-bytes read from there, so they see the output from its first byte,\n"
+             "and shape only what is printed. --offset and --length count bytes from the\n"
+             "first byte the job wrote: --offset 100 --length 50 prints bytes 100 to 149\n"
+             "(what is not UTF-8 there, or a character cut by the range, is printed as\n"
+             "U+FFFD). With --grep they pick the lines that reach into that range.\n\n"
+             "Values:\n  N         a whole number\n"
              "  REGEX     a regular expression (RE2 syntax, as in grep -E): '^error', 'fail(ed|ure)'\n");
   std::string id;
   bool follow = false;
   SocketFlag sock;
   app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
   app.add_flag("-f,--follow", follow, "keep printing new output until the job ends");
-  uint64_t head = 0, tail = 0, max_line = 0;
+  uint64_t head = 0, tail = 0, max_line = 0, offset = 0, length = 0;
   std::string grep;
   bool strip = false;
   CLI::Option* head_opt =
       app.add_option("--head", head, "the first N bytes of the whole output (with --tail: both, the middle left out)")
           ->type_name("N");
   CLI::Option* tail_opt = app.add_option("--tail", tail, "the last N bytes of the whole output")->type_name("N");
+  CLI::Option* offset_opt =
+      app.add_option("--offset", offset, "start at byte N of the whole output (0: its first byte)")->type_name("N");
+  CLI::Option* length_opt =
+      app.add_option("--length", length, "at most N bytes, from --offset (else from the first byte)")->type_name("N");
   CLI::Option* grep_opt =
       app.add_option("--grep", grep, "only the lines that match REGEX (RE2 syntax), each after its line number")
           ->type_name("REGEX");
@@ -85,9 +93,19 @@ int logs_main(const std::vector<std::string>& args) {
   sock.add_to(app);
   if (!parse_options(app, args, "logs")) return 0;
   check_job_id("logs", id);
-  const bool view = head_opt->count() || tail_opt->count() || grep_opt->count() || strip || line_opt->count();
-  if (view && follow) die("logs: -f goes with none of --head, --tail, --grep, --strip-ansi, --max-line-bytes");
+  const bool range = offset_opt->count() || length_opt->count();
+  const bool view =
+      head_opt->count() || tail_opt->count() || range || grep_opt->count() || strip || line_opt->count();
+  if (view && follow)
+    die("logs: -f goes with none of --head, --tail, --offset, --length, --grep, --strip-ansi, --max-line-bytes");
   if (line_opt->count() && max_line == 0) die("logs: --max-line-bytes must be at least 1");
+  if (length_opt->count() && length == 0) die("logs: --length must be at least 1");
+  if (range && (head_opt->count() || tail_opt->count()))
+    die("logs: --offset and --length go with neither --head nor --tail");
+  // (the service counts bytes in a signed 64-bit number)
+  constexpr uint64_t kMaxByte = uint64_t{1} << 62;
+  if (offset > kMaxByte) die("logs: --offset: '" + std::to_string(offset) + "' is past any job's output");
+  length = std::min(length, kMaxByte);
   if (grep_opt->count() && (head_opt->count() || tail_opt->count()))
     die("logs: --grep goes with neither --head nor --tail");
   Client c = sock.connect();
@@ -100,6 +118,9 @@ int logs_main(const std::vector<std::string>& args) {
     if (grep_opt->count()) p["grep"] = grep;
     if (strip) p["stripAnsi"] = true;
     if (line_opt->count()) p["maxLineBytes"] = max_line;
+    if (offset_opt->count()) p["offset"] = offset;
+    if (length_opt->count()) p["length"] = length;
+    const uint64_t range_end = offset + length;  // with --length: where the range ends
     for (bool first = true;; first = false) {
       Json r = c.call("terminal/output", p);
       if (first && r.value("truncated", false))
@@ -115,7 +136,13 @@ int logs_main(const std::vector<std::string>& args) {
         std::fflush(stdout);
         return 0;
       }
-      p["offset"] = r["next"];
+      // The next page: from where this one ended, to the same end.
+      const uint64_t next = r["next"].get<uint64_t>();
+      p["offset"] = next;
+      if (length_opt->count()) {
+        if (next >= range_end) return std::fflush(stdout), 0;
+        p["length"] = range_end - next;
+      }
     }
   }
   Json p = {{"terminalId", id}};

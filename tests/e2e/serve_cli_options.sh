@@ -6,11 +6,15 @@
 # - pmon start --memory-max, --memory-high, --pids-max, --cpu-max reach the
 #   job's cgroup: set where the service's cgroup has the controller (the
 #   report says so), else refused with the service's one line, exit 125 and
-#   nothing started; a bad value is one line naming the flag, exit 125.
+#   nothing started; a bad value is one line naming the flag, exit 125;
+# - pmon logs --offset N --length N prints exactly those bytes of the whole
+#   output, also across the service's pages; not with -f.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
-serve_start
+# A small memory budget: a reply holds at most 512 KiB of output, so a
+# range of 1.2 MB is read in three pages.
+serve_start --memory-budget 16M
 export PMON_SOCKET=$SOCK
 
 # job_pid ID: the main process of job ID (from pmon jobs --json), recorded
@@ -132,6 +136,51 @@ for f in --memory-max --memory-high --pids-max --cpu-max; do
 done
 ! grep -E '^ +--(memory|pids|cpu)-' "$t/help" | grep -q "call" ||
   fail "pmon start --help speaks of a call for a job: $(grep -E '^ +--(memory|pids|cpu)-' "$t/help")"
+
+# 3. pmon logs --offset --length: 10000 known bytes; and 1.5 MB, read in
+#    pages of at most 512 KiB.
+python3 -c 'import sys; sys.stdout.write("".join(chr(33 + (i * 7) % 94) for i in range(10000)))' > "$t/text"
+python3 -c 'import sys; sys.stdout.write("".join("line %07d of the big output\n" % i for i in range(54000)))' > "$t/big"
+[ "$(wc -c < "$t/text")" = 10000 ] || fail "the text is not 10000 bytes"
+small=$("$PMON" start -- cat "$t/text") || fail "pmon start cat text"
+big=$("$PMON" start -- cat "$t/big") || fail "pmon start cat big"
+"$PMON" wait "$small" && "$PMON" wait "$big" || fail "the cat jobs failed"
+# slice FILE OFFSET LENGTH: bytes OFFSET to OFFSET+LENGTH-1 of FILE.
+slice() { tail -c +$(($2 + 1)) "$1" | head -c "$3"; }
+"$PMON" logs --offset 100 --length 50 "$small" > "$t/got" 2> "$t/err" || fail "pmon logs --offset 100 --length 50: exit $?: $(cat "$t/err")"
+slice "$t/text" 100 50 > "$t/want"
+cmp "$t/got" "$t/want" || fail "logs --offset 100 --length 50 printed '$(cat "$t/got")', want '$(cat "$t/want")'"
+[ ! -s "$t/err" ] || fail "logs --offset said: $(cat "$t/err")"
+echo "ok: logs --offset 100 --length 50: $(cat "$t/got")"
+"$PMON" logs --offset 9990 "$small" > "$t/got" && slice "$t/text" 9990 10 | cmp -s - "$t/got" ||
+  fail "logs --offset 9990: '$(cat "$t/got")'"
+"$PMON" logs --length 20 "$small" > "$t/got" && head -c 20 "$t/text" | cmp -s - "$t/got" || fail "logs --length 20: '$(cat "$t/got")'"
+"$PMON" logs --offset 20000 "$small" > "$t/got" && [ ! -s "$t/got" ] || fail "logs --offset past the end: '$(cat "$t/got")'"
+"$PMON" logs --offset 1000 --length 1200000 "$big" > "$t/got" || fail "logs --offset 1000 --length 1200000: exit $?"
+slice "$t/big" 1000 1200000 | cmp - "$t/got" || fail "logs --offset 1000 --length 1200000 of the big output differs ($(wc -c < "$t/got") bytes)"
+"$PMON" logs --offset 1400000 "$big" > "$t/got" && slice "$t/big" 1400000 9999999 | cmp -s - "$t/got" ||
+  fail "logs --offset 1400000 of the big output differs"
+echo "ok: logs --offset/--length of 1.5 MB, across pages"
+# With --grep: the lines that reach into the range, numbered as the job's.
+# (31 bytes a line: bytes 290 to 309 are the end of line 10, the 10th line)
+"$PMON" logs --offset 290 --length 20 --grep big "$big" > "$t/got" || fail "logs --offset --grep: exit $?"
+echo "10:line 0000009 of the big output" | cmp -s - "$t/got" ||
+  fail "logs --offset 290 --length 20 --grep big: $(cat "$t/got")"
+# Refused: one line, exit 125.
+refused() {  # refused WHAT LINE ARGS...
+  local what=$1 want=$2 rc=0
+  shift 2
+  "$PMON" logs "$@" > "$t/out" 2> "$t/err" || rc=$?
+  [ $rc = 125 ] && [ "$(cat "$t/err")" = "$want" ] && [ ! -s "$t/out" ] || fail "$what: exit $rc: '$(cat "$t/err")'"
+  echo "ok: $what: $(cat "$t/err")"
+}
+refused "logs -f --offset" "pmon: logs: -f goes with none of --head, --tail, --offset, --length, --grep, --strip-ansi, --max-line-bytes" \
+  -f --offset 100 --length 50 "$small"
+refused "logs --follow --length" "pmon: logs: -f goes with none of --head, --tail, --offset, --length, --grep, --strip-ansi, --max-line-bytes" \
+  --follow --length 5 "$small"
+refused "logs --length 0" "pmon: logs: --length must be at least 1" --length 0 "$small"
+refused "logs --offset --tail" "pmon: logs: --offset and --length go with neither --head nor --tail" --offset 5 --tail 10 "$small"
+"$PMON" rm "$small" "$big"
 
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" || fail "pmon serve exited $?"
