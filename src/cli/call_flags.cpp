@@ -55,22 +55,21 @@ std::expected<Selection, Error> ConfineFlags::try_select(const std::string& sub)
   return sel;
 }
 
-void LimitFlags::add_to(CLI::App& app, bool default_pids) {
+void LimitFlags::add_to(CLI::App& app, bool default_pids, const std::string& w) {
   memory_opt_ = app.add_option("--memory-max", memory_max,
-                 "most memory the call may use (memory.max); past it every process of the call is killed "
-                 "(exit 137)")
+                 "most memory the " + w + " may use (memory.max); past it every process of the " + w +
+                 " is killed (exit 137)")
       ->type_name("SIZE");
   high_opt_ = app.add_option("--memory-high", memory_high,
-                 "memory past which the call is slowed down and its memory reclaimed (memory.high), not "
+                 "memory past which the " + w + " is slowed down and its memory reclaimed (memory.high), not "
                  "killed; below --memory-max when both are given")
       ->type_name("SIZE");
+  const std::string pids = "most processes and threads the " + w + " may have at once (pids.max); forks past it fail";
   pids_opt_ = app.add_option("--pids-max", pids_max,
-                 default_pids ? "most processes and threads the call may have at once (pids.max); forks past it fail. Default "
-                                 "4096 where the host has the pids controller; 0 for no limit"
-                               : "most processes and threads the call may have at once (pids.max); forks past it fail")
+                 default_pids ? pids + ". Default 4096 where the host has the pids controller; 0 for no limit" : pids)
       ->type_name("N");
   cpu_opt_ = app.add_option("--cpu-max", cpu_max,
-                 "CPU time the call may use, in CPUs (cpu.max): 0.5 is half of one. A limit needs the cgroup "
+                 "CPU time the " + w + " may use, in CPUs (cpu.max): 0.5 is half of one. A limit needs the cgroup "
                  "backend with that controller; where it is missing pmon exits 125 before CMD runs")
       ->type_name("CORES");
 }

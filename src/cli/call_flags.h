@@ -42,8 +42,9 @@ struct ConfineFlags {
 struct LimitFlags {
   std::string memory_max, memory_high, pids_max, cpu_max;
 
-  // default_pids: the call gets pmon's default pids limit when it asks none.
-  void add_to(CLI::App& app, bool default_pids = true);
+  // default_pids: the call gets pmon's default pids limit when it asks none;
+  // what: the help's word for what is limited ("call", "job").
+  void add_to(CLI::App& app, bool default_pids = true, const std::string& what = "call");
   // What they ask for; a bad value ends with die(), naming the subcommand.
   Limits parse(const std::string& sub) const;
 

@@ -8,6 +8,17 @@ namespace pmon::cli {
 
 using namespace jobs;
 
+namespace {
+
+// pmon wait's exit status when its --timeout passed and the job still runs:
+// sysexits' EX_TEMPFAIL ("try again later"), none of the statuses pmon
+// gives a job that has ended (124 is a job its own timeout stopped).
+constexpr int kStillRunning = 75;
+// The longest wait the service takes (terminal/wait_for_exit's timeoutMs).
+constexpr int64_t kMaxWaitMs = int64_t{1} << 40;
+
+}  // namespace
+
 int jobs_main(const std::vector<std::string>& args) {
   CLI::App app{"List the jobs of the running pmon serve.", "pmon jobs"};
   app.footer("\nSTATUS is running, 'waiting for input' (blocked reading its stdin), stopping,\n"
@@ -48,22 +59,30 @@ int jobs_main(const std::vector<std::string>& args) {
 int logs_main(const std::vector<std::string>& args) {
   CLI::App app{"Print a job's output, the bytes as it wrote them (its newest within the job's limit).", "pmon logs"};
   app.footer("\nThe service also keeps each job's whole output in a file (its spool, up to\n"
-             "--spool-limit): --head, --tail, --grep, --strip-ansi and --max-line-bytes read\n"
-             "from there, so they see the output from its first byte, and shape only what\n"
-             "is printed.\n\nValues:\n  N         a whole number\n"
+             "--spool-limit): --head, --tail, --offset, --length, --grep, --strip-ansi and\n"
+             "--max-line-bytes read from there, so they see the output from its first byte,\n"
+             "and shape only what is printed. --offset and --length count bytes from the\n"
+             "first byte the job wrote: --offset 100 --length 50 prints bytes 100 to 149\n"
+             "(what is not UTF-8 there, or a character cut by the range, is printed as\n"
+             "U+FFFD). With --grep they pick the lines that reach into that range.\n\n"
+             "Values:\n  N         a whole number\n"
              "  REGEX     a regular expression (RE2 syntax, as in grep -E): '^error', 'fail(ed|ure)'\n");
   std::string id;
   bool follow = false;
   SocketFlag sock;
   app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
   app.add_flag("-f,--follow", follow, "keep printing new output until the job ends");
-  uint64_t head = 0, tail = 0, max_line = 0;
+  uint64_t head = 0, tail = 0, max_line = 0, offset = 0, length = 0;
   std::string grep;
   bool strip = false;
   CLI::Option* head_opt =
       app.add_option("--head", head, "the first N bytes of the whole output (with --tail: both, the middle left out)")
           ->type_name("N");
   CLI::Option* tail_opt = app.add_option("--tail", tail, "the last N bytes of the whole output")->type_name("N");
+  CLI::Option* offset_opt =
+      app.add_option("--offset", offset, "start at byte N of the whole output (0: its first byte)")->type_name("N");
+  CLI::Option* length_opt =
+      app.add_option("--length", length, "at most N bytes, from --offset (else from the first byte)")->type_name("N");
   CLI::Option* grep_opt =
       app.add_option("--grep", grep, "only the lines that match REGEX (RE2 syntax), each after its line number")
           ->type_name("REGEX");
@@ -74,9 +93,19 @@ int logs_main(const std::vector<std::string>& args) {
   sock.add_to(app);
   if (!parse_options(app, args, "logs")) return 0;
   check_job_id("logs", id);
-  const bool view = head_opt->count() || tail_opt->count() || grep_opt->count() || strip || line_opt->count();
-  if (view && follow) die("logs: -f goes with none of --head, --tail, --grep, --strip-ansi, --max-line-bytes");
+  const bool range = offset_opt->count() || length_opt->count();
+  const bool view =
+      head_opt->count() || tail_opt->count() || range || grep_opt->count() || strip || line_opt->count();
+  if (view && follow)
+    die("logs: -f goes with none of --head, --tail, --offset, --length, --grep, --strip-ansi, --max-line-bytes");
   if (line_opt->count() && max_line == 0) die("logs: --max-line-bytes must be at least 1");
+  if (length_opt->count() && length == 0) die("logs: --length must be at least 1");
+  if (range && (head_opt->count() || tail_opt->count()))
+    die("logs: --offset and --length go with neither --head nor --tail");
+  // (the service counts bytes in a signed 64-bit number)
+  constexpr uint64_t kMaxByte = uint64_t{1} << 62;
+  if (offset > kMaxByte) die("logs: --offset: '" + std::to_string(offset) + "' is past any job's output");
+  length = std::min(length, kMaxByte);
   if (grep_opt->count() && (head_opt->count() || tail_opt->count()))
     die("logs: --grep goes with neither --head nor --tail");
   Client c = sock.connect();
@@ -89,6 +118,9 @@ int logs_main(const std::vector<std::string>& args) {
     if (grep_opt->count()) p["grep"] = grep;
     if (strip) p["stripAnsi"] = true;
     if (line_opt->count()) p["maxLineBytes"] = max_line;
+    if (offset_opt->count()) p["offset"] = offset;
+    if (length_opt->count()) p["length"] = length;
+    const uint64_t range_end = offset + length;  // with --length: where the range ends
     for (bool first = true;; first = false) {
       Json r = c.call("terminal/output", p);
       if (first && r.value("truncated", false))
@@ -104,7 +136,13 @@ int logs_main(const std::vector<std::string>& args) {
         std::fflush(stdout);
         return 0;
       }
-      p["offset"] = r["next"];
+      // The next page: from where this one ended, to the same end.
+      const uint64_t next = r["next"].get<uint64_t>();
+      p["offset"] = next;
+      if (length_opt->count()) {
+        if (next >= range_end) return std::fflush(stdout), 0;
+        p["length"] = range_end - next;
+      }
     }
   }
   Json p = {{"terminalId", id}};
@@ -189,17 +227,41 @@ int stop_main(const std::vector<std::string>& args) {
 
 int wait_main(const std::vector<std::string>& args) {
   CLI::App app{"Wait for a job to end; exits with its status, as pmon run would.", "pmon wait"};
-  app.footer("\nExit status: the job's own exit code; 128+N when it died by signal N (143 after\n"
-             "'pmon stop'); 124 when its --timeout or --idle-timeout stopped it; 125 when what it started could\n"
-             "not be confirmed gone; 126 or 127 when its command could not be run.");
-  std::string id;
+  app.footer(std::string("\nExit status: the job's own exit code; 128+N when it died by signal N (143\n"
+                         "after 'pmon stop'); 124 when the --timeout or --idle-timeout it was started\n"
+                         "with stopped it; 125 when what it started could not be confirmed gone; 126 or\n"
+                         "127 when its command could not be run. 75 when the --timeout of pmon wait\n"
+                         "passed first: the job goes on running, and one line on stderr says so and how\n"
+                         "to wait again (a job can exit 75 itself: that line, or 'pmon jobs', tells the\n"
+                         "two apart).\n\nValues:\n") +
+             kDurationWords);
+  std::string id, timeout_s;
   SocketFlag sock;
   app.add_option("ID", id, "the job's id ('pmon jobs' lists them)")->type_name("")->required();
+  CLI::Option* timeout_opt =
+      app.add_option("--timeout", timeout_s,
+                     "wait at most DURATION; if the job is still running then, exit 75 and leave it running "
+                     "(0: no limit)")
+          ->type_name("DURATION");
   sock.add_to(app);
   if (!parse_options(app, args, "wait")) return 0;
   check_job_id("wait", id);
+  Json params = {{"terminalId", id}};
+  if (timeout_opt->count() > 0) {
+    auto d = parse_duration(timeout_s);
+    if (!d) die("wait: --timeout: " + describe_duration_error(timeout_s, d.error()));
+    // 0: no limit, as pmon run's --timeout; a part of a millisecond is one;
+    // past what the service takes (34 years), no limit either.
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*d).count();
+    if (ms > 0 && ms <= kMaxWaitMs) params["timeoutMs"] = ms;
+  }
   Client c = sock.connect();
-  Json r = c.call("terminal/wait_for_exit", {{"terminalId", id}});
+  Json r = c.call("terminal/wait_for_exit", params);
+  if (r.value("running", false)) {
+    std::fprintf(stderr, "pmon: job %s is still running after %s; wait again with 'pmon wait %s'\n", id.c_str(),
+                 timeout_s.c_str(), id.c_str());
+    return kStillRunning;
+  }
   // The report's exit status is pmon run's: 124 for a timeout, 125 for a
   // tree not confirmed gone, where the bare exit status would say 143.
   if (auto rep = c.try_call("terminal/report", {{"terminalId", id}}); rep && (*rep)["exit_status"].is_number_integer())

@@ -32,7 +32,7 @@ constexpr const char* kUsage =
     "  pmon jobs [--json]                        list the service's jobs\n"
     "  pmon logs [-f] ID                         print a job's output\n"
     "  pmon stop ID                              stop a job and everything it started\n"
-    "  pmon wait ID                              wait for a job to end; exit with its status\n"
+    "  pmon wait [--timeout DURATION] ID         wait for a job to end; exit with its status\n"
     "  pmon rm [-f] ID...                        remove jobs that have ended (-f: stop them first)\n"
     "  pmon --version\n"
     "\n"

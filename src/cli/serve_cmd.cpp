@@ -30,7 +30,9 @@ removes it, when its client's session or connection ends (unless the job was
 created to outlive them, as 'pmon start' does), when its timeout fires, and
 when the service stops: SIGTERM, SIGINT, EOF on --stdio, or the parent's
 death with --die-with-parent. Exit status 0 when every job was confirmed
-gone, 125 otherwise.
+gone, 125 otherwise. Jobs that a service before it left running (it was
+killed before it could stop them) are stopped as the service starts, before
+it serves anyone, each named in one line on stderr, with -q too.
 
 --memory-budget bounds what the service holds: three quarters of it for the
 jobs' output (a job whose outputByteLimit does not fit is refused; past it,
@@ -110,7 +112,9 @@ int serve_main(const std::vector<std::string>& args) {
   CLI::Option* listen_opt = app.add_option("--listen", listen, "serve clients on the Unix socket PATH")->type_name("PATH");
   app.add_flag("--die-with-parent", die_with_parent, "stop every job and exit when the parent process dies");
   jobs.add_to(app);
-  app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
+  app.add_flag("-q,--quiet", quiet,
+               "print nothing of pmon's own but errors and the jobs it stopped as it started (left running by a "
+               "service that is gone)");
   if (!parse_options(app, args, "serve")) return 0;
   if (stdio && listen_opt->count() > 0) die("serve: --stdio and --listen exclude each other");
 
@@ -118,7 +122,6 @@ int serve_main(const std::vector<std::string>& args) {
   Selection sel = jobs.apply("serve", quiet, opts);
   opts.stdio = stdio;
   opts.die_with_parent = die_with_parent;
-  opts.quiet = quiet;
   serve::Listener listener;
   if (!stdio) {
     const std::string path = listen_opt->count() > 0 ? listen : serve::default_socket_path(false);

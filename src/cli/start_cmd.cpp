@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // pmon start: a job of pmon serve, started in this directory and
 // environment, its id printed (once it is ready, with a readiness probe).
+#include "cli/call_flags.h"
 #include "cli/jobs_client.h"
 
 extern char** environ;
@@ -19,8 +20,12 @@ int start_main(const std::vector<std::string>& args) {
                          "With --ready-port, --ready-http or --ready-line, pmon start waits until the job\n"
                          "is ready, then prints its id and exits 0. When the job ends first, or is not\n"
                          "ready within --ready-timeout (default 30s; the job then runs on), it prints the\n"
-                         "id, says why on stderr and exits 1.\n\nValues:\n") +
-             kDurationWords +
+                         "id, says why on stderr and exits 1.\n\n"
+                         "--memory-max, --memory-high, --pids-max and --cpu-max are set on the job's\n"
+                         "cgroup by the service. A limit the service cannot set there (its cgroup has\n"
+                         "no such controller) is refused: nothing is started, one line says why, exit\n"
+                         "125.\n\nValues:\n") +
+             kDurationWords + kSizeWords +
              "  REGEX     a regular expression, RE2 syntax (no backreferences), found anywhere in\n"
              "            a line: ^ and $ anchor it to the line's start and end\n");
   app.prefix_command();
@@ -43,6 +48,8 @@ int start_main(const std::vector<std::string>& args) {
                      "stop the job and everything it started when it has printed nothing for DURATION")
           ->type_name("DURATION");
   app.add_flag("--pty", pty, "run the job on a pseudo-terminal (24x80)");
+  LimitFlags limits;
+  limits.add_to(app, /*default_pids=*/true, "job");
   CLI::Option* ready_port_opt =
       app.add_option("--ready-port", ready_port, "wait until a process of the job listens on TCP port PORT")
           ->type_name("PORT")
@@ -87,6 +94,12 @@ int start_main(const std::vector<std::string>& args) {
     if (ms < 1) die("start: --idle-timeout: '" + idle_s + "' is under a millisecond; give a longer DURATION");
     p["idleTimeoutMs"] = ms;
   }
+  // Sent as terminal/create's fields: bytes, processes, cores.
+  const Limits l = limits.parse("start");
+  if (l.memory_max) p["memoryMax"] = *l.memory_max;
+  if (l.memory_high) p["memoryHigh"] = *l.memory_high;
+  if (l.pids_max) p["pidsMax"] = *l.pids_max;
+  if (l.cpu_max) p["cpuMax"] = *l.cpu_max;
   if (pty) p["pty"] = {{"rows", 24}, {"cols", 80}};
   else p["stdin"] = "null";  // nothing here writes to it: a read gets end of file, never waits
   const bool probe = ready_port_opt->count() + ready_http_opt->count() + ready_line_opt->count() > 0;
@@ -140,6 +153,14 @@ int start_main(const std::vector<std::string>& args) {
     for (const auto& [field, flag] : {std::pair{"'ready.line'", "--ready-line"}, {"'ready.http'", "--ready-http"},
                                       {"'ready.port'", "--ready-port"}})
       if (m.starts_with(kInvalid + field)) m = std::string("start: ") + flag + m.substr(kInvalid.size() + std::strlen(field));
+    // A limit the service's cgroup cannot take: the fix is the service's
+    // --cgroup-root, or this job without the limit.
+    if (m.starts_with("cannot set the ")) {
+      for (const auto& [from, to] :
+           {std::pair{std::string("set --cgroup-root "), std::string("start the service with --cgroup-root set ")},
+            {", or run without the limit", ", or start the job without it"}})
+        if (size_t at = m.find(from); at != std::string::npos) m.replace(at, from.size(), to);
+    }
     die(m);
   }
   Json r = std::move(*created);

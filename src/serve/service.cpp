@@ -101,10 +101,9 @@ bool Service::setup() {
     spawn_base_.nofile_raised = ::setrlimit(RLIMIT_NOFILE, &raised) == 0;
   }
   // What a service before this one left when it died with its crash
-  // guard (both SIGKILLed): its jobs' leaves are stopped, each said here.
-  SpoolDir::sweep_dead([this](const std::string& line) {
-    if (!opts_.quiet) std::fprintf(stderr, "pmon: %s\n", line.c_str());
-  });
+  // guard (both SIGKILLed): its jobs' leaves are stopped, each said here,
+  // with -q too: what was found running and stopped is no chatter.
+  SpoolDir::sweep_dead([](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); });
   if (opts_.listen_fd >= 0 && !conns_.open_listener()) return false;
   if (opts_.die_with_parent) {
     pid_t ppid = ::getppid();

@@ -3,7 +3,9 @@
 # guard cannot stop anything) leaves its jobs running in their leaves. The
 # next service stops them as it starts, and says which job each was (its
 # id, its name, its command); so does `pmon gc`. Without a next service
-# they run on (checked first: that is what a dead guard leaves).
+# they run on (checked first: that is what a dead guard leaves). A next
+# service started with -q says them all the same (what it found running
+# and stopped), and nothing else.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
@@ -122,4 +124,29 @@ grep -q "job '$id1' (name 'dev-2'), .* of a pmon service that is gone (pid $old)
 grep -q "job '$id2'" "$t/gc.out" || fail "pmon gc did not name job $id2: $(cat "$t/gc.out")"
 [ -z "$(ls -d "$spool/$old".* 2> /dev/null)" ] || fail "pmon gc left the dead service's spool directory"
 echo "ok: pmon gc stopped the second service's jobs and named them:"; sed 's/^/  /' "$t/gc.out"
+
+# 3. A next service with -q: the jobs it stopped are said, nothing else.
+rm -f "$SOCK"  # (the dead service's)
+serve_start --confine cgroup
+jobs_of 3
+old=$SERVE_PID
+kill_both
+client_close a3
+alive $d1 && alive $d2 || fail "round 3: a daemon died with its service and guard"
+rm -f "$SOCK"
+"$PMON" serve -q --listen "$SOCK" --confine cgroup 2> "$t/serve3.err" &
+SERVE_PID=$!
+record_pid "$SERVE_PID"
+wait_gone $d1 && wait_gone $d2 || fail "a daemon outlived the start of the next service (-q): $(cat "$t/serve3.err")"
+for _ in $(seq 200); do [ "$(grep -c "was still running" "$t/serve3.err")" = 2 ] && break; sleep 0.05; done
+grep -q "^pmon: job '$id1' (name 'dev-3'), sh -c .* of a pmon service that is gone (pid $old) was still running: stopped its [0-9]* process" "$t/serve3.err" ||
+  fail "the next service, with -q, did not say it stopped job $id1: $(cat "$t/serve3.err")"
+grep -q "^pmon: job '$id2', sh -c .* was still running" "$t/serve3.err" ||
+  fail "the next service, with -q, did not name job $id2: $(cat "$t/serve3.err")"
+[ "$(wc -l < "$t/serve3.err")" = 2 ] || fail "with -q the next service said more than the two jobs: $(cat "$t/serve3.err")"
+for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "the next service (-q) exited $?"
+[ "$(wc -l < "$t/serve3.err")" = 2 ] || fail "with -q the next service said more as it stopped: $(cat "$t/serve3.err")"
+echo "ok: with -q the next service said only the jobs it stopped:"; sed 's/^/  /' "$t/serve3.err"
 pass
