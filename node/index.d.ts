@@ -19,7 +19,10 @@ export interface CommonOptions {
   killSignal?: NodeJS.Signals | number;
   /** A label shown in list(). */
   name?: string;
-  /** Written to the command's stdin, which is then closed. */
+  /**
+   * Written to the command's stdin, which is then closed. Without it the command's stdin is
+   * /dev/null: a read gets end of file at once.
+   */
   input?: string | Buffer | Uint8Array;
   /**
    * Most memory the call may use (its cgroup's memory.max): bytes, or a string with K, M or G
@@ -88,6 +91,8 @@ export interface RunResult<T = string> {
   timedOut: boolean;
   /** It was stopped for printing nothing for idleTimeout ms (timedOut is then true too). */
   idleTimedOut: boolean;
+  /** Why pmon stopped it (the report's job.stoppedBy: "timeout", "idle timeout", ...); null: it ended by itself. */
+  stoppedBy: string | null;
   /** Processes still in the call's boundary when its main process ended, and what was done to them. */
   leftovers: Leftover[];
   /** Nothing of the call is still alive. */
@@ -108,6 +113,13 @@ export function run(file: string, args?: readonly string[], options?: RunOptions
 export function run(file: string, options?: RunOptions): Promise<RunResult<string>>;
 
 export interface StartOptions extends CommonOptions {
+  /**
+   * The job's stdin: 'null' (the default: /dev/null, a read gets end of file at once) or 'pipe'
+   * (write() and end() send it input). `input` implies 'pipe'.
+   */
+  stdin?: 'pipe' | 'null';
+  /** Run it on a pseudo-terminal of its own (true: 24 rows, 80 columns); write() types into it. */
+  pty?: boolean | { rows?: number; cols?: number };
   /** Keep stderr apart from stdout (output() then has `stderr`). */
   separateStderr?: boolean;
   /** Bytes of output kept (the newest). Default 1 MiB. */
@@ -133,6 +145,30 @@ export interface ExitStatus {
   signal: string | null;
 }
 
+/**
+ * Why a job ended, beside its exit status (the same facts as its report's timed_out,
+ * job.stoppedBy, oom_killed and pids_max_hit).
+ */
+export interface EndFacts {
+  /** Its timeout or idle timeout stopped it. */
+  timedOut: boolean;
+  /**
+   * Why pmon stopped it: "kill", "release", "timeout", "idle timeout", "replaced", "not ready",
+   * "owner call ended", "connection closed", "session closed", "service stopped"...; null: it
+   * ended by itself.
+   */
+  stoppedBy: string | null;
+  /** Killed for going past memoryMax (null: no memoryMax). */
+  oomKilled: boolean | null;
+  /** A fork failed at pidsMax (null: no pidsMax). */
+  pidsMaxHit: boolean | null;
+}
+
+/** What wait() resolves with: how the job ended and why, or that it still runs. */
+export type WaitResult =
+  | (ExitStatus & EndFacts & { running?: undefined })
+  | { exitCode: null; signal: null; running: true; /** Blocked reading its stdin: it waits for input, not for time. */ waitingForInput: boolean };
+
 export interface OutputChunk {
   output: string;
   truncated: boolean;
@@ -142,6 +178,8 @@ export interface OutputChunk {
   more: boolean;
   /** null while the job runs. */
   exitStatus: ExitStatus | null;
+  /** While the job runs: a process of it is blocked reading its stdin (it waits for input, not for time). */
+  waitingForInput?: boolean;
   stderr?: { output: string; truncated: boolean; next: number; more: boolean };
 }
 
@@ -160,18 +198,29 @@ export interface JobInfo {
   status: 'running' | 'stopping' | 'exited';
   started: string;
   ports: ListeningPort[];
+  /** A process of it is blocked reading its stdin (its pipe or pty). */
+  waitingForInput: boolean;
   exitStatus: ExitStatus | null;
+  /** Once over: its timeout or idle timeout stopped it. */
+  timedOut: boolean;
+  /** Why pmon stopped it, from the moment its stop begins (see EndFacts); null: not stopped. */
+  stoppedBy: string | null;
+  /** Once over, with memoryMax: killed for going past it; else null. */
+  oomKilled: boolean | null;
+  /** Once over, with pidsMax: a fork failed at it; else null. */
+  pidsMaxHit: boolean | null;
   [key: string]: unknown;
 }
 
 export interface Job extends AsyncIterable<string>, NodeJS.EventEmitter {
   readonly id: string;
   /**
-   * 'exit' is emitted once the job has ended, with how, and whether its whole tree is confirmed
-   * gone; a listener keeps Node alive until then, as a child process's does.
+   * 'exit' is emitted once the job has ended, with how, whether its whole tree is confirmed
+   * gone, and why it ended (timedOut, stoppedBy, oomKilled, pidsMaxHit); a listener keeps Node
+   * alive until then, as a child process's does.
    */
-  on(event: 'exit', listener: (exitCode: number | null, signal: string | null, cleanupVerified: boolean) => void): this;
-  once(event: 'exit', listener: (exitCode: number | null, signal: string | null, cleanupVerified: boolean) => void): this;
+  on(event: 'exit', listener: (exitCode: number | null, signal: string | null, cleanupVerified: boolean, end: EndFacts) => void): this;
+  once(event: 'exit', listener: (exitCode: number | null, signal: string | null, cleanupVerified: boolean, end: EndFacts) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
   once(event: string | symbol, listener: (...args: any[]) => void): this;
   /** start() found a running job of the same name and returned it; nothing new was started. */
@@ -191,7 +240,7 @@ export interface Job extends AsyncIterable<string>, NodeJS.EventEmitter {
     head?: number; tail?: number; offset?: number; length?: number; grep?: string;
     stripAnsi?: boolean; maxLineBytes?: number;
   }): Promise<OutputChunk & { from?: number; leftOut?: number; total?: number; matches?: number; spoolPath?: string | null }>;
-  wait(options?: { timeout?: number }): Promise<ExitStatus & { running?: true }>;
+  wait(options?: { timeout?: number }): Promise<WaitResult>;
   write(data: string | Buffer, options?: { eof?: boolean }): Promise<{}>;
   end(data?: string | Buffer): Promise<{}>;
   kill(): Promise<{ cleanupVerified: boolean }>;

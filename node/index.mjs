@@ -248,17 +248,21 @@ export async function run(file, args, options) {
   if (signal?.aborted) throw abortError(signal);
   const s = getService();
   const maxBuffer = options.maxBuffer ?? 1024 * 1024;
+  const input = options.input;
+  // Without input its stdin is /dev/null: a read gets end of file at once.
   const params = createParams(file, args, options, {
     separateStderr: true,
     outputByteLimit: Math.max(1, Math.min(maxBuffer, 1 << 30)),
+    stdin: input === undefined ? 'null' : 'pipe',
   });
   const { terminalId } = await s.request('terminal/create', params);
-  const input = options.input;
-  s.notify('terminal/write', {
-    terminalId,
-    data: input === undefined ? '' : Buffer.isBuffer(input) || input instanceof Uint8Array ? Buffer.from(input).toString('utf8') : String(input),
-    eof: true,
-  });
+  if (input !== undefined) {
+    s.notify('terminal/write', {
+      terminalId,
+      data: Buffer.isBuffer(input) || input instanceof Uint8Array ? Buffer.from(input).toString('utf8') : String(input),
+      eof: true,
+    });
+  }
   let aborted = false;
   const onAbort = () => {
     aborted = true;
@@ -293,6 +297,7 @@ export async function run(file, args, options) {
     truncated: out.truncated || out.stderr.truncated,
     timedOut: report.timed_out === true,
     idleTimedOut: report.stop?.reason === 'idle_timeout',
+    stoppedBy: report.job?.stoppedBy ?? null,
     leftovers: report.leftovers || [],
     cleanupVerified: report.cleanup_verified === true,
     report,
@@ -327,10 +332,23 @@ async function readAll(s, terminalId) {
   return all;
 }
 
+// Why a job ended, from its terminal/exited notification: {timedOut,
+// stoppedBy (null: it ended by itself), oomKilled, pidsMaxHit (null: no
+// such limit)}.
+function endOf(n) {
+  return {
+    timedOut: n.timedOut === true,
+    stoppedBy: n.stoppedBy ?? null,
+    oomKilled: n.oomKilled ?? null,
+    pidsMaxHit: n.pidsMaxHit ?? null,
+  };
+}
+
 // A job started with start(): a call that runs on until it ends, is
 // killed, or this process ends. It emits 'exit' (exitCode, signal,
-// cleanupVerified) when it ends, once somebody listens: a listener keeps
-// Node alive until then, as a child process's does.
+// cleanupVerified, and why it ended: {timedOut, stoppedBy, oomKilled,
+// pidsMaxHit}) when it ends, once somebody listens: a listener keeps Node
+// alive until then, as a child process's does.
 class Job extends EventEmitter {
   constructor(s, id, separateStderr) {
     super();
@@ -342,13 +360,15 @@ class Job extends EventEmitter {
       if (event !== 'exit' || this.watching) return;
       this.watching = true;
       this.service.whenExited(this.id).then(
-        (n) => this.emit('exit', n.exitStatus.exitCode, n.exitStatus.signal, n.cleanupVerified === true),
+        (n) => this.emit('exit', n.exitStatus.exitCode, n.exitStatus.signal, n.cleanupVerified === true, endOf(n)),
         (e) => { if (this.listenerCount('error') > 0) this.emit('error', e); });
     });
   }
 
   // {output, next, truncated, exitStatus} from `since` (a byte offset;
-  // `next` is the one to ask from next time). waitMs waits for new output.
+  // `next` is the one to ask from next time), and while the job runs
+  // waitingForInput (it is blocked reading its stdin). waitMs waits for new
+  // output.
   // head, tail, offset, length, grep, stripAnsi, maxLineBytes read the
   // whole output from the service's spool file instead (the reply then has
   // from, leftOut, total, matches and spoolPath).
@@ -362,8 +382,9 @@ class Job extends EventEmitter {
     return this.service.request('terminal/output', p);
   }
 
-  // {exitCode, signal}; with a timeout (ms) and the job still running,
-  // {exitCode: null, signal: null, running: true}.
+  // {exitCode, signal, timedOut, stoppedBy, oomKilled, pidsMaxHit}; with a
+  // timeout (ms) and the job still running, {exitCode: null, signal: null,
+  // running: true, waitingForInput}.
   wait({ timeout } = {}) {
     const p = { terminalId: this.id };
     if (timeout !== undefined) p.timeoutMs = Math.round(timeout);
@@ -450,6 +471,17 @@ export async function start(file, args, options) {
   [args, options] = parseArgs(args, options);
   const s = getService();
   const extra = {};
+  // Its stdin: /dev/null unless stdin 'pipe' (input implies it), or a pty.
+  if (options.pty) {
+    const size = options.pty === true ? {} : options.pty;
+    extra.pty = { rows: size.rows ?? 24, cols: size.cols ?? 80 };
+  } else {
+    const stdin = options.stdin ?? (options.input !== undefined ? 'pipe' : 'null');
+    if (stdin !== 'pipe' && stdin !== 'null') throw new TypeError(`pmon: stdin must be 'pipe' or 'null', not ${stdin}`);
+    if (stdin === 'null' && options.input !== undefined)
+      throw new TypeError("pmon: input is written to the job's stdin: give stdin 'pipe' (or leave it out) with it");
+    extra.stdin = stdin;
+  }
   if (options.separateStderr) extra.separateStderr = true;
   if (options.outputByteLimit) extra.outputByteLimit = options.outputByteLimit;
   if (options.replace) extra.replace = true;

@@ -118,11 +118,13 @@ test('run: exit codes, signals, timeout, env, cwd, and tool errors', async () =>
   assert.equal(r.structuredContent.timed_out, true);
   assert.match(r.content[0].text, /timed out/);
   assert.equal(r.structuredContent.idle_timed_out, false);
+  assert.equal(r.structuredContent.stopped_by, 'timeout');
   // Quiet for idle_timeout_s: stopped, though its timeout is far off.
   r = await call(client, 'run', { command: 'echo hi; sleep 100', idle_timeout_s: 0.5 });
   assert.equal(r.structuredContent.output, 'hi\n');
   assert.equal(r.structuredContent.timed_out, true);
   assert.equal(r.structuredContent.idle_timed_out, true);
+  assert.equal(r.structuredContent.stopped_by, 'idle timeout');
   assert.match(r.content[0].text, /no output for idle_timeout_s/);
   r = await call(client, 'run', { command: 'seq 1 100000' });
   assert.equal(r.structuredContent.truncated, true);
@@ -256,6 +258,12 @@ test('kill stops the whole job: a main that ignores TERM and the setsid daemon i
   assert.deepEqual(await gone(recs), []);
   const w = await call(client, 'wait', { id });
   assert.equal(w.structuredContent.running, false);
+  // Why it ended is in the wait's answer and in list, not only the report.
+  assert.equal(w.structuredContent.stopped_by, 'kill', JSON.stringify(w.structuredContent));
+  assert.equal(w.structuredContent.timed_out, false);
+  assert.match(w.content[0].text, /\(stopped: kill\)/);
+  const listed = (await call(client, 'list', {})).structuredContent.jobs.find((j) => j.id === id);
+  assert.equal(listed.stopped_by, 'kill');
   await client.close();
 });
 
@@ -400,6 +408,8 @@ test('a started job\'s end comes as a log message, once its tree is gone; loggin
   assert.equal(m.data.exit_code, 3);
   assert.equal(m.data.signal, null);
   assert.equal(m.data.cleanup_verified, true);
+  assert.equal(m.data.stopped_by, null);
+  assert.equal(m.data.timed_out, false);
   assert.match(m.data.text, new RegExp(`job ${id} \\(builder\\) ended: exit code 3; nothing it started is left`));
   // A run that answers with its end tells nothing more.
   const r = await call(client, 'run', { command: 'exit 5' });
@@ -409,6 +419,7 @@ test('a started job\'s end comes as a log message, once its tree is gone; loggin
   await call(client, 'kill', { id: k.structuredContent.id });
   const km = await ended(k.structuredContent.id);
   assert.equal(km.data.signal, 'SIGTERM');
+  assert.equal(km.data.stopped_by, 'kill');
   assert.match(km.data.text, /\(stopped: kill\)/);
   // Quieter than info: no message; the wait's answer comes after where it
   // would have been.

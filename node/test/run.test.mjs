@@ -101,10 +101,21 @@ test('reject: true rejects with the shape of execFile\'s error', async () => {
   assert.equal(quiet.exitCode, 1, 'without reject a failure resolves');
 });
 
+test('stdin: /dev/null without input, a pipe with it', async () => {
+  const none = await run('sh', ['-c', 'read x; echo "read $?"']);
+  assert.equal(none.stdout, 'read 1\n');
+  assert.equal(none.report.job.stdin, 'null');
+  assert.equal(none.stoppedBy, null);
+  const given = await run('sh', ['-c', 'read x; echo "got $x"'], { input: 'hi\n' });
+  assert.equal(given.stdout, 'got hi\n');
+  assert.equal(given.report.job.stdin, 'pipe');
+});
+
 test('timeout stops the whole tree and says timedOut', async () => {
   const file = tmp.path('timeout');
   const r = await run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { timeout: 300 });
   assert.equal(r.timedOut, true);
+  assert.equal(r.stoppedBy, 'timeout');
   assert.equal(r.signal, 'SIGTERM');
   assert.equal(r.cleanupVerified, true);
   await assertNothingLeft(file, 'timeout');

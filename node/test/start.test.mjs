@@ -79,15 +79,27 @@ test('a name is one job: start returns the running one; replace stops its tree f
 
 test("'exit' is emitted when a job ends: by itself, and killed with its setsid daemon", { timeout: 60000 }, async () => {
   const done = await start('sh', ['-c', 'exit 4']);
-  const [code, sig, verified] = await new Promise((resolve) => done.once('exit', (...a) => resolve(a)));
+  const [code, sig, verified, end] = await new Promise((resolve) => done.once('exit', (...a) => resolve(a)));
   assert.deepEqual([code, sig, verified], [4, null, true]);
+  // Why it ended: by itself.
+  assert.equal(end.stoppedBy, null);
+  assert.equal(end.timedOut, false);
   const file = tmp.path('exit-event');
   const job = await start(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid']);
   const recs = await waitRecords(file, 2);
   started.push(...recs);
   const ended = new Promise((resolve) => job.on('exit', (...a) => resolve(a)));
+  // A listener of three arguments, as before the fourth, is called as it was.
+  const three = new Promise((resolve) => job.on('exit', (c, s, v) => resolve([c, s, v])));
   await job.kill();
-  assert.deepEqual(await ended, [null, 'SIGTERM', true]);
+  const [c, s, v, why] = await ended;
+  assert.deepEqual([c, s, v], [null, 'SIGTERM', true]);
+  assert.deepEqual(await three, [null, 'SIGTERM', true]);
+  assert.equal(why.stoppedBy, 'kill', JSON.stringify(why));
+  assert.equal(why.timedOut, false);
+  assert.equal((await job.info()).stoppedBy, 'kill');
+  const w = await job.wait();
+  assert.equal(w.stoppedBy, 'kill');
   assert.deepEqual(running(recs), []);
   await done.release();
   await job.release();
@@ -100,16 +112,64 @@ test('waitForPort rejects when the job ends first', async () => {
 });
 
 test('write, end, and async iteration over the output', async () => {
-  const job = await start('sh', ['-c', 'while read l; do echo "got $l"; done; echo bye']);
+  const job = await start('sh', ['-c', 'while read l; do echo "got $l"; done; echo bye'], { stdin: 'pipe' });
   await job.write('one\n');
   await job.write('two\n');
   await job.end();
   let all = '';
   for await (const chunk of job) all += chunk;
   assert.equal(all, 'got one\ngot two\nbye\n');
-  assert.deepEqual(await job.wait(), { exitCode: 0, signal: null });
+  const w = await job.wait();
+  assert.deepEqual([w.exitCode, w.signal, w.stoppedBy, w.timedOut], [0, null, null, false]);
   const o = await job.output({ since: 8 });
   assert.equal(o.output, 'got two\nbye\n');
+  await job.release();
+});
+
+test("stdin: /dev/null by default (a read ends at once), a pipe with stdin 'pipe' or input", async () => {
+  const nul = await start('sh', ['-c', 'read x; echo "read $?"']);
+  const w = await nul.wait({ timeout: 20000 });
+  assert.equal(w.exitCode, 0, JSON.stringify(w));
+  assert.equal((await nul.output()).output, 'read 1\n');
+  assert.equal((await nul.report()).job.stdin, 'null');
+  await assert.rejects(nul.write('x\n'), /stdin: "pipe"/);
+  await nul.release();
+
+  const given = await start('sh', ['-c', 'read x; echo "got $x"'], { input: 'hi\n' });
+  await given.wait({ timeout: 20000 });
+  assert.equal((await given.output()).output, 'got hi\n');
+  assert.equal((await given.report()).job.stdin, 'pipe');
+  await given.release();
+  await assert.rejects(start('cat', [], { stdin: 'tty' }), /stdin must be 'pipe' or 'null'/);
+
+  // pty: a terminal of its own, which write() types into.
+  const tty = await start('sh', ['-c', '[ -t 0 ] && read x && echo "tty $x"'], { pty: { rows: 30, cols: 100 } });
+  assert.equal((await tty.info()).pty, true);
+  await tty.write('yes\n');
+  assert.equal((await tty.wait({ timeout: 20000 })).exitCode, 0);
+  assert.match((await tty.output()).output, /tty yes/);
+  assert.equal((await tty.report()).job.stdin, 'pty');
+  await tty.release();
+});
+
+test('waitingForInput: output() and wait() of a job blocked reading its pipe say so', async () => {
+  const job = await start('sh', ['-c', 'read x; echo "got $x"'], { stdin: 'pipe' });
+  let o;
+  for (let i = 0; i < 200; i++) {
+    o = await job.output();
+    if (o.waitingForInput) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(o.waitingForInput, true, JSON.stringify(o));
+  const w = await job.wait({ timeout: 50 });
+  assert.deepEqual([w.running, w.waitingForInput], [true, true]);
+  assert.equal((await job.info()).waitingForInput, true);
+  await job.end('hi\n');
+  const done = await job.wait();
+  assert.equal(done.exitCode, 0);
+  const after = await job.output();
+  assert.equal(after.output, 'got hi\n');
+  assert.equal(after.waitingForInput, undefined, 'an ended job has no waitingForInput');
   await job.release();
 });
 

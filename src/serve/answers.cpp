@@ -114,7 +114,10 @@ int64_t Answers::next_due(const Job& j) const {
 
 OutputRead Answers::read(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since,
                          uint64_t max) {
-  return j.read(since, stderr_since, reply_bytes(max), std::move(text_spare_));
+  OutputRead r = j.read(since, stderr_since, reply_bytes(max), std::move(text_spare_));
+  // (Cheap for a job without a pipe or pty for its stdin: none is looked at.)
+  if (!r.exit) r.waiting_for_input = j.waiting_for_input();
+  return r;
 }
 
 void Answers::recycle(std::string text) {

@@ -313,6 +313,18 @@ bool Job::waiting_for_input() {
   return false;
 }
 
+EndFacts Job::end_facts() const {
+  EndFacts f;
+  f.stopped_by = ended_by;
+  if (done) {
+    const RunResult& r = call->result();
+    f.timed_out = r.timed_out;
+    f.oom_killed = r.oom_killed;
+    f.pids_max_hit = r.pids_max_hit;
+  }
+  return f;
+}
+
 JobInfo Job::info(PortTables& tables) {
   JobInfo o;
   o.id = id;
@@ -326,6 +338,7 @@ JobInfo Job::info(PortTables& tables) {
   o.session = session;
   o.ports = listening(tables);
   o.waiting_for_input = waiting_for_input();
+  o.end = end_facts();
   if (ready && ready->decided()) o.ready = ready->outcome()->ready;
   if (spool) o.spool_path = spool->path();
   if (err_spool) o.stderr_spool_path = err_spool->path();

@@ -173,6 +173,8 @@ struct Job {
     return stopping() ? "stopping" : "running";
   }
   ExitStatus exit_status() const { return {call->result().exit_code, call->result().signal}; }
+  // Why it ended (or, while it stops, who stopped it), as its report says.
+  EndFacts end_facts() const;
 
   // Its fds in the poller, once started.
   void watch_started();

@@ -9,7 +9,10 @@ std::string words(const Error& e, std::string_view noun) {
   const std::string port = e.port ? "TCP port " + std::to_string(*e.port) : std::string("any TCP port");
   switch (e.code) {
     case F::unknown_job: return "unknown " + job;
-    case F::no_stdin: return job + " has no open stdin (it was closed, or is /dev/null: start it with stdin \"pipe\" to write to it)";
+    case F::no_stdin:
+      if (e.text == "null")
+        return job + " has /dev/null as its stdin (the default): to write to a job, start it with stdin: \"pipe\" (or a pty)";
+      return job + " has no open stdin: it was closed (a write with eof), or the job has ended";
     case F::stdin_full: return job + " is not reading its stdin; try again later";
     case F::no_pty: return job + " has no pseudo-terminal";
     case F::job_ended: return job + " has ended";

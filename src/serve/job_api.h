@@ -81,7 +81,9 @@ struct CreateParams {
   // its own (terminal/output then returns it apart), the environment given
   // whole instead of laid over the service's, the first signal of a stop.
   bool separate_stderr = false;
-  bool stdin_null = false;  // its stdin is /dev/null (no pipe to write to); not with a pty
+  // Its stdin is /dev/null (no pipe to write to) unless stdin "pipe" is
+  // asked for; a job with a pty reads its pty.
+  bool stdin_null = true;
   bool clear_env = false;
   std::optional<int> kill_signal;
   // memoryMax (bytes, or "512M"), pidsMax, cpuMax (cores): the job's limits.
@@ -166,7 +168,21 @@ struct OutputRead {
   OutputBuffer::Read out;
   std::optional<OutputBuffer::Read> err;  // a job with stderr apart
   std::optional<ExitStatus> exit;
-  bool waiting_for_input = false;  // filled in for MCP's output only
+  bool waiting_for_input = false;  // while it runs: see Job::waiting_for_input
+};
+
+// Why a job ended, beyond its exit status, in the report's terms:
+// timed_out (its timeout or idle timeout ended it: the report's timed_out),
+// stopped_by (who or what stopped it: the report's job.stoppedBy, "" when
+// it ended by itself; known from the moment its stop begins), and, where
+// the limit was set, whether the kernel killed a process of it for memory
+// (memoryMax) or refused a fork at pidsMax (none: no such limit, or it is
+// not over yet).
+struct EndFacts {
+  bool timed_out = false;
+  std::string stopped_by;
+  std::optional<bool> oom_killed;
+  std::optional<bool> pids_max_hit;
 };
 
 // A create's answer: the job started, or (existing) the caller's running
@@ -205,6 +221,7 @@ struct JobInfo {
   std::vector<ListeningPort> ports;
   bool waiting_for_input = false;  // see Job::waiting_for_input
   std::optional<ExitStatus> exit;  // once over
+  EndFacts end;                    // see EndFacts
   std::optional<uint64_t> cpu_usec;
   std::optional<uint64_t> memory_peak_bytes;
   std::optional<bool> cleanup_verified;  // once over

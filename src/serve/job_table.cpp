@@ -350,7 +350,11 @@ std::expected<Job*, Error> JobTable::run(const Asker& a, const CreateParams& p,
 }
 
 std::optional<Error> JobTable::write(Job& j, const std::string& data, bool eof) {
-  if (!j.in || j.in_eof) return Error::of(Errc::no_stdin, j.id);
+  if (!j.in || j.in_eof) {
+    Error e = Error::of(Errc::no_stdin, j.id);
+    if (std::string_view(j.stdin_kind) == "null") e.text = "null";  // words() says how to get a pipe
+    return e;
+  }
   if (j.in_pending.size() + data.size() > (size_t{8} << 20)) return Error::of(Errc::stdin_full, j.id);
   j.in_pending += data;
   // A terminal's end of input is its EOF character; closing the master
@@ -530,6 +534,9 @@ void JobTable::job_over(Job& j) {
     feed_lines(j, sys::monotonic_ns());
     j.ready->job_ended(ended_words(j), sys::monotonic_ns());
   }
+  // Killed by a signal the service did not send: by the call it belongs
+  // to? (Its end says who stopped it; asked again for the report.)
+  if (j.ended_by.empty() && r.signal) note_owner_end(j);
   front_->job_ended(j);
   answers_.settle(j);
   if (j.forget) erase(j.id);

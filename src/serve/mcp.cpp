@@ -177,6 +177,23 @@ std::string ending_words(const ExitStatus& e) {
   return "ended";
 }
 
+// Why a job ended, beside its exit_code and signal (EndFacts).
+void add_end_fields(Json& s, const EndFacts& f) {
+  s["timed_out"] = f.timed_out;
+  s["stopped_by"] = f.stopped_by.empty() ? Json(nullptr) : Json(f.stopped_by);
+  s["oom_killed"] = f.oom_killed ? Json(*f.oom_killed) : Json(nullptr);
+  s["pids_max_hit"] = f.pids_max_hit ? Json(*f.pids_max_hit) : Json(nullptr);
+}
+
+// The same in words, after ending_words: " (stopped: kill)", the limits hit.
+std::string end_words(const EndFacts& f) {
+  std::string w;
+  if (!f.stopped_by.empty()) w += " (stopped: " + f.stopped_by + ")";
+  if (f.oom_killed == true) w += "; killed for going past memory_max";
+  if (f.pids_max_hit == true) w += "; some forks failed at pids_max";
+  return w;
+}
+
 // The text for the model after some output: on a line of its own.
 std::string after_output(std::string text, const std::string& note) {
   if (!text.empty() && text.back() != '\n') text += '\n';
@@ -429,6 +446,7 @@ Json run_result(const RunSummary& a) {
             {"duration_ms", a.report.value("duration_ms", 0.0)},
             {"oom_killed", a.report.value("oom_killed", Json(nullptr))},
             {"pids_max_hit", a.report.value("pids_max_hit", Json(nullptr))},
+            {"stopped_by", a.report.contains("job") ? a.report["job"].value("stoppedBy", Json(nullptr)) : Json(nullptr)},
             {"left_out", a.left_out}};
   std::string note =
       "[" + std::string(idle ? "no output for idle_timeout_s, stopped, " : timed_out ? "timed out, " : "") +
@@ -497,10 +515,11 @@ Json view_output_result(const ViewResult& v, const std::optional<ExitStatus>& ex
   return text_result(after_output(v.text, "[" + note + "]"), s);
 }
 
-Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input) {
+Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input, const EndFacts& end) {
   Json s = {{"running", !exit}, {"exit_code", exit_code_json(exit)}, {"signal", signal_json(exit)}};
   if (!exit) s["waiting_for_input"] = waiting_for_input;
-  return text_result(exit ? ending_words(*exit)
+  else add_end_fields(s, end);
+  return text_result(exit ? ending_words(*exit) + end_words(end)
                      : waiting_for_input ? "still running, and " + std::string(kWaitingWords)
                                          : std::string("still running"),
                      s);
@@ -516,18 +535,18 @@ int log_level(const Json& params) {
   return -1;
 }
 
-Json job_ended_message(const std::string& id, const std::string& name, const ExitStatus& exit, bool timed_out,
-                       const std::string& stopped_by, bool cleanup_verified) {
+Json job_ended_message(const std::string& id, const std::string& name, const ExitStatus& exit, const EndFacts& end,
+                       bool cleanup_verified) {
   std::string text = "job " + id + (name.empty() ? "" : " (" + name + ")") + " ended: " + ending_words(exit);
-  if (!stopped_by.empty()) text += " (stopped: " + stopped_by + ")";
+  text += end_words(end);
   text += cleanup_verified ? "; nothing it started is left" : "; not every process could be confirmed gone";
   Json data = {{"event", "job_ended"},
                {"id", id},
                {"exit_code", exit_code_json(exit)},
                {"signal", signal_json(exit)},
-               {"timed_out", timed_out},
                {"cleanup_verified", cleanup_verified},
                {"text", text}};
+  add_end_fields(data, end);
   if (!name.empty()) data["name"] = name;
   return {{"level", "info"}, {"logger", "pmon"}, {"data", data}};
 }
@@ -553,10 +572,14 @@ Json list_result(const std::vector<JobInfo>& jobs) {
     if (t.command.size() == 3 && t.command[0] == "/bin/sh" && t.command[1] == "-c") cmd = t.command[2];
     else
       for (const std::string& w : t.command) cmd += (cmd.empty() ? "" : " ") + w;
-    list.push_back({{"id", t.id}, {"name", t.name.empty() ? Json(nullptr) : Json(t.name)}, {"command", cmd},
-                    {"status", t.status}, {"pid", t.pid}, {"ports", ports}, {"exit_code", exit_code_json(t.exit)},
-                    {"signal", signal_json(t.exit)}, {"waiting_for_input", t.waiting_for_input}});
-    text += t.id + "  " + (t.waiting_for_input ? std::string("waiting for input") : std::string(t.status)) + "  " + cmd;
+    Json job = {{"id", t.id}, {"name", t.name.empty() ? Json(nullptr) : Json(t.name)}, {"command", cmd},
+                {"status", t.status}, {"pid", t.pid}, {"ports", ports}, {"exit_code", exit_code_json(t.exit)},
+                {"signal", signal_json(t.exit)}, {"waiting_for_input", t.waiting_for_input}};
+    add_end_fields(job, t.end);
+    list.push_back(std::move(job));
+    text += t.id + "  " + (t.waiting_for_input ? std::string("waiting for input") : std::string(t.status));
+    if (!t.end.stopped_by.empty()) text += " (stopped: " + t.end.stopped_by + ")";
+    text += "  " + cmd;
     if (!t.ports.empty()) {
       text += "  ports";
       for (const ListeningPort& p : t.ports) text += " " + std::to_string(p.port);

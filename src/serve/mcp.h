@@ -98,8 +98,9 @@ Json output_result(const OutputRead& r);
 Json view_output_result(const ViewResult& v, const std::optional<ExitStatus>& exit, bool waiting_for_input,
                         const std::string& spool_path);
 // none: still running (and, with waiting_for_input, blocked reading its
-// stdin: it waits for input, not for time).
-Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input = false);
+// stdin: it waits for input, not for time); over: how, and why (`end`:
+// timed_out, stopped_by, oom_killed, pids_max_hit).
+Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input = false, const EndFacts& end = {});
 
 // Log levels (logging/setLevel), RFC 5424's order: debug 0 .. emergency 7.
 inline constexpr int kInfo = 1;
@@ -108,8 +109,8 @@ inline constexpr const char* kLogLevelWords =
 // params.level as a number, -1 when it is none of them.
 int log_level(const Json& params);
 // The params of a notifications/message telling that job `id` ended.
-Json job_ended_message(const std::string& id, const std::string& name, const ExitStatus& exit, bool timed_out,
-                       const std::string& stopped_by, bool cleanup_verified);
+Json job_ended_message(const std::string& id, const std::string& name, const ExitStatus& exit, const EndFacts& end,
+                       bool cleanup_verified);
 Json write_result(uint64_t written);
 Json kill_result(const Stopped& s);
 Json list_result(const std::vector<JobInfo>& jobs);

@@ -77,7 +77,7 @@ void McpAdapter::job_ended(Job& j) {
   const RunResult& r = j.call->result();
   conns_.send(j.creator, notification_line("notifications/message",
                                            mcp::job_ended_message(j.id, j.name, {r.exit_code, r.signal},
-                                                                  r.timed_out, j.ended_by, r.cleanup_verified)));
+                                                                  j.end_facts(), r.cleanup_verified)));
 }
 
 McpAdapter::Reply McpAdapter::call(const Asker& who, const mcp::ToolCall& call) {
@@ -124,7 +124,7 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForExitParams& 
   auto status = jobs_.wait_exit(who, **j, p.timeout_ms);
   if (!status) return mcp::tool_error(status.error());
   if (!*status) return Later{};
-  return mcp::wait_result(*status);
+  return mcp::wait_result(*status, false, (*j)->end_facts());
 }
 
 McpAdapter::Reply McpAdapter::handle(const Asker&, const WriteParams& p) {
@@ -180,13 +180,10 @@ void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
     result = mcp::related_result(mcp::run_result(run_summary(job)), job.id);
   else if (w.task == TaskReply::create && w.kind == Waiter::Kind::run && (!job.done || !w.stateless))
     result = as_task(job, w.stateless);
-  else if (auto* status = std::get_if<ExitStatus>(&due)) result = mcp::wait_result(*status);
+  else if (auto* status = std::get_if<ExitStatus>(&due)) result = mcp::wait_result(*status, false, job.end_facts());
   else if (std::holds_alternative<StillRunning>(due)) result = mcp::wait_result(std::nullopt, job.waiting_for_input());
   else if (auto* stopped = std::get_if<Stopped>(&due)) result = mcp::kill_result(*stopped);
-  else if (auto* read = std::get_if<OutputRead>(&due)) {
-    read->waiting_for_input = job.waiting_for_input();
-    result = mcp::output_result(*read);
-  }
+  else if (auto* read = std::get_if<OutputRead>(&due)) result = mcp::output_result(*read);
   else if (auto* port = std::get_if<ListeningPort>(&due)) result = mcp::port_result(*port);
   else if (auto* err = std::get_if<Error>(&due)) result = mcp::tool_error(*err);
   else result = mcp::run_result(run_summary(job));
@@ -208,7 +205,7 @@ mcp::TaskState McpAdapter::task_state(Job& j) {
   t.status = j.ended_by == "kill" || j.ended_by == "release" || j.ended_by == "replaced" || j.ended_by == "cancel"
                  ? mcp::TaskStatus::cancelled
                  : mcp::TaskStatus::completed;
-  t.message = mcp::job_ended_message(j.id, j.name, {r.exit_code, r.signal}, r.timed_out, j.ended_by,
+  t.message = mcp::job_ended_message(j.id, j.name, {r.exit_code, r.signal}, j.end_facts(),
                                      r.cleanup_verified)["data"]["text"];
   return t;
 }

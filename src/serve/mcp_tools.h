@@ -77,6 +77,7 @@ inline constexpr std::tuple kTools{
           "duration_ms": {"type": "number"},
           "oom_killed": {"type": ["boolean", "null"], "description": "killed for going past memory_max (null: no memory_max)"},
           "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max)"},
+          "stopped_by": {"type": ["string", "null"], "description": "why pmon stopped it (\"timeout\", \"idle timeout\", \"kill\", \"cancelled\", ...); null: it ended by itself"},
           "left_out": {"type": "integer", "description": "bytes of a long output left out between its first 4 KiB and last 12 KiB"},
           "spool_path": {"type": "string", "description": "a job still running: the file that holds its whole output"}
         },
@@ -162,7 +163,11 @@ inline constexpr std::tuple kTools{
       "outputSchema": {
         "type": "object",
         "properties": {"running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]},
-                       "waiting_for_input": {"type": "boolean", "description": "it runs, blocked reading its stdin"}},
+                       "waiting_for_input": {"type": "boolean", "description": "it runs, blocked reading its stdin"},
+                       "timed_out": {"type": "boolean", "description": "it ended: its timeout or idle timeout stopped it"},
+                       "stopped_by": {"type": ["string", "null"], "description": "it ended: why pmon stopped it (\"kill\", \"idle timeout\", \"timeout\", ...); null: it ended by itself"},
+                       "oom_killed": {"type": ["boolean", "null"], "description": "it ended: killed for going past memory_max (null: no memory_max)"},
+                       "pids_max_hit": {"type": ["boolean", "null"], "description": "it ended: a fork failed at pids_max (null: no pids_max)"}},
         "required": ["running"]
       }
     })JSON"},
@@ -201,7 +206,11 @@ inline constexpr std::tuple kTools{
             "id": {"type": "string"}, "name": {"type": ["string", "null"]}, "command": {"type": "string"},
             "status": {"type": "string"}, "pid": {"type": "integer"}, "ports": {"type": "array", "items": {"type": "integer"}},
             "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]},
-            "waiting_for_input": {"type": "boolean"}}}}
+            "waiting_for_input": {"type": "boolean"},
+            "timed_out": {"type": "boolean", "description": "its timeout or idle timeout stopped it (once over)"},
+            "stopped_by": {"type": ["string", "null"], "description": "why pmon stopped it, once its stop has begun (\"kill\", \"idle timeout\", ...); null: not stopped"},
+            "oom_killed": {"type": ["boolean", "null"], "description": "killed for going past memory_max (null: no memory_max, or not over)"},
+            "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max, or not over)"}}}}
         },
         "required": ["jobs"]
       }

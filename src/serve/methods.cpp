@@ -21,12 +21,13 @@ Json started_json(const Started& s) {
 
 // An output read with head, tail, offset, grep...: the text, where it
 // came from, and what was left out.
-Json view_json(const ViewResult& v, const Job& job) {
+Json view_json(const ViewResult& v, Job& job) {
   Json res = {{"output", v.text}, {"truncated", v.truncated}, {"from", v.from},      {"next", v.next},
               {"more", v.more},   {"leftOut", v.left_out},   {"total", v.total}};
   if (v.matches) res["matches"] = *v.matches, res["shown"] = v.shown;
   add_spool_paths(res, job);
   res["exitStatus"] = job.done ? exit_status_json(job.exit_status()) : Json(nullptr);
+  if (!job.done) res["waitingForInput"] = job.waiting_for_input();
   return res;
 }
 
@@ -110,7 +111,7 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const WaitForExitParams&
   auto status = jobs_.wait_exit(asker(c, id), **j, p.timeout_ms);
   if (!status) return status.error();
   if (!*status) return Later{};
-  return exit_status_json(*status);
+  return wait_result(**status, (*j)->end_facts());
 }
 
 Methods::Reply Methods::handle(Conn&, const Json&, const WriteParams& p) {
@@ -167,20 +168,19 @@ Methods::Reply Methods::handle(Conn& c, const Json&, const SessionCloseParams& p
 
 std::string Methods::output_line(const Json& id, OutputRead read) {
   std::string line = output_result_line(id, read.out, read.err ? &*read.err : nullptr, exit_status_json(read.exit),
+                                        read.exit ? std::nullopt : std::optional(read.waiting_for_input),
                                         conns_.take_line_spare());
   jobs_.answers().recycle(std::move(read.out.text));
   return line;
 }
 
-void Methods::answer(const Waiter& w, Job&, Due due) {
+void Methods::answer(const Waiter& w, Job& job, Due due) {
   if (w.id.is_discarded()) return;  // a notification's (on_line)
   std::string line;
   if (auto* status = std::get_if<ExitStatus>(&due)) {
-    line = result_line(w.id, exit_status_json(*status));
+    line = result_line(w.id, wait_result(*status, job.end_facts()));
   } else if (std::holds_alternative<StillRunning>(due)) {
-    Json res = exit_status_json(std::nullopt, std::nullopt);
-    res["running"] = true;
-    line = result_line(w.id, res);
+    line = result_line(w.id, still_running_result(job.waiting_for_input()));
   } else if (auto* stopped = std::get_if<Stopped>(&due)) {
     line = result_line(w.id, {{"cleanupVerified", stopped->cleanup_verified}});
   } else if (auto* read = std::get_if<OutputRead>(&due)) {
@@ -198,6 +198,7 @@ void Methods::job_ended(Job& j) {
   Json note = {{"terminalId", j.id},
                {"exitStatus", exit_status_json(r.exit_code, r.signal)},
                {"cleanupVerified", r.cleanup_verified}};
+  add_end_facts(note, j.end_facts());
   if (j.session) note["sessionId"] = *j.session;
   conns_.send(j.creator, notification_line("terminal/exited", note));
 }

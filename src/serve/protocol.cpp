@@ -37,11 +37,12 @@ void read_params(FieldReader& f, CreateParams& c) {
   c.replace = f.flag("replace");
   if (!f.error() && c.replace && !c.name) return f.bad("replace", "needs a name (the job it replaces is the one of that name)");
   c.separate_stderr = f.flag("separateStderr");
+  // /dev/null unless a pipe is asked for (CreateParams::stdin_null).
   if (auto in = f.str("stdin", false); in && !f.error()) {
-    if (*in == "null") c.stdin_null = true;
-    else if (*in != "pipe")
-      return f.bad("stdin", "must be \"pipe\" (the default: terminal/write writes to it) or \"null\" (/dev/null: a "
-                            "read gets end of file at once)");
+    if (*in == "pipe") c.stdin_null = false;
+    else if (*in != "null")
+      return f.bad("stdin", "must be \"null\" (the default: /dev/null, a read gets end of file at once) or \"pipe\" "
+                            "(terminal/write writes to it)");
   }
   c.clear_env = f.flag("clearEnv");
   c.kill_signal = f.signal("killSignal");
@@ -174,11 +175,33 @@ Json exit_status_json(const std::optional<ExitStatus>& status) {
   return status ? exit_status_json(status->exit_code, status->signal) : Json(nullptr);
 }
 
-Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err, const Json& exit_status) {
+Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err, const Json& exit_status,
+                   std::optional<bool> waiting_for_input) {
   Json res = {{"output", out.text}, {"truncated", out.truncated}, {"next", out.next}, {"more", out.more}};
   if (err)
     res["stderr"] = {{"output", err->text}, {"truncated", err->truncated}, {"next", err->next}, {"more", err->more}};
   res["exitStatus"] = exit_status;
+  if (waiting_for_input) res["waitingForInput"] = *waiting_for_input;
+  return res;
+}
+
+void add_end_facts(Json& o, const EndFacts& f) {
+  o["timedOut"] = f.timed_out;
+  o["stoppedBy"] = f.stopped_by.empty() ? Json(nullptr) : Json(f.stopped_by);
+  o["oomKilled"] = or_null(f.oom_killed);
+  o["pidsMaxHit"] = or_null(f.pids_max_hit);
+}
+
+Json wait_result(const ExitStatus& status, const EndFacts& end) {
+  Json res = exit_status_json(status);
+  add_end_facts(res, end);
+  return res;
+}
+
+Json still_running_result(bool waiting_for_input) {
+  Json res = exit_status_json(std::nullopt, std::nullopt);
+  res["running"] = true;
+  res["waitingForInput"] = waiting_for_input;
   return res;
 }
 
@@ -199,7 +222,7 @@ void append_truncated(std::string& line, const OutputBuffer::Read& r) {
 }  // namespace
 
 std::string output_result_line(const Json& id, const OutputBuffer::Read& out, const OutputBuffer::Read* err,
-                               const Json& exit_status, std::string storage) {
+                               const Json& exit_status, std::optional<bool> waiting_for_input, std::string storage) {
   std::string line = std::move(storage);
   line.clear();
   const size_t text = out.text.size() + (err ? err->text.size() : 0);
@@ -219,6 +242,7 @@ std::string output_result_line(const Json& id, const OutputBuffer::Read& out, co
     line += "},";
   }
   append_truncated(line, out);
+  if (waiting_for_input) line += *waiting_for_input ? ",\"waitingForInput\":true" : ",\"waitingForInput\":false";
   line += "}}\n";
   return line;
 }
@@ -244,6 +268,7 @@ Json job_json(const JobInfo& j) {
             {"exitStatus", exit_status_json(j.exit)},
             {"cpuUsec", or_null(j.cpu_usec)},
             {"memoryPeakBytes", or_null(j.memory_peak_bytes)}};
+  add_end_facts(o, j.end);
   if (j.cleanup_verified) o["cleanupVerified"] = *j.cleanup_verified;
   if (j.ready) o["ready"] = *j.ready;
   o["spoolPath"] = j.spool_path.empty() ? Json(nullptr) : Json(j.spool_path);

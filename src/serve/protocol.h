@@ -47,9 +47,11 @@ inline constexpr std::tuple kMethods{
     Method<OutputParams>{"terminal/output",
                          "terminalId, since?, stderrSince?, waitMs?, maxBytes?, stream?, follow?, head?, tail?, "
                          "offset?, length?, grep?, stripAnsi?, maxLineBytes?",
-                         "output, truncated, next, more, exitStatus, stderr?; or with stream: since, truncated; "
-                         "or with a view: from, leftOut, total, matches?, spoolPath"},
-    Method<WaitForExitParams>{"terminal/wait_for_exit", "terminalId, timeoutMs?", "exitCode, signal, running?"},
+                         "output, truncated, next, more, exitStatus, waitingForInput?, stderr?; or with stream: "
+                         "since, truncated; or with a view: from, leftOut, total, matches?, spoolPath"},
+    Method<WaitForExitParams>{"terminal/wait_for_exit", "terminalId, timeoutMs?",
+                              "exitCode, signal, timedOut?, stoppedBy?, oomKilled?, pidsMaxHit?, running?, "
+                              "waitingForInput?"},
     Method<WriteParams>{"terminal/write", "terminalId, data?, eof?", "{}"},
     Method<ResizeParams>{"terminal/resize", "terminalId, rows, cols", "{}"},
     Method<KillParams>{"terminal/kill", "terminalId", "cleanupVerified"},
@@ -85,14 +87,27 @@ Json exit_status_json(std::optional<int> exit_code, std::optional<int> signal);
 Json exit_status_json(const std::optional<ExitStatus>& status);  // null: running
 
 // terminal/output's result: {output, truncated, next, more, exitStatus}, and
-// {stderr: {output, truncated, next, more}} for a job with separateStderr.
-Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err, const Json& exit_status);
+// {stderr: {output, truncated, next, more}} for a job with separateStderr;
+// while the job runs, waitingForInput (given: none once it is over).
+Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err, const Json& exit_status,
+                   std::optional<bool> waiting_for_input = std::nullopt);
 // result_line(id, output_result(...)) to the byte, written straight from
 // the text (no Json copy of it, no nlohmann escaping): the fast path of
 // the one reply that can be megabytes long.
 // `storage`: a string whose allocation the line may reuse.
 std::string output_result_line(const Json& id, const OutputBuffer::Read& out, const OutputBuffer::Read* err,
-                               const Json& exit_status, std::string storage = {});
+                               const Json& exit_status, std::optional<bool> waiting_for_input = std::nullopt,
+                               std::string storage = {});
+
+// Why a job ended, beside its exit status (terminal/list, terminal/exited,
+// terminal/wait_for_exit): timedOut, stoppedBy (null: it ended by itself),
+// oomKilled and pidsMaxHit (null: no such limit, or not over yet).
+void add_end_facts(Json& o, const EndFacts& f);
+// terminal/wait_for_exit's result: the job is over ({exitCode, signal} and
+// why it ended), or still runs ({exitCode: null, signal: null, running:
+// true, waitingForInput}).
+Json wait_result(const ExitStatus& status, const EndFacts& end);
+Json still_running_result(bool waiting_for_input);
 
 Json port_json(const ListeningPort& l);
 Json job_json(const JobInfo& j);

@@ -126,7 +126,7 @@ s.error_of('{"jsonrpc":"2.0","method":', -32700, "parse error", None)
 # A notification that succeeds is not answered either, not even later: a
 # wait for a job's exit and a kill, sent as notifications, then the same as
 # requests; the one answer to the wait is the request's.
-job = s.request("terminal/create", {"command": "cat"})["result"]["terminalId"]
+job = s.request("terminal/create", {"command": "sleep", "args": ["1000"]})["result"]["terminalId"]
 s.unanswered(msg({"method": "terminal/wait_for_exit", "params": {"terminalId": job}}))
 s.unanswered(msg({"method": "terminal/kill", "params": {"terminalId": job}}))
 m = s.request("terminal/wait_for_exit", {"terminalId": job})

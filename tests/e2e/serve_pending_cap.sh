@@ -15,8 +15,8 @@ from serve_rpc import Rpc
 sock = sys.argv[1]
 CAP, N = 1024, 1100
 a = Rpc(sock)
-# A job that ends when its stdin does.
-tid = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 3"]})["terminalId"]
+# A job that ends once a line is written to its stdin (a pipe).
+tid = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 3"], "stdin": "pipe"})["terminalId"]
 lines = b"".join((json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "terminal/wait_for_exit",
                               "params": {"terminalId": tid}}) + "\n").encode() for i in range(N))
 a.f.write(lines + (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "terminal/list", "params": {}}) + "\n").encode())
@@ -48,7 +48,7 @@ m = json.loads(b.f.readline())
 if m.get("id") != 5 or m.get("result", {}).get("exitCode") != 3:
     raise SystemExit("the other connection's wait was answered %s" % str(m)[:300])
 # The cap counts what waits now: answered, the connection may wait again.
-tid2 = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 4"]})["terminalId"]
+tid2 = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 4"], "stdin": "pipe"})["terminalId"]
 a.f.write(b"".join((json.dumps({"jsonrpc": "2.0", "id": 5000 + i, "method": "terminal/wait_for_exit",
                                 "params": {"terminalId": tid2}}) + "\n").encode() for i in range(CAP)))
 a.f.flush()
@@ -128,7 +128,7 @@ from serve_rpc import Rpc
 sock = sys.argv[1]
 CAP = 1024
 a = Rpc(sock)
-tid = tid0 = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 5"]})["terminalId"]
+tid = tid0 = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 5"], "stdin": "pipe"})["terminalId"]
 lines = b"".join((json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "terminal/wait_for_exit",
                               "params": {"terminalId": tid}}) + "\n").encode() for i in range(CAP))
 mark = (json.dumps({"jsonrpc": "2.0", "id": "mark", "method": "terminal/list", "params": {}}) + "\n").encode()
@@ -159,7 +159,7 @@ for c, want in conns:
         if m.get("result", {}).get("exitCode") != 5:
             raise SystemExit("an admitted wait was answered %s" % str(m)[:300])
 # Given back: as many may wait again.
-tid = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 6"]})["terminalId"]
+tid = a.call("terminal/create", {"command": "sh", "args": ["-c", "read x; exit 6"], "stdin": "pipe"})["terminalId"]
 c, _ = conns[-1]
 c.f.write(lines.replace(tid0.encode(), tid.encode()) + mark)
 c.f.flush()

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # A job blocked reading the stdin nobody writes is told apart from a slow
-# one: terminal/list says waitingForInput (on a pipe and on a pty), pmon jobs
-# shows "waiting for input", and pmon mcp's list, output and wait say so;
-# a sleeping job is never said to wait for input; once written to, the job
-# goes on and ends.
+# one: terminal/list, terminal/output and a terminal/wait_for_exit that
+# times out say waitingForInput (on a pipe and on a pty), pmon jobs shows
+# "waiting for input", and pmon mcp's list, output and wait say so; a
+# sleeping job is never said to wait for input; once written to, the job
+# goes on and ends. A job's stdin is /dev/null unless it asks for a pipe
+# (stdin "pipe"): its read gets end of file at once, and a write to it is
+# refused, saying to ask for the pipe.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
@@ -24,11 +27,11 @@ until_waiting() {
   fail "job $1: waitingForInput never became $2"
 }
 
-reader=$(create '{"command":"sh","args":["-c","read -r x; echo got $x"]}')
+reader=$(create '{"command":"sh","args":["-c","read -r x; echo got $x"],"stdin":"pipe"}')
 tty=$(create '{"command":"sh","args":["-c","read -r x; echo tty $x"],"pty":{"rows":24,"cols":80}}')
 # A child reads, not the main process: still the job's stdin.
-child=$(create '{"command":"sh","args":["-c","cat > /dev/null; echo done"]}')
-sleeper=$(create '{"command":"sleep","args":["1000"]}')
+child=$(create '{"command":"sh","args":["-c","cat > /dev/null; echo done"],"stdin":"pipe"}')
+sleeper=$(create '{"command":"sleep","args":["1000"],"stdin":"pipe"}')
 
 until_waiting "$reader" true
 until_waiting "$tty" true
@@ -36,6 +39,21 @@ until_waiting "$child" true
 # Running as long as the readers, the sleeper is never said to wait.
 [ "$(waiting "$sleeper")" = false ] || fail "a sleeping job is said to wait for input"
 echo "ok: terminal/list tells the readers (pipe, pty, a child) from a sleeper"
+
+# terminal/output and a wait_for_exit that times out say it too (and of the
+# sleeper, that it does not wait for input).
+r=$(call c terminal/output '{"terminalId":"'"$reader"'"}')
+[ "$(jf "$r" 'm["result"]["waitingForInput"]')" = true ] || fail "terminal/output does not say waitingForInput: $r"
+r=$(call c terminal/output '{"terminalId":"'"$reader"'","tail":100}')
+[ "$(jf "$r" 'm["result"]["waitingForInput"]')" = true ] || fail "terminal/output's view does not say waitingForInput: $r"
+r=$(call c terminal/wait_for_exit '{"terminalId":"'"$reader"'","timeoutMs":100}')
+[ "$(jf "$r" '[m["result"]["running"], m["result"]["waitingForInput"]]')" = "[true, true]" ] ||
+  fail "a timed-out terminal/wait_for_exit does not say waitingForInput: $r"
+r=$(call c terminal/output '{"terminalId":"'"$sleeper"'"}')
+[ "$(jf "$r" 'm["result"]["waitingForInput"]')" = false ] || fail "terminal/output says a sleeper waits for input: $r"
+r=$(call c terminal/wait_for_exit '{"terminalId":"'"$sleeper"'","timeoutMs":100}')
+[ "$(jf "$r" 'm["result"]["waitingForInput"]')" = false ] || fail "terminal/wait_for_exit says a sleeper waits for input: $r"
+echo "ok: terminal/output and terminal/wait_for_exit say it"
 
 "$PMON" jobs > "$t/jobs" || fail "pmon jobs failed"
 grep -q "^$reader .*waiting for input" "$t/jobs" || fail "pmon jobs does not show the reader waiting for input: $(cat "$t/jobs")"
@@ -48,9 +66,34 @@ r=$(call c terminal/wait_for_exit '{"terminalId":"'"$reader"'"}')
 [ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "the reader did not end after the write: $r"
 r=$(call c terminal/output '{"terminalId":"'"$reader"'"}')
 [ "$(jf "$r" 'm["result"]["output"]')" = "got hi" ] || fail "the reader's output: $r"
+[ "$(jf "$r" '"waitingForInput" in m["result"]')" = false ] || fail "an ended job's output says waitingForInput: $r"
 [ "$(waiting "$reader")" = false ] || fail "an ended job is said to wait for input"
 for id in "$tty" "$child" "$sleeper"; do call c terminal/kill '{"terminalId":"'"$id"'"}' > /dev/null; done
 echo "ok: written to, it ends"
+
+# Without stdin, a job's stdin is /dev/null: its read gets end of file at
+# once, the report says "null", and a write is refused, saying to ask for a
+# pipe.
+dflt=$(create '{"command":"sh","args":["-c","read x; echo got:$x"]}')
+r=$(call c terminal/wait_for_exit '{"terminalId":"'"$dflt"'","timeoutMs":10000}')
+[ "$(jf "$r" 'm["result"].get("running", False)')" = false ] || fail "a job without stdin waits for input: $r"
+[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "a job without stdin did not end by itself: $r"
+[ "$(jf "$(call c terminal/output '{"terminalId":"'"$dflt"'"}')" 'm["result"]["output"]')" = "got:" ] ||
+  fail "a job without stdin printed something else"
+r=$(call c terminal/report '{"terminalId":"'"$dflt"'"}')
+[ "$(jf "$r" 'm["result"]["job"]["stdin"]')" = null ] || fail "the report's job.stdin of a job without stdin: $r"
+still=$(create '{"command":"sleep","args":["1000"]}')
+r=$(call c terminal/write '{"terminalId":"'"$still"'","data":"x\n"}')
+case $r in *'"error"'*'stdin: \"pipe\"'*) ;; *) fail "a write to a job without a pipe does not say to pass stdin \"pipe\": $r" ;; esac
+call c terminal/kill '{"terminalId":"'"$still"'"}' > /dev/null
+# With stdin "pipe", a write reaches it.
+piped=$(create '{"command":"sh","args":["-c","read x; echo got:$x"],"stdin":"pipe"}')
+call c terminal/write '{"terminalId":"'"$piped"'","data":"hi\n"}' > /dev/null
+r=$(call c terminal/wait_for_exit '{"terminalId":"'"$piped"'","timeoutMs":10000}')
+[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "a job with stdin pipe did not end after the write: $r"
+[ "$(jf "$(call c terminal/output '{"terminalId":"'"$piped"'"}')" 'm["result"]["output"]')" = "got:hi" ] ||
+  fail "the write did not reach the job with stdin pipe"
+echo "ok: stdin is /dev/null by default; a pipe only when asked for"
 
 # stdin "null": /dev/null, a read gets end of file at once; the report says
 # which stdin each job had; pmon start gives /dev/null; a bad value names it.

@@ -98,9 +98,13 @@ TEST(JsonText, OutputLineIsTheJsonReply) {
     OutputBuffer::Read err{random_text(rng, rng() % 200), rng(), rng() % 2 == 0};
     Json id = i % 2 ? Json(i) : Json("req-" + std::to_string(i));
     Json status = i % 3 ? Json(nullptr) : exit_status_json(i, std::nullopt);
-    ASSERT_EQ(output_result_line(id, out, nullptr, status), result_line(id, output_result(out, nullptr, status)));
-    ASSERT_EQ(output_result_line(id, out, &err, status, "reused storage"),
-              result_line(id, output_result(out, &err, status)));
+    // While the job runs: whether it waits for input.
+    std::optional<bool> waiting;
+    if (status.is_null() && i % 4 != 0) waiting = i % 4 == 1;
+    ASSERT_EQ(output_result_line(id, out, nullptr, status, waiting),
+              result_line(id, output_result(out, nullptr, status, waiting)));
+    ASSERT_EQ(output_result_line(id, out, &err, status, waiting, "reused storage"),
+              result_line(id, output_result(out, &err, status, waiting)));
   }
 }
 

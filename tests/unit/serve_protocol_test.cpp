@@ -73,6 +73,16 @@ TEST(ServeProtocol, DefaultsAndNotifications) {
   EXPECT_EQ(c.output_byte_limit, 1u << 20);
   EXPECT_FALSE(c.keep);
   EXPECT_FALSE(c.pty);
+  // Its stdin is /dev/null unless a pipe is asked for.
+  EXPECT_TRUE(c.stdin_null);
+  Request p = good(R"({"jsonrpc":"2.0","id":2,"method":"terminal/create","params":{"command":"cat","stdin":"pipe"}})");
+  EXPECT_FALSE(std::get<CreateParams>(p.params).stdin_null);
+  Request n = good(R"({"jsonrpc":"2.0","id":2,"method":"terminal/create","params":{"command":"cat","stdin":"null"}})");
+  EXPECT_TRUE(std::get<CreateParams>(n.params).stdin_null);
+  EXPECT_EQ(bad(R"({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"command":"cat","stdin":"tty"}})")
+                .error.message,
+            "invalid params: 'stdin' must be \"null\" (the default: /dev/null, a read gets end of file at once) or "
+            "\"pipe\" (terminal/write writes to it)");
   Request l = good(R"({"jsonrpc":"2.0","id":3,"method":"terminal/list"})");
   EXPECT_TRUE(std::holds_alternative<ListParams>(l.params));
 }

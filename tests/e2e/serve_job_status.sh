@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: Apache-2.0
+# Why a job ended is in its status, not only in its report, with the
+# report's words: terminal/exited, terminal/list and terminal/wait_for_exit
+# carry timedOut, stoppedBy, oomKilled and pidsMaxHit:
+# - a job killed with terminal/kill: stoppedBy "kill" (in terminal/list
+#   from the moment its stop begins), timedOut false;
+# - a job its idleTimeoutMs stopped: stoppedBy "idle timeout", timedOut as
+#   the report's timed_out (true);
+# - a job that exited by itself: stoppedBy null, timedOut false;
+# - in each, oomKilled and pidsMaxHit are the report's oom_killed and
+#   pids_max_hit (null where no such limit was set).
+# pmon mcp's wait and list say stopped_by of a killed job too.
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start
+cat > "$t/status.py" <<'PY'
+import json, socket, sys, time
+
+FACTS = ("timedOut", "stoppedBy", "oomKilled", "pidsMaxHit")
+
+
+class Conn:
+    """A connection that keeps the terminal/exited notifications it reads."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.f = self.s.makefile("rwb")
+        self.n = 0
+        self.exited = {}
+
+    def read(self):
+        line = self.f.readline()
+        if not line:
+            raise SystemExit("the service closed the connection")
+        m = json.loads(line)
+        if m.get("method") == "terminal/exited":
+            self.exited[m["params"]["terminalId"]] = m["params"]
+        return m
+
+    def call(self, method, params):
+        self.n += 1
+        self.f.write((json.dumps({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}) + "\n").encode())
+        self.f.flush()
+        while True:
+            m = self.read()
+            if m.get("id") == self.n and "method" not in m:
+                if "error" in m:
+                    raise SystemExit("%s: %s" % (method, m["error"]))
+                return m["result"]
+
+    def notified(self, tid):
+        """The job's terminal/exited params (20 s at most)."""
+        self.s.settimeout(20)
+        try:
+            while tid not in self.exited:
+                self.read()
+        except socket.timeout:
+            raise SystemExit("no terminal/exited for %s" % tid)
+        finally:
+            self.s.settimeout(None)
+        return self.exited[tid]
+
+    def listed(self, tid):
+        return [t for t in self.call("terminal/list", {})["terminals"] if t["terminalId"] == tid][0]
+
+
+def same_as_report(where, got, rep):
+    want = {"timedOut": rep["timed_out"], "stoppedBy": rep["job"]["stoppedBy"],
+            "oomKilled": rep["oom_killed"], "pidsMaxHit": rep["pids_max_hit"]}
+    have = {k: got.get(k, "(missing)") for k in FACTS}
+    if have != want:
+        raise SystemExit("%s says %s, the report %s" % (where, have, want))
+
+
+c = Conn(sys.argv[1])
+
+# Killed: stoppedBy "kill" while it stops or once it is over, and at its end
+# in the notification, the list and the wait, as the report says.
+tid = c.call("terminal/create", {"command": "sleep", "args": ["1000"]})["terminalId"]
+running = c.listed(tid)
+if running["stoppedBy"] is not None or running["timedOut"] is not False:
+    raise SystemExit("a running job's list entry says it was stopped: %s" % running)
+c.call("terminal/kill", {"terminalId": tid})
+note = c.notified(tid)
+rep = c.call("terminal/report", {"terminalId": tid})
+if note["stoppedBy"] != "kill" or note["timedOut"] is not False:
+    raise SystemExit("terminal/exited of a killed job: %s" % note)
+same_as_report("terminal/exited", note, rep)
+same_as_report("terminal/list", c.listed(tid), rep)
+w = c.call("terminal/wait_for_exit", {"terminalId": tid})
+if w["signal"] != "SIGTERM":
+    raise SystemExit("wait_for_exit of a killed job: %s" % w)
+same_as_report("terminal/wait_for_exit", w, rep)
+print("ok: killed: stoppedBy kill in terminal/exited, terminal/list, terminal/wait_for_exit")
+
+# Stopped by its idle timeout: "idle timeout", timed out as the report says.
+tid = c.call("terminal/create", {"command": "sh", "args": ["-c", "echo hi; exec sleep 1000"],
+                                 "idleTimeoutMs": 300})["terminalId"]
+w = c.call("terminal/wait_for_exit", {"terminalId": tid, "timeoutMs": 20000})
+if w.get("running"):
+    raise SystemExit("the idle job was not stopped: %s" % w)
+rep = c.call("terminal/report", {"terminalId": tid})
+if w["stoppedBy"] != "idle timeout" or w["timedOut"] is not True or rep["timed_out"] is not True:
+    raise SystemExit("wait_for_exit of an idle-timed-out job: %s (report timed_out %s)" % (w, rep["timed_out"]))
+same_as_report("terminal/wait_for_exit", w, rep)
+same_as_report("terminal/exited", c.notified(tid), rep)
+same_as_report("terminal/list", c.listed(tid), rep)
+print("ok: idle timeout: stoppedBy 'idle timeout', timedOut true")
+
+# Ended by itself: nothing stopped it; the limits' facts are the report's
+# (false where a limit was set, as the default pids limit, and not hit;
+# null where none was).
+tid = c.call("terminal/create", {"command": "sh", "args": ["-c", "exit 3"]})["terminalId"]
+w = c.call("terminal/wait_for_exit", {"terminalId": tid, "timeoutMs": 20000})
+rep = c.call("terminal/report", {"terminalId": tid})
+if w["exitCode"] != 3 or w["stoppedBy"] is not None or w["timedOut"] is not False:
+    raise SystemExit("wait_for_exit of a job that exited: %s" % w)
+same_as_report("terminal/wait_for_exit", w, rep)
+same_as_report("terminal/exited", c.notified(tid), rep)
+same_as_report("terminal/list", c.listed(tid), rep)
+print("ok: exited by itself: stoppedBy null; oomKilled %s, pidsMaxHit %s as the report" % (w["oomKilled"], w["pidsMaxHit"]))
+PY
+out=$(timeout 120 python3 "$t/status.py" "$SOCK") || {
+  echo "$out"
+  cat "$t/serve.err" >&2
+  fail "job status: $out"
+}
+echo "$out"
+
+# pmon mcp: wait and list of a killed job say stopped_by, as its log message.
+python3 - "$PMON" > "$t/mcp.out" 2>&1 <<'PY' || fail "pmon mcp: $(cat "$t/mcp.out")"
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = 0
+logs = []
+def req(method, params):
+    global n
+    n += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("method") == "notifications/message":
+            logs.append(m["params"]["data"])
+        if m.get("id") == n:
+            return m["result"]
+def tool(name, args):
+    r = req("tools/call", {"name": name, "arguments": args})
+    assert not r.get("isError"), r
+    return r
+req("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+p.stdin.flush()
+jid = tool("start", {"command": "sleep 1000"})["structuredContent"]["id"]
+tool("kill", {"id": jid})
+w = tool("wait", {"id": jid})
+s = w["structuredContent"]
+assert s["running"] is False and s["stopped_by"] == "kill" and s["timed_out"] is False, s
+assert "stopped: kill" in w["content"][0]["text"], w
+assert "oom_killed" in s and "pids_max_hit" in s, s
+job = [j for j in tool("list", {})["structuredContent"]["jobs"] if j["id"] == jid][0]
+assert job["stopped_by"] == "kill" and job["timed_out"] is False, job
+# The log message of its end says so too (it came before kill's answer).
+ended = [d for d in logs if d.get("id") == jid]
+assert ended and ended[0]["stopped_by"] == "kill", logs
+done = tool("start", {"command": "exit 0"})["structuredContent"]["id"]
+w = tool("wait", {"id": done, "timeout_s": 20})["structuredContent"]
+assert w["exit_code"] == 0 and w["stopped_by"] is None, w
+p.stdin.close()
+p.wait(timeout=30)
+print("mcp ok")
+PY
+echo "ok: pmon mcp's wait, list and log message say stopped_by"
+pass
