@@ -130,29 +130,11 @@ out=$(timeout 120 python3 "$t/status.py" "$SOCK") || {
 echo "$out"
 
 # pmon mcp: wait and list of a killed job say stopped_by, as its log message.
-python3 - "$PMON" > "$t/mcp.out" 2>&1 <<'PY' || fail "pmon mcp: $(cat "$t/mcp.out")"
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-n = 0
-logs = []
-def req(method, params):
-    global n
-    n += 1
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n")
-    p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("method") == "notifications/message":
-            logs.append(m["params"]["data"])
-        if m.get("id") == n:
-            return m["result"]
-def tool(name, args):
-    r = req("tools/call", {"name": name, "arguments": args})
-    assert not r.get("isError"), r
-    return r
-req("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
-p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-p.stdin.flush()
+PYTHONPATH="$(dirname "$0")" python3 - "$PMON" > "$t/mcp.out" 2>&1 <<'PY' || fail "pmon mcp: $(cat "$t/mcp.out")"
+import sys
+from mcp_stdio import Mcp
+mcp = Mcp(sys.argv[1])
+tool = mcp.tool
 jid = tool("start", {"command": "sleep 1000"})["structuredContent"]["id"]
 tool("kill", {"id": jid})
 w = tool("wait", {"id": jid})
@@ -163,13 +145,12 @@ assert "oom_killed" in s and "pids_max_hit" in s, s
 job = [j for j in tool("list", {})["structuredContent"]["jobs"] if j["id"] == jid][0]
 assert job["stopped_by"] == "kill" and job["timed_out"] is False, job
 # The log message of its end says so too (it came before kill's answer).
-ended = [d for d in logs if d.get("id") == jid]
-assert ended and ended[0]["stopped_by"] == "kill", logs
+ended = [d for d in mcp.logs if d.get("id") == jid]
+assert ended and ended[0]["stopped_by"] == "kill", mcp.logs
 done = tool("start", {"command": "exit 0"})["structuredContent"]["id"]
 w = tool("wait", {"id": done, "timeout_s": 20})["structuredContent"]
 assert w["exit_code"] == 0 and w["stopped_by"] is None, w
-p.stdin.close()
-p.wait(timeout=30)
+mcp.close()
 print("mcp ok")
 PY
 echo "ok: pmon mcp's wait, list and log message say stopped_by"

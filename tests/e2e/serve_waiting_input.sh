@@ -115,26 +115,11 @@ client_close c
 echo "ok: stdin null reads end of file; the report says which stdin"
 
 # pmon mcp: list, output and wait say it of a started job that reads.
-python3 - "$PMON" > "$t/mcp.out" 2>&1 <<'PY' || fail "pmon mcp: $(cat "$t/mcp.out")"
-import json, subprocess, sys, time
-p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-n = 0
-def req(method, params):
-    global n
-    n += 1
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n")
-    p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == n:
-            return m["result"]
-def tool(name, args):
-    r = req("tools/call", {"name": name, "arguments": args})
-    assert not r.get("isError"), r
-    return r
-req("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
-p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-p.stdin.flush()
+PYTHONPATH="$(dirname "$0")" python3 - "$PMON" > "$t/mcp.out" 2>&1 <<'PY' || fail "pmon mcp: $(cat "$t/mcp.out")"
+import sys, time
+from mcp_stdio import Mcp
+mcp = Mcp(sys.argv[1])
+tool = mcp.tool
 # By default a started job's stdin is /dev/null: its read gets end of file
 # at once, and the report says so.
 nid = tool("start", {"command": "read -r x; echo got $?"})["structuredContent"]["id"]
@@ -163,8 +148,7 @@ tool("write", {"id": jid, "data": "hi\n"})
 w = tool("wait", {"id": jid, "timeout_s": 10})
 assert w["structuredContent"]["exit_code"] == 0, w
 tool("kill", {"id": sid})
-p.stdin.close()
-p.wait(timeout=30)
+mcp.close()
 print("mcp ok")
 PY
 echo "ok: pmon mcp's list, output and wait say it"
