@@ -96,6 +96,7 @@ inline constexpr std::tuple kTools{
           "env": {"type": "object", "additionalProperties": {"type": "string"}},
           "pty": {"type": "boolean", "description": "run it on a pseudo-terminal (write sends it input)"},
           "stdin": {"type": "string", "enum": ["null", "pipe"], "description": "null (the default): its stdin is /dev/null, a read gets end of file at once; pipe: write sends it input"},
+          "timeout_s": {"type": "number", "minimum": 0, "description": "stop the job and all it started after this many seconds (default: it runs until killed or this session ends)"},
           "idle_timeout_s": {"type": "number", "minimum": 0, "description": "stop the job and all it started when it has printed nothing for this many seconds (a hung build or test run)"},
           "name": {"type": "string", "description": "a label shown by list; while a job of this name runs, start returns it (already_running: true) instead of starting a second"},
           "replace": {"type": "boolean", "description": "with name: stop the running job of that name (and all it started, confirmed gone) and start this one"},

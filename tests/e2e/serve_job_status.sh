@@ -147,6 +147,19 @@ assert job["stopped_by"] == "kill" and job["timed_out"] is False, job
 # The log message of its end says so too (it came before kill's answer).
 ended = [d for d in mcp.logs if d.get("id") == jid]
 assert ended and ended[0]["stopped_by"] == "kill", mcp.logs
+# A total timeout on start: the job and its setsid daemon (its pid and start
+# time printed first) are stopped by it.
+daemon_sh = 'setsid sh -c \'echo $$ $(cut -d" " -f22 /proc/$$/stat); exec sleep 1000\' & exec sleep 1000'
+tid = tool("start", {"command": daemon_sh, "timeout_s": 1})["structuredContent"]["id"]
+w = tool("wait", {"id": tid, "timeout_s": 30})["structuredContent"]
+assert w["running"] is False and w["timed_out"] is True and w["stopped_by"] == "timeout", w
+dpid, dstart = tool("output", {"id": tid})["structuredContent"]["output"].split()[:2]
+try:
+    with open("/proc/%s/stat" % dpid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    assert fields[19] != dstart or fields[0] in ("Z", "X"), "the daemon %s of a timed-out job still runs" % dpid
+except FileNotFoundError:
+    pass
 done = tool("start", {"command": "exit 0"})["structuredContent"]["id"]
 w = tool("wait", {"id": done, "timeout_s": 20})["structuredContent"]
 assert w["exit_code"] == 0 and w["stopped_by"] is None, w
