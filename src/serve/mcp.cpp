@@ -67,8 +67,7 @@ void read_args(Args& a, RunArgs& r) {
 
 void read_args(Args& a, CreateParams& c) {
   c = shell_job(a);
-  c.timeout_ms = a.seconds("timeout_s");  // none unless given: a job runs on
-  if (c.timeout_ms == 0u) c.timeout_ms.reset();
+  if (auto s = a.seconds("timeout_s"); s && *s > 0) c.timeout_ms = s;  // none unless given: a job runs on
   if (a.flag("pty")) c.pty = PtySize{};
   // A model cannot type into a job it did not ask a pipe for: a read gets
   // end of file instead of waiting for ever.
