@@ -21,16 +21,14 @@
 # ~/.cache/pmon-guest), keyed by its package list and the way it is set up;
 # --fresh (and CI=true) builds it again. Each run copies the root and the
 # build into an ext4 image (mke2fs -d, no mounts), boots it with
-# qemu-system-x86_64 (with KVM where /dev/kvm works, else TCG, which needs
-# no KVM), and a oneshot systemd unit
+# qemu-system-x86_64 -accel tcg (no KVM needed), and a oneshot systemd unit
 # runs the scenarios, writes the results as a tar to a second raw disk and
 # powers off. Prints one line per scenario and the logs of those that did not
 # pass; exits 0 only when all of them passed.
 #
 # Needs root (debootstrap, and the scenarios' files owned by root in the
 # image). Environment: PMON_GUEST_TIMEOUT (seconds qemu may run, default
-# 2100), PMON_GUEST_ACCEL (kvm or tcg; default kvm where /dev/kvm starts a
-# machine, else tcg), PMON_GUEST_MIRROR (a Debian mirror, default: apt's), PMON_GUEST_SMP
+# 2100), PMON_GUEST_MIRROR (a Debian mirror, default: apt's), PMON_GUEST_SMP
 # (CPUs, default 2), PMON_GUEST_JOBS (scenarios at a time, default: the
 # CPUs), PMON_GUEST_MEM (default 2G), PMON_GUEST_RESULTS (a directory to
 # keep every scenario's log, the guest's journal and console in).
@@ -275,30 +273,11 @@ mke2fs -q -F -t ext4 -L pmon-guest -d "$stage" "$run/root.img" "${size}M" > /dev
 rm -rf --one-file-system "$stage"
 truncate -s 256M "$run/results.raw"
 t_img1=$(now)
-# KVM where this host lets qemu start a machine with it (a nested VM may
-# have /dev/kvm and still refuse); the emulator otherwise, some ten times
-# slower.
-accel=${PMON_GUEST_ACCEL:-}
-if [ -z "$accel" ]; then
-  accel=tcg
-  # qemu sets up the accelerator before it loads the kernel: an error about
-  # the missing kernel means KVM started.
-  if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-    probe=$(timeout 20 qemu-system-x86_64 -accel kvm -cpu host -m 64 -nodefaults -display none -no-reboot \
-              -kernel /nonexistent-kernel < /dev/null 2>&1 || true)
-    case $probe in *nonexistent-kernel*) accel=kvm ;; esac
-  fi
-fi
-case $accel in
-  kvm) accel_args=(-accel kvm -cpu host) ;;
-  tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
-  *) die "PMON_GUEST_ACCEL is $accel: use kvm or tcg" ;;
-esac
-echo "guest: image ${size} MiB made in $(secs "$t_img0" "$t_img1") s; booting (qemu, ${accel^^}, $smp CPUs, $mem)"
+echo "guest: image ${size} MiB made in $(secs "$t_img0" "$t_img1") s; booting (qemu, TCG, $smp CPUs, $mem)"
 
 # Boot. The serial console goes to a file; qemu is killed (by the pid it was
 # started as) if it runs longer than the timeout.
-qemu-system-x86_64 "${accel_args[@]}" -smp "$smp" -m "$mem" \
+qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
   -nographic -monitor none -serial "file:$run/console.log" -no-reboot -nic none \
   -kernel "$guestdir/vmlinuz" -initrd "$guestdir/initrd.img" \
   -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=3 systemd.show_status=false" \
