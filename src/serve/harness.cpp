@@ -72,7 +72,7 @@ class HarnessSniffer : public nlohmann::json_sax<nlohmann::json> {
 }  // namespace
 
 std::optional<std::vector<std::string>> shell_command(const std::vector<std::string>& args) {
-  if (args.empty()) return std::nullopt;
+  if (args.empty() || (args.size() == 1 && args[0] == "-c")) return std::nullopt;
   if (args.size() == 1 && args[0] != "--") return std::vector<std::string>{"/bin/bash", "-c", args[0]};
   if (args.size() == 2 && args[0] == "-c") return std::vector<std::string>{"/bin/bash", "-c", args[1]};
   auto from = args.begin() + (args[0] == "--" ? 1 : 0);

@@ -17,7 +17,7 @@ namespace pmon {
 //   LINE           /bin/bash -c LINE (what a shell prefix hands over)
 //   -c LINE        the same (pmon-shell used as a shell)
 //   [--] CMD ARG.. CMD with its arguments, as they are
-// Nothing for no arguments.
+// Nothing for no arguments, or -c with no LINE.
 std::optional<std::vector<std::string>> shell_command(const std::vector<std::string>& args);
 
 // "1"/"true"/"yes"/"on" or "0"/"false"/"no"/"off"/"" (any case): an

@@ -187,4 +187,9 @@ hook 'not a JSON object' '{"hook_event_name":"PreToolUse","tool_input":{"command
 hook 'not a JSON object' "{\"hook_event_name\":\"PreToolUse\",\"x\":$(printf '%*s' 100000 '' | tr ' ' '[')"
 hook 'not a JSON object' 'not json'
 echo "ok: hook-rewrite: every call blocked with one line (each harness, bad input)"
+rc=0; "$SHELL_LINK" -c 2> "$t/usage.err" || rc=$?
+[ $rc = 125 ] && grep -q 'no shell line given' "$t/usage.err" || fail "pmon-shell -c: exit $rc, $(cat "$t/usage.err")"
+rc=0; PMON_DIE_WITH_PARENT=bogus "$SHELL_LINK" true 2> "$t/env.err" || rc=$?
+[ $rc = 125 ] && grep -q 'true, yes, on' "$t/env.err" || fail "PMON_DIE_WITH_PARENT=bogus: exit $rc, $(cat "$t/env.err")"
+echo "ok: pmon-shell -c with no line is the usage error; PMON_DIE_WITH_PARENT names its words"
 pass

@@ -24,6 +24,7 @@ TEST(ShellCommand, SeveralArgumentsRunAsThey) {
 TEST(ShellCommand, NothingToRun) {
   EXPECT_FALSE(shell_command({}));
   EXPECT_FALSE(shell_command({"--"}));
+  EXPECT_FALSE(shell_command({"-c"}));
 }
 
 TEST(ParseSwitch, Words) {
