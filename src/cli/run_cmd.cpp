@@ -168,7 +168,9 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   opts.limits = limits.parse("run");
   if (const char* env = std::getenv("PMON_DIE_WITH_PARENT")) {
     auto on = parse_switch(env);
-    if (!on) die(std::string("run: PMON_DIE_WITH_PARENT: '") + env + "' is not 1 or 0");
+    if (!on)
+      die(std::string("run: PMON_DIE_WITH_PARENT: '") + env +
+          "' is neither on (1, true, yes, on) nor off (0, false, no, off, or empty)");
     die_with_parent = die_with_parent || *on;
   }
   if (front.shell) die_with_parent = true;

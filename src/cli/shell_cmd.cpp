@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // pmon shell LINE (and pmon-shell LINE): a shell prefix for agent
-// harnesses. pmon hook-rewrite: a PreToolUse hook that puts a harness's
-// shell commands under pmon-shell.
-#include <CLI/CLI.hpp>
+// harnesses. pmon hook-rewrite: a hook that blocks a harness's shell call
+// and says what to use instead (a rewrite would turn the harness's rules off).
 #include <cstdio>
 #include <string>
 
@@ -41,19 +40,23 @@ Exit status: LINE's own, as 'pmon run' gives it (128+N when it died by
 signal N; 125 when pmon itself failed, 126 not executable, 127 not found).
 )";
 
-constexpr const char* kHookFooter = R"(
-Reads the JSON a harness sends a PreToolUse hook on stdin (Claude Code's and
-Codex's: tool_input.command) and prints JSON whose updatedInput runs the same
-command under pmon-shell, so it stops with its tree and with the harness.
-Gemini CLI's BeforeTool hook works too: the answer is then its tool_input,
-and MODE its top-level decision.
-A command that is not a shell line, or runs under pmon-shell already, is left
-as it is: nothing is printed. Exit status 0; 125 when the input is not JSON.
+constexpr const char* kHookHelp = R"(Blocks a harness's shell call, saying what to use instead of this hook.
+Usage: pmon hook-rewrite [--decision MODE] [--shell PATH]
 
-  MODE  the permission decision sent with the rewrite: allow (the harness runs
-        the rewritten command without asking; Codex applies a rewrite only
-        with it), ask (the user approves the rewritten command), or none (the
-        harness decides as it would have)
+pmon no longer rewrites a harness's shell commands from a hook: Claude Code,
+Codex and Gemini CLI check their permission rules (deny, ask, allow) against
+the command a hook hands back, so a rewrite to run it under pmon-shell would
+turn those rules off. Instead:
+
+  Claude Code   CLAUDE_CODE_SHELL_PREFIX=pmon-shell (its rules see the
+                model's command; the prefix wraps it as it runs)
+  Codex CLI     pmon mcp as an MCP server
+  Gemini CLI    pmon mcp as an MCP server
+
+A hook left in place reads the harness's JSON on stdin and blocks the call
+(exit status 2, one line on stderr saying the above), whatever the input,
+so a command never runs outside pmon where the setup expected it under pmon.
+--decision and --shell are accepted and ignored.
 )";
 
 }  // namespace
@@ -71,27 +74,17 @@ int shell_main(const std::vector<std::string>& args) {
 }
 
 int hook_rewrite_main(const std::vector<std::string>& args) {
-  CLI::App app{"Rewrite a harness's shell command to run under pmon-shell (a PreToolUse hook).",
-               "pmon hook-rewrite"};
-  app.footer(kHookFooter);
-  HookRewriteOptions opts;
-  std::string decision = "none";
-  app.add_option("--decision", decision, "the permission decision sent with the rewrite: allow, ask or none")
-      ->type_name("MODE");
-  app.add_option("--shell", opts.shell, "how the rewritten command names pmon-shell (default: pmon-shell, from PATH)")
-      ->type_name("PATH");
-  if (!parse_options(app, args, "hook-rewrite")) return 0;
-  if (decision != "allow" && decision != "ask" && decision != "none")
-    die("hook-rewrite: --decision: '" + decision + "' is not allow, ask or none");
-  if (decision != "none") opts.decision = decision;
-
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(kHookHelp, stdout);
+    return 0;
+  }
+  // Exit status 2 is how each harness's hook protocol blocks a call; any
+  // other failure of the hook would let the harness run the command as is.
   std::string input;
   char buf[4096];
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, stdin)) > 0;) input.append(buf, n);
-  HookRewrite r = hook_rewrite(input, opts);
-  if (!r.error.empty()) die("hook-rewrite: " + r.error);
-  if (r.output) std::printf("%s\n", r.output->c_str());
-  return 0;
+  std::fprintf(stderr, "%s\n", hook_refusal(hook_harness(input)).c_str());
+  return 2;
 }
 
 }  // namespace pmon::cli

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace pmon {
 
@@ -15,42 +16,68 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-// The first word of a shell line, leading blanks skipped.
-std::string_view first_word(std::string_view line) {
-  size_t b = line.find_first_not_of(" \t\n");
-  if (b == std::string_view::npos) return {};
-  size_t e = line.find_first_of(" \t\n", b);
-  return line.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
-}
+// Reads a hook's JSON without building it: the top-level keys that tell the
+// harness apart, and a bound on nesting (a deep value fails the parse).
+class HarnessSniffer : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool binary(binary_t&) override { return false; }
+  bool string(string_t& s) override {
+    if (depth_ == 1 && key_ == "hook_event_name") event_ = s;
+    return value();
+  }
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      key_ = k;
+      if (k == "turn_id") turn_id_ = true;
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
-// A command that runs under pmon-shell already: its first word names it
-// (bare, quoted, or as a path ending in /pmon-shell).
-bool runs_under(std::string_view word, std::string_view shell) {
-  if (word.size() >= 2 && (word.front() == '\'' || word.front() == '"') && word.back() == word.front())
-    word = word.substr(1, word.size() - 2);
-  if (word == shell || word == "pmon-shell") return true;
-  size_t slash = word.rfind('/');
-  return slash != std::string_view::npos && word.substr(slash + 1) == "pmon-shell";
-}
+  bool object_seen() const { return object_; }
+  const std::string& event() const { return event_; }
+  bool turn_id() const { return turn_id_; }
+
+ private:
+  bool value() { return depth_ > 0; }  // a bare scalar is no hook input
+  bool open(bool object) {
+    if (depth_ == 0) {
+      if (!object) return false;
+      object_ = true;
+    }
+    return ++depth_ <= kHookMaxDepth;
+  }
+  bool close() {
+    --depth_;
+    if (depth_ == 1) key_.clear();
+    return true;
+  }
+
+  int depth_ = 0;
+  bool object_ = false;
+  bool turn_id_ = false;
+  std::string key_;
+  std::string event_;
+};
 
 }  // namespace
 
 std::optional<std::vector<std::string>> shell_command(const std::vector<std::string>& args) {
-  if (args.empty()) return std::nullopt;
+  if (args.empty() || (args.size() == 1 && args[0] == "-c")) return std::nullopt;
   if (args.size() == 1 && args[0] != "--") return std::vector<std::string>{"/bin/bash", "-c", args[0]};
   if (args.size() == 2 && args[0] == "-c") return std::vector<std::string>{"/bin/bash", "-c", args[1]};
   auto from = args.begin() + (args[0] == "--" ? 1 : 0);
   if (from == args.end()) return std::nullopt;
   return std::vector<std::string>(from, args.end());
-}
-
-std::string shell_quote(std::string_view word) {
-  std::string r = "'";
-  for (char c : word) {
-    if (c == '\'') r += "'\\''";
-    else r += c;
-  }
-  return r + "'";
 }
 
 std::optional<bool> parse_switch(std::string_view value) {
@@ -60,58 +87,37 @@ std::optional<bool> parse_switch(std::string_view value) {
   return std::nullopt;
 }
 
-HookRewrite hook_rewrite(std::string_view input, const HookRewriteOptions& opts) {
-  using nlohmann::json;
-  HookRewrite r;
-  json in = json::parse(input, nullptr, /*allow_exceptions=*/false);
-  if (in.is_discarded() || !in.is_object()) {
-    r.error = "the hook input is not a JSON object";
-    return r;
+HookHarness hook_harness(std::string_view input) {
+  HarnessSniffer sniff;
+  if (!nlohmann::json::sax_parse(input, &sniff) || !sniff.object_seen()) return HookHarness::unreadable;
+  if (sniff.event() == "BeforeTool") return HookHarness::gemini_cli;
+  if (sniff.event() == "PreToolUse") return sniff.turn_id() ? HookHarness::codex : HookHarness::claude_code;
+  return HookHarness::other;
+}
+
+std::string hook_refusal(HookHarness harness) {
+  const std::string head = "pmon hook-rewrite: blocked: ";
+  switch (harness) {
+    case HookHarness::claude_code:
+      return head + "Claude Code would check its permission rules against a rewritten command, not this one, "
+                    "so pmon does not rewrite it; remove this hook and set CLAUDE_CODE_SHELL_PREFIX=pmon-shell "
+                    "(in the environment or in settings.json's env) instead";
+    case HookHarness::codex:
+      return head + "Codex runs a rewritten command only when the hook allows it, which skips Codex's own rules, "
+                    "so pmon does not rewrite it; remove this hook and add pmon mcp as an MCP server "
+                    "([mcp_servers.pmon] in config.toml) instead";
+    case HookHarness::gemini_cli:
+      return head + "Gemini CLI would check its policy rules against a rewritten command, not this one, "
+                    "so pmon does not rewrite it; remove this hook and add pmon mcp as an MCP server "
+                    "(mcpServers in settings.json) instead";
+    case HookHarness::other:
+    case HookHarness::unreadable:
+      break;
   }
-  auto ti = in.find("tool_input");
-  if (ti == in.end() || !ti->is_object()) return r;
-  auto cmd = ti->find("command");
-  if (cmd == ti->end()) return r;
-  json updated = *ti;
-  if (cmd->is_string()) {
-    const std::string line = cmd->get<std::string>();
-    if (line.find_first_not_of(" \t\n") == std::string::npos) return r;
-    std::string_view first = first_word(line);
-    if (first == "exec") first = first_word(std::string_view(line).substr(line.find("exec") + 4));
-    if (runs_under(first, opts.shell)) return r;
-    // exec: the shell a harness wraps each command in (Claude Code's bash
-    // -c with its own setup around the line) becomes pmon-shell, so the
-    // harness itself is pmon-shell's parent, whose death it watches; a shell
-    // left in between would outlive the harness and hide its death.
-    updated["command"] = "exec " + shell_quote(opts.shell) + " " + shell_quote(line);
-  } else if (cmd->is_array() && !cmd->empty()) {
-    std::vector<std::string> argv;
-    for (const json& a : *cmd) {
-      if (!a.is_string()) return r;
-      argv.push_back(a.get<std::string>());
-    }
-    if (runs_under(argv.front(), opts.shell)) return r;
-    json wrapped = json::array({opts.shell, "--"});
-    for (std::string& a : argv) wrapped.push_back(std::move(a));
-    updated["command"] = std::move(wrapped);
-  } else {
-    return r;
-  }
-  const std::string event = in.value("hook_event_name", std::string("PreToolUse"));
-  json hso = {{"hookEventName", event}};
-  json out = json::object();
-  if (event == "BeforeTool") {
-    // Gemini CLI: the new arguments are hookSpecificOutput.tool_input (merged
-    // over the model's), the decision a top-level "decision".
-    if (!opts.decision.empty()) out["decision"] = opts.decision;
-    hso["tool_input"] = std::move(updated);
-  } else {
-    if (!opts.decision.empty()) hso["permissionDecision"] = opts.decision;
-    hso["updatedInput"] = std::move(updated);
-  }
-  out["hookSpecificOutput"] = std::move(hso);
-  r.output = out.dump();
-  return r;
+  return head + (harness == HookHarness::unreadable ? "the hook's input is not a JSON object pmon can read, and " : "") +
+         "pmon does not rewrite a harness's shell commands (the harness would check its rules against the "
+         "rewrite); remove this hook and use CLAUDE_CODE_SHELL_PREFIX=pmon-shell (Claude Code) or pmon mcp "
+         "(any MCP client) instead";
 }
 
 }  // namespace pmon

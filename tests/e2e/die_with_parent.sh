@@ -7,8 +7,8 @@
 # pmon is SIGKILLed together with its parent, its crash guard stops the call.
 # pmon-shell passes a line's output and exit status through, says nothing of
 # its own, and dies with its parent too, and with the reader of its output
-# (a harness behind a wrapper shell that outlives it). pmon hook-rewrite answers a
-# PreToolUse hook's JSON.
+# (a harness behind a wrapper shell that outlives it). pmon hook-rewrite blocks
+# every call it is asked about, saying what to use instead.
 . "$(dirname "$0")/common.inc"
 
 # The call's command: a setsid daemon, a plain child and the main shell each
@@ -170,29 +170,26 @@ for b in $(backends); do
   echo "ok: $b: parent and pmon SIGKILLed at once: the guard stopped the call"
 done
 
-# (e) pmon hook-rewrite: Claude Code's PreToolUse JSON for Bash.
-printf '%s' '{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"npm test; echo '"'"'ok'"'"'","timeout":60000}}' |
-  "$PMON" hook-rewrite --decision ask > "$t/hook.out" || fail "hook-rewrite exit $?"
-python3 - "$t/hook.out" <<'PY' || fail "hook-rewrite: $(cat "$t/hook.out")"
-import json, subprocess, sys
-h = json.load(open(sys.argv[1]))["hookSpecificOutput"]
-assert h["hookEventName"] == "PreToolUse", h
-assert h["permissionDecision"] == "ask", h
-assert h["updatedInput"]["timeout"] == 60000, h
-cmd = h["updatedInput"]["command"]
-# The rewritten line, run by a shell, hands pmon-shell the original line as one argument.
-assert cmd.startswith("exec "), cmd
-words = subprocess.run(["bash", "-c", 'printf "%s\\0" ' + cmd[len("exec "):]], capture_output=True, text=True).stdout.split("\0")[:-1]
-assert words == ["pmon-shell", "npm test; echo 'ok'"], words
-PY
-# Codex's shape, an argv array; a command under pmon-shell already is left alone.
-printf '%s' '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":["bash","-lc","ls"]}}' |
-  "$PMON" hook-rewrite --decision allow --shell /usr/bin/pmon-shell > "$t/hook2.out"
-[ "$(python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["hookSpecificOutput"]; print(h["permissionDecision"], h["updatedInput"]["command"])' "$t/hook2.out")" = \
-  "allow ['/usr/bin/pmon-shell', '--', 'bash', '-lc', 'ls']" ] || fail "hook-rewrite argv: $(cat "$t/hook2.out")"
-printf '%s' '{"tool_input":{"command":"pmon-shell '"'"'ls'"'"'"}}' | "$PMON" hook-rewrite > "$t/hook3.out"
-[ ! -s "$t/hook3.out" ] || fail "hook-rewrite rewrote a pmon-shell line: $(cat "$t/hook3.out")"
-rc=0; echo 'not json' | "$PMON" hook-rewrite 2> /dev/null || rc=$?
-[ $rc = 125 ] || fail "hook-rewrite of non-JSON: exit $rc"
-echo "ok: hook-rewrite: Claude Code's and Codex's shapes"
+# (e) pmon hook-rewrite blocks every call (exit 2, one line, nothing on
+# stdout), naming what to use instead; unusable input too, never exit 0 or 1.
+hook() {  # hook WANT INPUT [ARG...]
+  local want=$1 in=$2 rc=0; shift 2
+  printf '%s' "$in" | "$PMON" hook-rewrite "$@" > "$t/hook.out" 2> "$t/hook.err" || rc=$?
+  [ $rc = 2 ] || fail "hook-rewrite exit $rc for $(head -c 80 <<< "$in")"
+  [ ! -s "$t/hook.out" ] || fail "hook-rewrite printed: $(cat "$t/hook.out")"
+  [ "$(wc -l < "$t/hook.err")" = 1 ] && grep -q -- "$want" "$t/hook.err" || fail "hook-rewrite said: $(cat "$t/hook.err")"
+}
+hook CLAUDE_CODE_SHELL_PREFIX=pmon-shell '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"pmon-shell true; setsid sleep 1000 &"}}' --decision allow
+hook 'pmon mcp' '{"turn_id":"t","hook_event_name":"PreToolUse","tool_input":{"command":"ls"}}' --decision allow --shell /x/pmon-shell
+hook 'pmon mcp' '{"hook_event_name":"BeforeTool","tool_input":{"command":"ls"}}'
+hook 'pmon mcp' '{"hook_event_name":5,"tool_input":{"command":"ls"}}' --bogus
+hook 'not a JSON object' '{"hook_event_name":"PreToolUse","tool_input":{"command":"\ud800"}}'
+hook 'not a JSON object' "{\"hook_event_name\":\"PreToolUse\",\"x\":$(printf '%*s' 100000 '' | tr ' ' '[')"
+hook 'not a JSON object' 'not json'
+echo "ok: hook-rewrite: every call blocked with one line (each harness, bad input)"
+rc=0; "$SHELL_LINK" -c 2> "$t/usage.err" || rc=$?
+[ $rc = 125 ] && grep -q 'no shell line given' "$t/usage.err" || fail "pmon-shell -c: exit $rc, $(cat "$t/usage.err")"
+rc=0; PMON_DIE_WITH_PARENT=bogus "$SHELL_LINK" true 2> "$t/env.err" || rc=$?
+[ $rc = 125 ] && grep -q 'true, yes, on' "$t/env.err" || fail "PMON_DIE_WITH_PARENT=bogus: exit $rc, $(cat "$t/env.err")"
+echo "ok: pmon-shell -c with no line is the usage error; PMON_DIE_WITH_PARENT names its words"
 pass

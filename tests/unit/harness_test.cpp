@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// What pmon-shell runs for its arguments, the hook's rewrite of a
-// harness's PreToolUse JSON, and the environment switch's words.
+// What pmon-shell runs for its arguments, which harness a hook's JSON came
+// from and the line its call is blocked with, and the environment switch's words.
 #include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
 
 #include "serve/harness.h"
 
 namespace pmon {
 namespace {
 
-using nlohmann::json;
 using V = std::vector<std::string>;
 
 TEST(ShellCommand, OneLineRunsUnderBash) {
@@ -27,12 +24,7 @@ TEST(ShellCommand, SeveralArgumentsRunAsThey) {
 TEST(ShellCommand, NothingToRun) {
   EXPECT_FALSE(shell_command({}));
   EXPECT_FALSE(shell_command({"--"}));
-}
-
-TEST(ShellQuote, OneWordForAnyBytes) {
-  EXPECT_EQ(shell_quote("a b"), "'a b'");
-  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
-  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_FALSE(shell_command({"-c"}));
 }
 
 TEST(ParseSwitch, Words) {
@@ -41,83 +33,41 @@ TEST(ParseSwitch, Words) {
   for (const char* bad : {"2", "y", "enabled"}) EXPECT_FALSE(parse_switch(bad)) << bad;
 }
 
-json rewrite(const json& in, HookRewriteOptions opts = {}) {
-  HookRewrite r = hook_rewrite(in.dump(), opts);
-  EXPECT_TRUE(r.error.empty()) << r.error;
-  return r.output ? json::parse(*r.output) : json();
+TEST(HookHarness, TellsTheHarnessApart) {
+  EXPECT_EQ(hook_harness(R"({"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}})"),
+            HookHarness::claude_code);
+  EXPECT_EQ(hook_harness(R"({"turn_id":"t","hook_event_name":"PreToolUse","tool_input":{"command":"ls"}})"),
+            HookHarness::codex);
+  EXPECT_EQ(hook_harness(R"({"hook_event_name":"BeforeTool","tool_name":"run_shell_command"})"),
+            HookHarness::gemini_cli);
+  // Only the top level counts.
+  EXPECT_EQ(hook_harness(R"({"x":{"hook_event_name":"BeforeTool","turn_id":1},"hook_event_name":"PreToolUse"})"),
+            HookHarness::claude_code);
+  EXPECT_EQ(hook_harness(R"({"hook_event_name":5})"), HookHarness::other);
+  EXPECT_EQ(hook_harness(R"({"hook_event_name":"PostToolUse"})"), HookHarness::other);
+  EXPECT_EQ(hook_harness("{}"), HookHarness::other);
 }
 
-TEST(HookRewrite, ClaudeCodeBashCommand) {
-  json in = {{"hook_event_name", "PreToolUse"},
-             {"tool_name", "Bash"},
-             {"tool_input", {{"command", "npm test && echo 'done'"}, {"timeout", 120000}, {"description", "tests"}}}};
-  json out = rewrite(in);
-  const json& h = out.at("hookSpecificOutput");
-  EXPECT_EQ(h.at("hookEventName"), "PreToolUse");
-  EXPECT_FALSE(h.contains("permissionDecision"));
-  EXPECT_EQ(h.at("updatedInput").at("command"), "exec 'pmon-shell' 'npm test && echo '\\''done'\\'''");
-  // The rest of the tool's input is kept.
-  EXPECT_EQ(h.at("updatedInput").at("timeout"), 120000);
-  EXPECT_EQ(h.at("updatedInput").at("description"), "tests");
+TEST(HookHarness, UnreadableInput) {
+  for (std::string bad : {"", "{not json", "[1,2]", "\"PreToolUse\"", "5", "{} {}",
+                          R"({"tool_input":{"command":"\ud800"}})", "{\"a\":\"\xff\"}"})
+    EXPECT_EQ(hook_harness(bad), HookHarness::unreadable) << bad;
+  const std::string deep = R"({"hook_event_name":"PreToolUse","x":)" + std::string(100000, '[') +
+                           std::string(100000, ']') + "}";
+  EXPECT_EQ(hook_harness(deep), HookHarness::unreadable);
+  const std::string edge = "{\"x\":" + std::string(kHookMaxDepth - 1, '[') + std::string(kHookMaxDepth - 1, ']') + "}";
+  EXPECT_EQ(hook_harness(edge), HookHarness::other);
 }
 
-TEST(HookRewrite, DecisionAndShellPath) {
-  json in = {{"hook_event_name", "PreToolUse"}, {"tool_input", {{"command", "ls"}}}};
-  json out = rewrite(in, {.shell = "/opt/pmon/bin/pmon-shell", .decision = "allow"});
-  EXPECT_EQ(out["hookSpecificOutput"]["permissionDecision"], "allow");
-  EXPECT_EQ(out["hookSpecificOutput"]["updatedInput"]["command"], "exec '/opt/pmon/bin/pmon-shell' 'ls'");
-}
-
-TEST(HookRewrite, ArgvCommandGetsPmonShellInFront) {
-  json in = {{"hook_event_name", "PreToolUse"}, {"tool_input", {{"command", {"bash", "-lc", "make"}}}}};
-  EXPECT_EQ(rewrite(in)["hookSpecificOutput"]["updatedInput"]["command"], (json{"pmon-shell", "--", "bash", "-lc", "make"}));
-}
-
-TEST(HookRewrite, GeminiCliBeforeTool) {
-  json in = {{"session_id", "s"},
-             {"hook_event_name", "BeforeTool"},
-             {"tool_name", "run_shell_command"},
-             {"tool_input", {{"command", "npm run dev"}, {"description", "dev server"}, {"dir_path", "web"}}}};
-  json out = rewrite(in);
-  const json& h = out.at("hookSpecificOutput");
-  EXPECT_EQ(h.at("hookEventName"), "BeforeTool");
-  // Gemini CLI reads the new arguments from tool_input, not updatedInput.
-  EXPECT_FALSE(h.contains("updatedInput"));
-  EXPECT_FALSE(h.contains("permissionDecision"));
-  EXPECT_FALSE(out.contains("decision"));
-  EXPECT_EQ(h.at("tool_input").at("command"), "exec 'pmon-shell' 'npm run dev'");
-  EXPECT_EQ(h.at("tool_input").at("description"), "dev server");
-  EXPECT_EQ(h.at("tool_input").at("dir_path"), "web");
-}
-
-TEST(HookRewrite, GeminiCliDecisionIsTopLevel) {
-  json in = {{"hook_event_name", "BeforeTool"}, {"tool_input", {{"command", "ls"}}}};
-  json out = rewrite(in, {.shell = "/opt/pmon/bin/pmon-shell", .decision = "ask"});
-  EXPECT_EQ(out["decision"], "ask");
-  EXPECT_FALSE(out["hookSpecificOutput"].contains("permissionDecision"));
-  EXPECT_EQ(out["hookSpecificOutput"]["tool_input"]["command"], "exec '/opt/pmon/bin/pmon-shell' 'ls'");
-  // Already under pmon-shell: nothing to say.
-  json again = {{"hook_event_name", "BeforeTool"}, {"tool_input", out["hookSpecificOutput"]["tool_input"]}};
-  EXPECT_FALSE(hook_rewrite(again.dump(), {.shell = "/opt/pmon/bin/pmon-shell", .decision = ""}).output);
-}
-
-TEST(HookRewrite, LeftAsItIs) {
-  for (const json& in : {json{{"tool_input", {{"command", "pmon-shell 'ls'"}}}},
-                         json{{"tool_input", {{"command", "  '/usr/bin/pmon-shell' ls"}}}},
-                         json{{"tool_input", {{"command", "exec 'pmon-shell' 'ls'"}}}},
-                         json{{"tool_input", {{"command", {"pmon-shell", "--", "ls"}}}}},
-                         json{{"tool_input", {{"command", "   "}}}},
-                         json{{"tool_input", {{"file_path", "/tmp/x"}}}},
-                         json{{"tool_name", "Read"}}}) {
-    HookRewrite r = hook_rewrite(in.dump(), {});
-    EXPECT_TRUE(r.error.empty()) << in;
-    EXPECT_FALSE(r.output) << in;
-  }
-}
-
-TEST(HookRewrite, NotJson) {
-  EXPECT_FALSE(hook_rewrite("{not json", {}).error.empty());
-  EXPECT_FALSE(hook_rewrite("[1,2]", {}).error.empty());
+TEST(HookRefusal, OneLineNamingWhatToUse) {
+  const auto line = [](HookHarness h) { return hook_refusal(h); };
+  EXPECT_NE(line(HookHarness::claude_code).find("CLAUDE_CODE_SHELL_PREFIX=pmon-shell"), std::string::npos);
+  EXPECT_NE(line(HookHarness::codex).find("pmon mcp"), std::string::npos);
+  EXPECT_NE(line(HookHarness::gemini_cli).find("pmon mcp"), std::string::npos);
+  EXPECT_NE(line(HookHarness::unreadable).find("not a JSON object"), std::string::npos);
+  for (HookHarness h : {HookHarness::claude_code, HookHarness::codex, HookHarness::gemini_cli, HookHarness::other,
+                        HookHarness::unreadable})
+    EXPECT_EQ(line(h).find('\n'), std::string::npos);
 }
 
 }  // namespace

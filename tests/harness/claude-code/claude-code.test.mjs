@@ -3,10 +3,12 @@
 // scripted model on 127.0.0.1: the model asks Claude Code's own Bash tool to
 // run the workload (a setsid daemon and a dev server), then answers and ends.
 // Without pmon the workload outlives the session, whether it ends normally or
-// Claude Code is killed; through each pmon integration nothing is left.
+// Claude Code is killed; through the shell prefix and pmon mcp nothing is
+// left. pmon's PreToolUse hook blocks the call (a rewrite would turn
+// Claude Code's permission rules off).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, mkdirSync, writeFileSync, openSync, readSync, closeSync } from 'node:fs';
+import { readFileSync, readdirSync, mkdirSync, writeFileSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { arch } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -60,9 +62,7 @@ function descendants(pid) {
 
 // One Claude Code session in print mode. via: 'none' (its Bash tool as it
 // is), 'prefix' (CLAUDE_CODE_SHELL_PREFIX=pmon-shell in its environment),
-// 'settings' (the same in the project's .claude/settings.json), 'hook' (the
-// PreToolUse hook pmon hook-rewrite in the project's .claude/settings.json)
-// or 'mcp' (pmon mcp as an MCP server; the model calls its start tool).
+// 'settings' (the same in the project's .claude/settings.json) or 'mcp' (pmon mcp as an MCP server; the model calls its start tool).
 // hold: the workload line runs until its server ends. background: the Bash
 // call asks for run_in_background. kill: once the server listens, Claude
 // Code is killed with SIGKILL instead of ending its session.
@@ -100,13 +100,6 @@ async function session(t, { via = 'none', hold = false, background = false, kill
     mkdirSync(join(work, '.claude'));
     writeFileSync(join(work, '.claude', 'settings.json'),
       JSON.stringify({ env: { CLAUDE_CODE_SHELL_PREFIX: PMON_SHELL } }));
-  }
-  if (via === 'hook') {
-    mkdirSync(join(work, '.claude'));
-    const hook = `'${PMON}' hook-rewrite --decision allow --shell '${PMON_SHELL}'`;
-    writeFileSync(join(work, '.claude', 'settings.json'), JSON.stringify({
-      hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: hook }] }] },
-    }));
   }
   if (via === 'mcp') {
     tool = 'mcp__pmon__start';
@@ -211,21 +204,73 @@ test('control: a background Bash call leaves the workload running when Claude Co
 // print mode Claude Code waits for its background commands to end before it
 // exits, and the held dev server never does. It is killed instead.
 
-// Through the hook, Claude Code runs the rewritten command inside its own
-// bash -c wrapper (in a session of its own): that bash, not Claude Code, is
-// pmon-shell's parent, and it outlives a SIGKILL of Claude Code, so pmon
-// does not see the harness die.
-for (const via of ['prefix', 'hook']) {
-  test(`${via}: nothing left after a normal end`, async (t) => {
-    clean(await session(t, { via }));
-  });
-  test(`${via}: nothing left when Claude Code is killed`, async (t) => {
-    clean(await session(t, { via, hold: true, kill: true }));
-  });
-  test(`${via}: nothing left of a background call when Claude Code is killed`, async (t) => {
-    clean(await session(t, { via, hold: true, background: true, kill: true }));
+test('prefix: nothing left after a normal end', async (t) => {
+  clean(await session(t, { via: 'prefix' }));
+});
+test('prefix: nothing left when Claude Code is killed', async (t) => {
+  clean(await session(t, { via: 'prefix', hold: true, kill: true }));
+});
+test('prefix: nothing left of a background call when Claude Code is killed', async (t) => {
+  clean(await session(t, { via: 'prefix', hold: true, background: true, kill: true }));
+});
+
+// One Bash call of COMMAND in print mode, with SETTINGS as the project's
+// .claude/settings.json: { code, out, results, denials }.
+async function bashCall(t, { command, settings = {} }) {
+  const tmp = scratch();
+  t.after(() => tmp.remove());
+  const home = tmp.path('home');
+  const work = tmp.path('project');
+  mkdirSync(join(work, '.claude'), { recursive: true });
+  mkdirSync(home);
+  writeFileSync(join(work, '.claude', 'settings.json'), JSON.stringify(settings));
+  const model = await startModel({ tool: 'Bash', input: { command, description: 'Run it' } });
+  t.after(() => model.close());
+  const env = {
+    HOME: home, TMPDIR: tmp.dir, ANTHROPIC_API_KEY: 'sk-ant-scripted-not-a-key', ANTHROPIC_BASE_URL: model.url,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_SHELL_PREFIX: undefined, CLAUDE_CONFIG_DIR: undefined,
+  };
+  const run = startHarness(CLAUDE, ['-p', 'Run it.', '--output-format', 'json', '--no-session-persistence',
+    '--strict-mcp-config', '--allowedTools', 'Bash'], { env, cwd: work, timeoutMs: 30000 });
+  const end = await run.ended;
+  let denials = null;
+  try { denials = JSON.parse(run.out()).permission_denials; } catch {}
+  return { code: end.code, out: run.out(), results: model.results, denials };
+}
+
+// The hook as the docs printed it, pmon named by its full path.
+const HOOK = { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command',
+  command: `'${PMON}' hook-rewrite --decision allow --shell '${PMON_SHELL}'` }] }] };
+const DENY_RM = { deny: ['Bash(rm:*)'] };
+
+// A hook that rewrites the command hands Claude Code's permission rules the
+// rewritten line, so a deny rule no longer matches; pmon refuses the hook.
+for (const via of ['none', 'hook', 'prefix']) {
+  test(`${via}: a deny rule (Bash(rm:*)) keeps the file`, async (t) => {
+    const tmp = scratch(); t.after(() => tmp.remove());
+    const victim = tmp.path('victim');
+    writeFileSync(victim, 'x');
+    const settings = { permissions: DENY_RM };
+    if (via === 'hook') settings.hooks = HOOK;
+    if (via === 'prefix') settings.env = { CLAUDE_CODE_SHELL_PREFIX: PMON_SHELL };
+    const r = await bashCall(t, { command: `rm -f ${victim} && echo removed`, settings });
+    assert.equal(r.code, 0, r.out);
+    assert.ok(existsSync(victim), `the deny rule did not hold: ${r.out}`);
   });
 }
+
+test('hook: refused with one line naming the shell prefix, even for a line that starts with pmon-shell', async (t) => {
+  const tmp = scratch(); t.after(() => tmp.remove());
+  const rec = tmp.path('records');
+  const port = await freePort();
+  const r = await bashCall(t, { command: `'${PMON_SHELL}' true; ${workloadLine(rec, port)}`, settings: { hooks: HOOK } });
+  const list = records(rec);
+  leaked.push(...list);
+  assert.deepEqual(list, [], `the line ran: ${r.out}`);
+  assert.equal(r.results.length, 1, r.out);
+  assert.match(r.results[0], /CLAUDE_CODE_SHELL_PREFIX=pmon-shell/);
+});
 
 test('settings: the shell prefix set in settings.json, nothing left when Claude Code is killed', async (t) => {
   clean(await session(t, { via: 'settings', hold: true, kill: true }));

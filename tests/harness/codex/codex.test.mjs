@@ -3,12 +3,13 @@
 // `codex exec` against a scripted model on 127.0.0.1 (model.mjs). The model
 // asks Codex's own shell tool (exec_command) to run the workload: a setsid
 // daemon and a dev server. Without pmon they outlive the session; through
-// the PreToolUse hook (pmon hook-rewrite) and through pmon mcp nothing does,
-// whether Codex ends normally or is killed with SIGKILL.
+// pmon mcp nothing does, whether Codex ends normally or is killed with
+// SIGKILL. A PreToolUse hook could only rewrite the command with "allow",
+// which skips Codex's rules: pmon hook-rewrite blocks the call instead.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { startModel } from './model.mjs';
 import {
@@ -69,7 +70,7 @@ args = ["mcp"]
 ` : ''}`;
 }
 
-// The hook as docs/integrations.md gives it, with pmon's full paths.
+// The hook as the docs once gave it, with pmon's full paths.
 const HOOKS = {
   hooks: {
     PreToolUse: [{
@@ -181,21 +182,58 @@ test('control: SIGKILL of Codex kills only the shell it started; the daemon and 
   cleanup(r.list);
 });
 
-test('PreToolUse hook (pmon hook-rewrite): Codex ends normally, nothing is left', async () => {
-  const r = await session({ via: 'hook', kill: false });
-  ran(r, { kill: false });
-  assert.match(r.model.toolOutputs[0], /workload ready/);
-  assert.match(r.out, /pmon-shell/, 'the command ran under pmon-shell');
-  assert.deepEqual(r.alive, [], `left: ${JSON.stringify(r.alive)}`);
-  assert.equal(r.bound, false, 'the port is free');
-});
+// One `codex exec` session whose model asks for one shell call of COMMAND,
+// with HOOKS as ~/.codex/hooks.json and RULES as ~/.codex/rules/default.rules:
+// { end, out, outputs } (the call's output as Codex reported it).
+async function shellCall({ command, hooks, rules }) {
+  const dir = join(tmp.dir, `run${++runs}`);
+  const home = join(dir, 'home');
+  const codexHome = join(home, '.codex');
+  mkdirSync(join(codexHome, 'rules'), { recursive: true });
+  mkdirSync(join(dir, 'cwd'));
+  const model = await startModel(() => ({ name: 'exec_command', args: { cmd: command, yield_time_ms: 10000 } }));
+  writeFileSync(join(codexHome, 'config.toml'), config(model.port, false));
+  if (hooks) writeFileSync(join(codexHome, 'hooks.json'), JSON.stringify(hooks));
+  if (rules) writeFileSync(join(codexHome, 'rules', 'default.rules'), rules);
+  const h = startHarness(CODEX, ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox',
+    ...(hooks ? ['--dangerously-bypass-hook-trust'] : []), 'Run it.'], {
+    cwd: join(dir, 'cwd'),
+    timeoutMs: 30000,
+    env: { HOME: home, CODEX_HOME: codexHome, PMON_TEST_MODEL_KEY: 'dummy' },
+  });
+  try {
+    const end = await h.ended;
+    return { end, out: h.out(), outputs: model.toolOutputs };
+  } finally {
+    await model.close();
+  }
+}
 
-test('PreToolUse hook (pmon hook-rewrite): SIGKILL of Codex, nothing is left', async () => {
-  const r = await session({ via: 'hook', kill: true });
-  ran(r, { kill: true });
-  assert.match(r.out, /hook: PreToolUse/, 'the hook ran');
-  assert.deepEqual(r.alive, [], `left: ${JSON.stringify(r.alive)}`);
-  assert.equal(r.bound, false, 'the port is free');
+// A rewrite of the command is what Codex's rules would match, and Codex
+// applies a rewrite only with "allow", which skips them: pmon refuses the
+// hook, whose block keeps a forbidden command from running.
+for (const via of ['none', 'hook']) {
+  test(`${via}: a forbidden prefix_rule keeps the file`, async () => {
+    const victim = join(tmp.dir, `victim${runs}`);
+    writeFileSync(victim, 'x');
+    const r = await shellCall({
+      command: `rm -f ${victim} && echo removed`,
+      hooks: via === 'hook' ? HOOKS : undefined,
+      rules: 'prefix_rule(pattern = ["rm"], decision = "forbidden")\n',
+    });
+    assert.equal(r.end.code, 0, r.out);
+    assert.ok(existsSync(victim), `the rule did not hold: ${r.out}`);
+  });
+}
+
+test('hook: refused with one line naming pmon mcp, even for a line that starts with pmon-shell', async () => {
+  const rec = join(tmp.dir, `records${runs}`);
+  const port = await freePort();
+  const r = await shellCall({ command: `'${PMON_SHELL}' true; ${workloadLine(rec, port)}`, hooks: HOOKS });
+  const list = records(rec);
+  recorded.push(...list);
+  assert.deepEqual(list, [], `the line ran: ${r.out}`);
+  assert.match(r.out, /pmon mcp/, 'the refusal names pmon mcp');
 });
 
 test('pmon mcp (the start tool): Codex ends normally with the job running, nothing is left', async () => {

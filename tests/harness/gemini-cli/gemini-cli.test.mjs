@@ -2,8 +2,9 @@
 // Gemini CLI (the npm package, pinned in package-lock.json) against a
 // scripted Gemini API on 127.0.0.1: its own shell tool, run_shell_command,
 // runs the workload line, and the run ends normally or by SIGKILL. Without
-// pmon the workload outlives the CLI; through pmon's BeforeTool hook
-// (pmon hook-rewrite) or pmon mcp, nothing is left.
+// pmon the workload outlives the CLI; through pmon mcp, nothing is left.
+// pmon's BeforeTool hook blocks the call (a rewrite would turn the CLI's
+// policy rules off).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
@@ -26,8 +27,8 @@ after(async () => {
   await model.close();
 });
 
-// The hook a user adds to settings.json (docs/integrations.md), with pmon
-// and pmon-shell named by the paths under test.
+// The hook as the docs once gave it, with pmon and pmon-shell named by the
+// paths under test.
 const hookSettings = {
   hooks: {
     BeforeTool: [{
@@ -56,7 +57,7 @@ function cliProcess(launcher) {
 
 // One run of the CLI in a scratch HOME: the model asks for TOOL with ARGS;
 // with kill, the CLI is SIGKILLed once the workload is up.
-async function run(t, { settings = {}, call, rec, port, kill = false }) {
+async function run(t, { settings = {}, policy, call, rec, port, kill = false }) {
   const tmp = scratch();
   t.after(() => tmp.remove());
   const home = tmp.path('home');
@@ -70,6 +71,10 @@ async function run(t, { settings = {}, call, rec, port, kill = false }) {
     general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
     ...settings,
   }, null, 2));
+  if (policy) {
+    mkdirSync(join(home, '.gemini', 'policies'));
+    writeFileSync(join(home, '.gemini', 'policies', 'rules.toml'), policy);
+  }
   model.requests.length = 0;
   model.call = call;
   const h = startHarness(GEMINI, ['-p', 'Start the dev server.', '--approval-mode', 'yolo',
@@ -135,36 +140,29 @@ test(`Gemini CLI ${VERSION} without pmon, SIGKILL: the workload outlives the CLI
   } finally { cleanup(left.recorded); }
 });
 
-test(`Gemini CLI ${VERSION} with the pmon hook-rewrite BeforeTool hook, normal end: nothing is left`, async (t) => {
-  const tmp = scratch(); t.after(() => tmp.remove());
-  const rec = tmp.path('rec'); const port = await freePort();
-  await run(t, { settings: hookSettings, call: shellCall(rec, port, false), rec, port });
-  // The hook rewrote the call: pmon-shell ran it.
-  assert.ok(model.toolResults().some((r) => JSON.stringify(r).includes('modified by a hook')),
-    'the hook did not rewrite the command');
-  const left = await leftover(rec, port);
-  try {
-    assert.equal(left.recorded.length, 3, 'the workload did not run');
-    assert.deepEqual(left.alive, []);
-    assert.equal(left.bound, false);
-  } finally { cleanup(left.recorded); }
-});
+// The CLI's policy rules match the command the hook hands back, so a
+// rewrite would turn a user's deny rule off: pmon refuses the hook, whose
+// block keeps the command from running.
+const DENY_RM = '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "rm"\ndecision = "deny"\npriority = 100\n';
+for (const via of ['none', 'hook']) {
+  test(`Gemini CLI ${VERSION} ${via === 'hook' ? 'with the pmon hook' : 'without pmon'}: a deny rule for rm keeps the file`, async (t) => {
+    const tmp = scratch(); t.after(() => tmp.remove());
+    const victim = tmp.path('victim');
+    writeFileSync(victim, 'x');
+    const settings = via === 'hook' ? hookSettings : {};
+    const h = await run(t, { settings, policy: DENY_RM, call: { tool: 'run_shell_command', args: { command: `rm -f ${victim} && echo removed` } } });
+    assert.ok(existsSync(victim), `the restriction did not hold:\n${h.out()}`);
+  });
+}
 
-// Gemini CLI runs each command as `bash -c '...; ( trap ... EXIT; LINE );
-// ...'`, in a session of its own, so the hook puts pmon-shell under that
-// subshell, not under the CLI, and a SIGKILLed CLI leaves the subshell
-// waiting; what pmon-shell sees is the pipe back to the CLI losing its
-// reader.
-test(`Gemini CLI ${VERSION} with the pmon hook-rewrite BeforeTool hook, SIGKILL: nothing is left`, async (t) => {
+test(`Gemini CLI ${VERSION} with the pmon hook: refused with one line naming pmon mcp, even for a line that starts with pmon-shell`, async (t) => {
   const tmp = scratch(); t.after(() => tmp.remove());
   const rec = tmp.path('rec'); const port = await freePort();
-  await run(t, { settings: hookSettings, call: shellCall(rec, port, true), rec, port, kill: true });
-  const left = await leftover(rec, port);
-  try {
-    assert.equal(left.recorded.length, 3, 'the workload did not run');
-    assert.deepEqual(left.alive, []);
-    assert.equal(left.bound, false);
-  } finally { cleanup(left.recorded); }
+  await run(t, { settings: hookSettings, call: { tool: 'run_shell_command', args: { command: `'${PMON_SHELL}' true; ${workloadLine(rec, port)}` } } });
+  const list = records(rec);
+  leaked.push(...list);
+  assert.deepEqual(list, [], 'the line ran');
+  assert.match(JSON.stringify(model.toolResults()), /pmon mcp/, 'the refusal names pmon mcp');
 });
 
 const startCall = (rec, port, hold, stall = false) =>
