@@ -105,7 +105,7 @@ for p in "$kernel_pkg" busybox-static; do
   if [ ! -f "$f" ]; then
     rm -f "$cache/debs/${p}_"*.deb
     (cd "$run" && apt-get download -q "$p:arm64=$v" >/dev/null 2>"$run/download.err") ||
-      { cat "$run/download.err" >&2; die "apt-get download $p:arm64=$v failed"; }
+      { cat "$run/download.err" >&2; die "apt-get download $p:arm64=$v failed (are apt's package lists stale? apt-get update, then run this again)"; }
     mv "$run/${p}_"*"_arm64.deb" "$f"
   fi
   debs+=("$f")
@@ -191,7 +191,7 @@ for f in "$repo"/tests/guest-aarch64/*.sh; do
   printf '%-4s %-16s %s\n' FAIL "$name" "(no result: $why)"
   bad=1
 done
-if ! grep -qx done "$run/lines"; then
+if ! grep -qx 'done' "$run/lines"; then
   echo "--- guest console (last 30 lines):"; tail -n 30 "$c"
   echo "guest-aarch64: FAIL: the guest did not finish: $why"
   bad=1

@@ -16,7 +16,7 @@ rpc() {
   echo '{"jsonrpc":"2.0","id":'"$1"',"method":"'"$2"'","params":'"$3"'}' >&3
   while :; do
     read -t 120 -r reply <&4 || fail "no reply to $2 (id $1): $(cat "$t/err")"
-    case $reply in *'"id":'"$1"[,}]*) return 0 ;; esac
+    case $reply in *'"id":'"$1"','* | *'"id":'"$1"'}'*) return 0 ;; esac
   done
 }
 tool() {  # ID NAME ARGUMENTS

@@ -14,9 +14,9 @@ for b in cgroup pidns subreaper; do
   ok "$b: main exited 7, its setsid daemon and child stopped"
 
   rm -f "$t/tree"
-  rc=0; "$PMON" run -q --confine "$b" --timeout 3s --report "$t/r.json" -- sh -c "$(tree_line "$t/tree"); sleep 1000" || rc=$?
+  rc=0; "$PMON" run -q --confine "$b" --timeout 5s --report "$t/r.json" -- sh -c "$(tree_line "$t/tree"); sleep 1000" || rc=$?
   [ $rc = 124 ] || fail "$b: --timeout: pmon exit $rc, want 124"
-  [ -f "$t/tree" ] || fail "$b: the call had not started its tree within the 3 s timeout"
+  [ -f "$t/tree" ] || fail "$b: the call had not started its tree within the 5 s timeout"
   tree_gone "$t/tree" "$b: after --timeout"
   grep -q '"outcome": "timeout"' "$t/r.json" || fail "$b: report's outcome: $(cat "$t/r.json")"
   grep -q '"cleanup_verified": true' "$t/r.json" || fail "$b: report's cleanup not verified: $(cat "$t/r.json")"
