@@ -20,6 +20,7 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev libgtest-dev lib
       ccache   # the objects of build/ serve the Python package's own build (e2e pip_install)
       systemd dbus-user-session   # a real user manager for the systemd scope test
       g++-aarch64-linux-gnu qemu-user-static googletest   # scripts/release.sh: the aarch64 pmon and its checks
+      qemu-system-arm cpio   # scripts/guest-aarch64.sh: the aarch64 pmon in an arm64 guest
       libre2-dev:arm64    # (its RE2, from Debian's arm64 archive: the architecture is added for it)
       python3-build lintian podman containerd             # the artifacts: wheel, .deb check, container scenarios
       clang-19 libclang-rt-19-dev)  # scripts/fuzz.sh: libFuzzer (clang 14 cannot compile GCC 12's <expected>)
