@@ -146,6 +146,12 @@ agent that speaks the Model Context Protocol. Its tools: run (a shell
 command, waited for; whatever it leaves running is stopped), start (a job
 that runs on), output, wait, write, kill, list and wait_for_port.
 
+A job that is over stays for output and wait until --max-jobs jobs are
+held; then each new one makes room by removing the oldest job that is over
+(first those whose end the model was told). The spool files of jobs that are
+over hold at most four times --spool-limit in all; past it the oldest ones'
+are removed, and their output is what memory keeps of it.
+
 When the client closes stdin or dies, every job is stopped and verified
 gone before pmon exits. Configure it in an MCP client as
   {"command": "pmon", "args": ["mcp"]}

@@ -156,6 +156,9 @@ struct Job {
   bool forget = false;   // dropped once over (release, its owner's end)
   std::string report;    // its terminal/report result, dumped, once made
   bool done = false;
+  // Its end was told to its client (pmon mcp: the job-ended message, or a
+  // result that says it is over): at the job limit it goes first.
+  bool end_told = false;
   std::vector<Waiter> waiters;
   std::vector<uint64_t> streams;  // ids in the stream table
   // The ports its waiters were last answered from, and the scan interval

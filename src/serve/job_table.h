@@ -123,6 +123,10 @@ class JobTable : private StopHost {
   // Stopped (when running) and forgotten once over.
   void dismiss(Job& j, const char* why);
   void erase(const std::string& id);
+  // pmon mcp: the oldest job that is over removed, to make room for one.
+  void make_room();
+  // pmon mcp: the spools of conn's jobs that are over kept within a bound.
+  void bound_spools(uint64_t conn);
   std::optional<Error> output_fits(const CreateParams& p) const;
 
   Backend& backend_;
