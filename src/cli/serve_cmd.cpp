@@ -122,6 +122,7 @@ int serve_main(const std::vector<std::string>& args) {
   Selection sel = jobs.apply("serve", quiet, opts);
   opts.stdio = stdio;
   opts.die_with_parent = die_with_parent;
+  opts.quiet = quiet;
   serve::Listener listener;
   if (!stdio) {
     const std::string path = listen_opt->count() > 0 ? listen : serve::default_socket_path(false);
@@ -170,6 +171,7 @@ int mcp_main(const std::vector<std::string>& args) {
   Selection sel = jobs.apply("mcp", true, opts);
   opts.stdio = true;
   opts.mcp = true;
+  opts.quiet = true;
   // The client is the parent: when it dies without closing our stdin (a
   // pipe some child of its inherited), the jobs go with it all the same.
   opts.die_with_parent = true;

@@ -163,6 +163,7 @@ std::expected<Job*, Error> JobTable::find_own(const Asker& a, const FindParams& 
 
 std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& p) {
   using std::unexpected;
+  if (!refused_.empty()) return unexpected(Error::line(refused_));
   if (jobs_.size() >= opts_.max_jobs && opts_.mcp) make_room();
   if (jobs_.size() >= opts_.max_jobs)
     return unexpected(Error::line(opts_.mcp ? "too many running jobs (at most " + std::to_string(opts_.max_jobs) +

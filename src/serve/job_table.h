@@ -35,6 +35,8 @@ class JobTable : private StopHost {
 
   // --- what the front ends ask ---
   bool shutting_down() const { return shutting_down_; }
+  // From now on a create is refused with `why` (the crash guard is gone).
+  void refuse_new(std::string why) { refused_ = std::move(why); }
   std::expected<Job*, Error> create(const Asker& a, const CreateParams& p);
   // A create as a client asks it (CreateParams::name): the caller's running
   // job of that name (existing), else a new job. With `replace`, or while
@@ -155,6 +157,7 @@ class JobTable : private StopHost {
   std::vector<std::string> to_report_;  // jobs just over whose report is made after the replies go
   std::vector<char> scratch_;           // for a pipe whose buffer keeps nothing
   bool shutting_down_ = false;
+  std::string refused_;  // why creates are refused; "" while they are not
   bool all_verified_ = true;
 };
 

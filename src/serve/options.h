@@ -19,6 +19,7 @@ struct ServeOptions {
   int listen_fd = -1;
   bool stdio = false;
   bool die_with_parent = false;
+  bool quiet = false;  // -q: no warnings (errors, and what the service stopped, are said)
   // Speak MCP (pmon mcp) instead of the terminal/* methods, on the same jobs.
   bool mcp = false;
   size_t max_jobs = 1024;
