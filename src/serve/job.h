@@ -193,10 +193,11 @@ struct Job {
   void note_delivered(uint64_t out_next, std::optional<uint64_t> err_next);
   bool has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
   uint64_t new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
-  // Each stream's text from `since`, at most `max` bytes of each, made in
-  // `storage`; counts as delivered.
+  // Each stream's text from `since`, at most `max` bytes of each, and
+  // together at most `json_cap` bytes as JSON strings (a control byte is
+  // six there), made in `storage`; counts as delivered.
   OutputRead read(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, size_t max,
-                  std::string storage);
+                  std::string storage, size_t json_cap = SIZE_MAX);
   // The TCP ports its processes listen on, in `tables`.
   std::vector<ListeningPort> listening(PortTables& tables);
   // A process of it sleeps reading the stdin the service holds the other

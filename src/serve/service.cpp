@@ -50,6 +50,7 @@ class Service final : private ConnEvents {
         mcp_(jobs_, conns_),
         front_(opts_.mcp ? static_cast<FrontEnd*>(&mcp_) : &methods_) {
     jobs_.set_front(front_);
+    jobs_.answers().set_room([this] { return conns_.reply_room(); });
   }
   int run();
 
