@@ -16,8 +16,13 @@ bound, line, spool, worst = 4 * 64 * 1024, "head -c 20000 /dev/zero | tr '\\0' x
 def held():
     """Bytes in the session's spool files now, less those of running jobs."""
     running = {j["id"] for j in m.tool("list", {})["structuredContent"]["jobs"] if j["status"] != "exited"}
-    return sum(os.stat(os.path.join(spool, f)).st_size for f in os.listdir(spool)
-               if f.split(".")[0] not in running)
+    total = 0
+    for f in os.listdir(spool):
+        try:  # (a job that ends meanwhile may make room: its files go)
+            total += os.stat(os.path.join(spool, f)).st_size if f.split(".")[0] not in running else 0
+        except FileNotFoundError:
+            pass
+    return total
 
 
 for i in range(5000):
