@@ -13,20 +13,23 @@ process of its own, while another client loads the service (no asserts):
            terminal/output since/waitMs, 3 s
   conns    1000 connections opened (each sends a terminal/list) and
            dropped, three times
+  grep     200 grep views of a job's 64 MiB spool, pipelined on one
+           connection
+  list     100 terminal/list of a job of 2000 processes, pipelined
 
 For each load and each pmon binary given (old and new side by side, the
 loads interleaved), the worst, p99 and median answer time of the idle
 client, and the time the load took (for the stops: session/close to the
 last job's terminal/exited).
 
-usage: serve_latency.py PMON [PMON2] [--loads ports,pidns,...] [--jobs 400] [--waiters 2000]
+usage: serve_latency.py PMON [PMON2] [--loads ports,pidns,...,grep,list] [--jobs 400] [--waiters 2000]
 """
 import atexit, functools, json, os, select, signal, socket, subprocess, sys, tempfile, time
 
 print = functools.partial(print, flush=True)
 
 args = sys.argv[1:]
-opts = {"--loads": "ports,pidns,isolate,cgroup,output,conns", "--jobs": "400", "--waiters": "2000"}
+opts = {"--loads": "ports,pidns,isolate,cgroup,output,conns,grep,list", "--jobs": "400", "--waiters": "2000"}
 bins = []
 while args:
     a = args.pop(0)
@@ -199,6 +202,48 @@ def load_conns(path):
     return stop_probe(probe), took
 
 
+def pipelined(c, method, params, n):
+    """n requests sent at once, then their n answers read."""
+    for _ in range(n):
+        c.send(method, params, flush=False)
+    c.f.flush()
+    got = 0
+    while got < n:
+        if "id" in c.message():
+            got += 1
+
+
+def load_grep(path):
+    c = Client(path)
+    tid = c.call("terminal/create", {"command": "sh", "args": ["-c", "yes 'a line of output to grep through' | "
+                                                                     "head -c 67108864"]})["terminalId"]
+    c.call("terminal/wait_for_exit", {"terminalId": tid})
+    probe = start_probe(path)
+    t0 = time.monotonic()
+    pipelined(c, "terminal/output", {"terminalId": tid, "grep": "no such line"}, 200)
+    took = time.monotonic() - t0
+    times = stop_probe(probe)
+    c.call("terminal/release", {"terminalId": tid})
+    return times, took
+
+
+def load_list(path):
+    c = Client(path)
+    with tempfile.TemporaryDirectory() as d:
+        ready = os.path.join(d, "ready")
+        tid = c.call("terminal/create", {"command": "sh", "args": ["-c", "for i in $(seq 2000); do sleep 1000 & done; "
+                                                                         ": > %s; wait" % ready]})["terminalId"]
+        while not os.path.exists(ready):
+            time.sleep(0.05)
+    probe = start_probe(path)
+    t0 = time.monotonic()
+    pipelined(c, "terminal/list", {}, 100)
+    took = time.monotonic() - t0
+    times = stop_probe(probe)
+    c.call("terminal/release", {"terminalId": tid})
+    return times, took
+
+
 # Each load: the service's arguments and what drives it.
 WAYS = {
     "ports": ([], load_ports),
@@ -207,6 +252,8 @@ WAYS = {
     "cgroup": (["--confine", "cgroup"], load_stop),
     "output": ([], load_output),
     "conns": ([], load_conns),
+    "grep": ([], load_grep),
+    "list": ([], load_list),
 }
 
 

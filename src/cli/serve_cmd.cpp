@@ -122,6 +122,7 @@ int serve_main(const std::vector<std::string>& args) {
   Selection sel = jobs.apply("serve", quiet, opts);
   opts.stdio = stdio;
   opts.die_with_parent = die_with_parent;
+  opts.quiet = quiet;
   serve::Listener listener;
   if (!stdio) {
     const std::string path = listen_opt->count() > 0 ? listen : serve::default_socket_path(false);
@@ -146,6 +147,12 @@ agent that speaks the Model Context Protocol. Its tools: run (a shell
 command, waited for; whatever it leaves running is stopped), start (a job
 that runs on), output, wait, write, kill, list and wait_for_port.
 
+A job that is over stays for output and wait until --max-jobs jobs are
+held; then each new one makes room by removing the oldest job that is over
+(first those whose end the model was told). The spool files of jobs that are
+over hold at most four times --spool-limit in all; past it the oldest ones'
+are removed, and their output is what memory keeps of it.
+
 When the client closes stdin or dies, every job is stopped and verified
 gone before pmon exits. Configure it in an MCP client as
   {"command": "pmon", "args": ["mcp"]}
@@ -164,6 +171,7 @@ int mcp_main(const std::vector<std::string>& args) {
   Selection sel = jobs.apply("mcp", true, opts);
   opts.stdio = true;
   opts.mcp = true;
+  opts.quiet = true;
   // The client is the parent: when it dies without closing our stdin (a
   // pipe some child of its inherited), the jobs go with it all the same.
   opts.die_with_parent = true;

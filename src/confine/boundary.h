@@ -169,6 +169,14 @@ class Backend {
   // take them with it (the kernel kills every process sharing the memory
   // of the one it picks). Call before the first call starts.
   virtual void keep_helpers_apart() noexcept {}
+  // The helper's pidfd (POLLIN once it has exited), -1 without one.
+  virtual int helper_pidfd() const noexcept { return -1; }
+  // A helper that exited (it was killed) replaced by a new one, which
+  // covers every call running now; or why there is none.
+  virtual std::expected<void, std::string> restart_helpers() noexcept { return {}; }
+  // What the helpers could not be given, in words, or "": an OOM shield
+  // refused, unless to a user other than root (for whom that is the rule).
+  virtual std::string helper_warning() const { return {}; }
   virtual bool cleanup_due() const noexcept { return false; }
   // Removes up to `max` of what was left for later.
   virtual void tidy(size_t max) noexcept { (void)max; }

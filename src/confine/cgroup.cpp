@@ -312,6 +312,25 @@ class CgroupBackend final : public Backend {
     else guard_error_ = g.error().message();
   }
 
+  int helper_pidfd() const noexcept override { return guard_ ? guard_->pidfd() : -1; }
+
+  std::expected<void, std::string> restart_helpers() noexcept override {
+    const auto memory = guard_ && !guard_->apart() ? confine::CgroupGuard::Memory::shared
+                                                    : confine::CgroupGuard::Memory::own;
+    guard_.reset();  // reaped
+    // It finds the leaves by their names: every running call's is covered.
+    auto g = confine::CgroupGuard::start(base_.get(), prefix_, memory);
+    if (!g) return std::unexpected(guard_error_ = g.error().message());
+    guard_ = std::move(*g);
+    return {};
+  }
+
+  std::string helper_warning() const override {
+    const int e = guard_ ? guard_->oom_errno() : 0;
+    if (e == 0 || ((e == EACCES || e == EPERM) && ::geteuid() != 0)) return {};
+    return confine::oom_shield_words(e);
+  }
+
   bool cleanup_due() const noexcept override {
     std::lock_guard lock(mu_);
     return !retired_.empty();

@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "confine/cgroup_kill.h"
@@ -45,7 +47,6 @@ struct GuardPlan {
   int base_fd = -1;
   char prefix[96] = {};
   size_t prefix_len = 0;
-  bool lowest_oom_score = false;  // a guard with memory of its own
 };
 
 bool owned(const GuardPlan& p, const char* name) noexcept {
@@ -92,16 +93,6 @@ void clean_up(const GuardPlan& p) noexcept {
   (void)raw_syscall(SYS_setsid);
   (void)raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>("pmon-guard"));
   (void)raw_syscall(SYS_chdir, reinterpret_cast<long>("/"));
-  if (p.lowest_oom_score) {
-    // Never the OOM killer's pick (where allowed; else as it was): the
-    // supervisor it guards is.
-    long fd = r_openat(AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY);
-    if (fd >= 0) {
-      (void)raw_syscall(SYS_write, fd, reinterpret_cast<long>("-1000"), 5);
-      r_close(fd);
-    }
-  }
-
   // No fd of the supervisor's but the three we need: a pipe or a socket a
   // caller waits on for EOF must not stay open in us.
   int keep[3] = {p.self_pidfd, p.quit_r, p.base_fd};
@@ -161,7 +152,6 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   std::memcpy(plan->prefix, prefix.data(), prefix.size());
   plan->prefix_len = prefix.size();
   plan->base_fd = base_fd;
-  plan->lowest_oom_score = memory == Memory::own;
 
   auto self = sys::pidfd_open(::getpid());
   if (!self) return std::unexpected(self.error());
@@ -191,9 +181,29 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   }
   if (!guard) return std::unexpected(guard.error());
   register_helper(guard->pid);
-  return std::unique_ptr<CgroupGuard>(new CgroupGuard(std::move(quit_w), std::move(guard->pidfd),
-                                                      guard->pid, ::getpid(), memory == Memory::own,
-                                                      std::move(mapping)));
+  std::unique_ptr<CgroupGuard> g(new CgroupGuard(std::move(quit_w), std::move(guard->pidfd), guard->pid, ::getpid(),
+                                                 memory == Memory::own, std::move(mapping)));
+  // Memory of its own: never the OOM killer's pick (where allowed), the
+  // supervisor it guards is. Set from here, so a refusal can be said.
+  if (memory == Memory::own) g->oom_errno_ = shield_from_oom(g->pid_);
+  return g;
+}
+
+int shield_from_oom(pid_t pid) noexcept {
+  char path[48];
+  std::snprintf(path, sizeof path, "/proc/%d/oom_score_adj", static_cast<int>(pid));
+  Fd fd(::open(path, O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
+  if (::write(fd.get(), "-1000", 5) != 5) return errno;
+  return 0;
+}
+
+std::string oom_shield_words(int err) {
+  std::string why = std::strerror(err);
+  if (err == EACCES || err == EPERM) why += "; it needs CAP_SYS_RESOURCE";
+  else why += "; this kernel or sandbox refuses it";
+  return "the crash guard cannot be shielded from the OOM killer (oom_score_adj -1000: " + why +
+         "): an out-of-memory kill may take it before the service, and then jobs outlive the service";
 }
 
 CgroupGuard::StackMapping::~StackMapping() {

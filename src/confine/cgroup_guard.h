@@ -21,6 +21,13 @@
 
 namespace pmon::confine {
 
+// Sets oom_score_adj of `pid` (ours, or a child's) to -1000: never the OOM
+// killer's pick. 0, or the errno of the refusal (EACCES without
+// CAP_SYS_RESOURCE; some kernels and sandboxes refuse it with EIO).
+int shield_from_oom(pid_t pid) noexcept;
+// The words for such a refusal, naming its consequence.
+std::string oom_shield_words(int err);
+
 class CgroupGuard {
  public:
   // Starts the guard for the leaves named `prefix`* in the directory base_fd.
@@ -60,7 +67,12 @@ class CgroupGuard {
   CgroupGuard& operator=(const CgroupGuard&) = delete;
 
   pid_t pid() const noexcept { return pid_; }
+  // POLLIN once the guard has exited (a SIGKILL of its own): the caller
+  // starts another, or its calls are no longer covered.
+  int pidfd() const noexcept { return pidfd_.get(); }
   bool apart() const noexcept { return apart_; }
+  // Memory::own: why its oom_score_adj could not be set to -1000 (0: it is).
+  int oom_errno() const noexcept { return oom_errno_; }
 
  private:
   // The guard's stack (it shares our memory), unmapped once it is reaped.
@@ -86,6 +98,7 @@ class CgroupGuard {
   pid_t owner_ = 0;  // a forked copy of us must not send the guard away
   bool apart_ = false;  // Memory::own
   bool dismissed_ = false;
+  int oom_errno_ = 0;
   StackMapping stack_;  // declared last: unmapped after the guard is reaped
 };
 

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 
 #include "confine/boundary.h"
 #include "confine/cgroup_fs.h"
+#include "confine/cgroup_guard.h"
 #include "confine/host_container.h"
 #include "confine/error.h"
 #include "confine/systemd.h"
@@ -190,6 +192,22 @@ std::vector<HostCheck> probe_host() {
                          : sd.error()});
   }
   cg = std::unexpected(Error{});  // drop the probe backend (and its guard)
+  {
+    // What pmon serve's crash guard gets: tried on a child that waits.
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    const int e = child < 0 ? errno : shield_from_oom(child);
+    if (child > 0) {
+      (void)::kill(child, SIGKILL);
+      (void)::waitpid(child, nullptr, 0);
+    }
+    checks.push_back({"oom shield", e == 0,
+                      e == 0 ? "probed: oom_score_adj -1000 (pmon serve's crash guard is never the OOM killer's pick)"
+                             : oom_shield_words(e)});
+  }
 
   // Inside a container: what it offers, and the fix for each gap.
   ContainerProbe cprobe;

@@ -114,7 +114,7 @@ int64_t Answers::next_due(const Job& j) const {
 
 OutputRead Answers::read(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since,
                          uint64_t max) {
-  OutputRead r = j.read(since, stderr_since, reply_bytes(max), std::move(text_spare_));
+  OutputRead r = j.read(since, stderr_since, reply_bytes(max), std::move(text_spare_), reply_json_cap());
   // (Cheap for a job without a pipe or pty for its stdin: none is looked at.)
   if (!r.exit) r.waiting_for_input = j.waiting_for_input();
   return r;
@@ -126,6 +126,11 @@ void Answers::recycle(std::string text) {
 
 size_t Answers::reply_bytes(uint64_t asked) const {
   return static_cast<size_t>(std::min<uint64_t>(asked, std::max<size_t>(queue_share_ / 8, 4096)));
+}
+
+size_t Answers::reply_json_cap() const {
+  const size_t most = std::max<size_t>(queue_share_ / 8, kMinReply);
+  return std::clamp(room_ ? room_() : most, kMinReply, most);
 }
 
 PortTables& Answers::port_tables() {

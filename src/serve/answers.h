@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -65,6 +66,12 @@ class Answers {
   // (maxBytes), and no more than an eighth of the connections' share of
   // the memory budget (a byte can be six in the reply, \u00XX).
   size_t reply_bytes(uint64_t asked) const;
+  // What one output reply's text may take as JSON: what the budget for
+  // replies not yet sent has left (`room`), at least kMinReply, at most an
+  // eighth of the connections' share.
+  size_t reply_json_cap() const;
+  void set_room(std::function<size_t()> room) { room_ = std::move(room); }
+  static constexpr size_t kMinReply = size_t{64} << 10;
 
   // The kernel's socket tables as read in this scan interval (the number
   // now / kPortScanNs): every job looked at in it (the scan of all that
@@ -75,6 +82,7 @@ class Answers {
  private:
   Front* front_ = nullptr;
   size_t queue_share_;
+  std::function<size_t()> room_;
   std::string text_spare_;
   std::optional<PortTables> port_tables_;
   int64_t port_tables_slot_ = -1;

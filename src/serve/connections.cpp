@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fcntl.h>
 
+#include "sys/syscalls.h"
+
 namespace pmon::serve {
 
 namespace {
@@ -22,6 +24,10 @@ namespace {
 // reply. The same once all connections together hold their share of the
 // memory budget, for each that has anything unsent.
 constexpr size_t kConnQueueBound = size_t{1} << 20;
+// A socket connection's requests are handled for about this long a turn of
+// the loop; the rest wait in its socket for the next turn, after the
+// other connections' (--stdio has no other client to make wait).
+constexpr int64_t kConnSliceNs = 2'000'000;
 // Storage kept for the next output reply, at most this large.
 constexpr size_t kSpareMax = size_t{32} << 20;
 
@@ -177,6 +183,7 @@ size_t Connections::take_lines(Conn& c, const char* buf, size_t n) {
                                                              std::to_string(opts_.max_line) + " bytes"}));
   };
   size_t start = 0;
+  const int64_t until = c.sock ? sys::monotonic_ns() + kConnSliceNs : kForever;
   for (size_t i = 0; i < n; ++i) {
     if (buf[i] != '\n') continue;
     if (c.discarding) {
@@ -198,6 +205,7 @@ size_t Connections::take_lines(Conn& c, const char* buf, size_t n) {
       pause_reading(c);
       return start;
     }
+    if (start < n && sys::monotonic_ns() >= until) return start;  // its turn is over
   }
   if (!c.discarding && c.inbuf.size() + (n - start) > opts_.max_line) {
     std::string().swap(c.inbuf);

@@ -100,6 +100,11 @@ class Connections {
   void last_words();
 
   RequestBudget& waiting() { return waiting_; }
+  // What the connections' share of the memory budget has left for replies.
+  size_t reply_room() const {
+    const size_t used = queued_total_ + lines_held_ + waiting_.used();
+    return opts_.queue_share() - std::min(opts_.queue_share(), used);
+  }
   // The connection, while it is open (null once gone).
   Conn* find(uint64_t conn);
   // Storage of a reply just sent, for the next large one.

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "core/units.h"
+#include "serve/json_text.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
 
@@ -263,10 +264,19 @@ uint64_t Job::new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> s
 }
 
 OutputRead Job::read(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, size_t max,
-                     std::string storage) {
+                     std::string storage, size_t json_cap) {
   OutputRead r;
-  r.out = buffer.read(since, std::move(storage), max);
-  if (err_buffer) r.err = err_buffer->read(stderr_since, max);
+  // Read again, fewer bytes, while the reply would be over json_cap: the
+  // reply being built is bounded, not only the bytes read.
+  for (int tries = 0;; ++tries) {
+    r.out = buffer.read(since, std::move(storage), max);
+    if (err_buffer) r.err = err_buffer->read(stderr_since, max);
+    const size_t size = json_string_size(r.out.text) + (r.err ? json_string_size(r.err->text) : 0);
+    if (size <= json_cap || max <= 16 || tries == 8) break;
+    const size_t got = std::max(r.out.text.size(), r.err ? r.err->text.size() : 0);
+    max = std::max<size_t>(16, static_cast<size_t>(static_cast<double>(std::min(max, got)) * json_cap / size * 0.95));
+    storage = std::move(r.out.text);
+  }
   if (done) r.exit = exit_status();
   note_delivered(r.out.next, r.err ? std::optional(r.err->next) : std::nullopt);
   return r;

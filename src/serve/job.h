@@ -156,6 +156,9 @@ struct Job {
   bool forget = false;   // dropped once over (release, its owner's end)
   std::string report;    // its terminal/report result, dumped, once made
   bool done = false;
+  // Its end was told to its client (pmon mcp: the job-ended message, or a
+  // result that says it is over): at the job limit it goes first.
+  bool end_told = false;
   std::vector<Waiter> waiters;
   std::vector<uint64_t> streams;  // ids in the stream table
   // The ports its waiters were last answered from, and the scan interval
@@ -190,10 +193,11 @@ struct Job {
   void note_delivered(uint64_t out_next, std::optional<uint64_t> err_next);
   bool has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
   uint64_t new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
-  // Each stream's text from `since`, at most `max` bytes of each, made in
-  // `storage`; counts as delivered.
+  // Each stream's text from `since`, at most `max` bytes of each, and
+  // together at most `json_cap` bytes as JSON strings (a control byte is
+  // six there), made in `storage`; counts as delivered.
   OutputRead read(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, size_t max,
-                  std::string storage);
+                  std::string storage, size_t json_cap = SIZE_MAX);
   // The TCP ports its processes listen on, in `tables`.
   std::vector<ListeningPort> listening(PortTables& tables);
   // A process of it sleeps reading the stdin the service holds the other

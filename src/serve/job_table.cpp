@@ -163,9 +163,13 @@ std::expected<Job*, Error> JobTable::find_own(const Asker& a, const FindParams& 
 
 std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& p) {
   using std::unexpected;
+  if (!refused_.empty()) return unexpected(Error::line(refused_));
+  if (jobs_.size() >= opts_.max_jobs && opts_.mcp) make_room();
   if (jobs_.size() >= opts_.max_jobs)
-    return unexpected(Error::line("too many jobs (at most " + std::to_string(opts_.max_jobs) +
-                                     "); release some first"));
+    return unexpected(Error::line(opts_.mcp ? "too many running jobs (at most " + std::to_string(opts_.max_jobs) +
+                                                  "); stop some with kill first"
+                                            : "too many jobs (at most " + std::to_string(opts_.max_jobs) +
+                                                  "); release some first"));
   auto io = open_stdio(p);
   if (!io) return unexpected(io.error());
   RunOptions ro = run_options(p, *io, spawn_base_, opts_.stop);
@@ -398,8 +402,48 @@ std::vector<JobInfo> JobTable::list(const std::optional<std::string>& session) {
   std::vector<JobInfo> out;
   // In the order they were created (ids are random).
   for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && (!session || j->session == session)) out.push_back(j->info(answers_.port_tables()));
+    if (Job* j = find(id); j && (!session || j->session == session)) {
+      out.push_back(j->info(answers_.port_tables()));
+      if (j->done) j->end_told = true;
+    }
   return out;
+}
+
+// pmon mcp has no release: a model cannot forget a job, so at the limit the
+// oldest job that is over goes, first among those whose end it was told.
+void JobTable::make_room() {
+  Job* oldest = nullptr;
+  for (auto& [num, id] : job_keys_) {
+    Job* j = find(id);
+    if (!j || !j->done || !j->waiters.empty() || !j->streams.empty()) continue;
+    if (j->end_told) {
+      oldest = j;
+      break;
+    }
+    if (!oldest) oldest = j;
+  }
+  if (oldest) erase(oldest->id);
+}
+
+// pmon mcp: the spools of one session's jobs that are over hold at most
+// session_spool() bytes in all; the oldest ones' go first.
+void JobTable::bound_spools(uint64_t conn) {
+  uint64_t held = 0;
+  std::vector<Job*> over;
+  for (auto& [num, id] : job_keys_)
+    if (Job* j = find(id); j && j->done && j->creator == conn && (j->spool || j->err_spool)) {
+      over.push_back(j);
+      held += (j->spool ? j->spool->on_disk() : 0) + (j->err_spool ? j->err_spool->on_disk() : 0);
+    }
+  const uint64_t bound = opts_.session_spool();
+  for (Job* j : over) {
+    if (held <= bound) return;
+    held -= (j->spool ? j->spool->on_disk() : 0) + (j->err_spool ? j->err_spool->on_disk() : 0);
+    j->spool.reset();
+    j->err_spool.reset();
+    j->spool_error = "removed to keep the spool files of this session's ended jobs within " +
+                     std::to_string(bound >> 20) + " MiB (newer ones are kept)";
+  }
 }
 
 std::vector<Job*> JobTable::tasks_of(uint64_t conn) {
@@ -539,6 +583,7 @@ void JobTable::job_over(Job& j) {
   if (j.ended_by.empty() && r.signal) note_owner_end(j);
   front_->job_ended(j);
   answers_.settle(j);
+  if (opts_.mcp && !j.forget) bound_spools(j.creator);
   if (j.forget) erase(j.id);
   // A job killed by a signal nobody here sent, inside a call that may be
   // ending at this moment: its report is made when asked for (report_text).

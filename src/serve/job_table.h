@@ -35,6 +35,8 @@ class JobTable : private StopHost {
 
   // --- what the front ends ask ---
   bool shutting_down() const { return shutting_down_; }
+  // From now on a create is refused with `why` (the crash guard is gone).
+  void refuse_new(std::string why) { refused_ = std::move(why); }
   std::expected<Job*, Error> create(const Asker& a, const CreateParams& p);
   // A create as a client asks it (CreateParams::name): the caller's running
   // job of that name (existing), else a new job. With `replace`, or while
@@ -123,6 +125,10 @@ class JobTable : private StopHost {
   // Stopped (when running) and forgotten once over.
   void dismiss(Job& j, const char* why);
   void erase(const std::string& id);
+  // pmon mcp: the oldest job that is over removed, to make room for one.
+  void make_room();
+  // pmon mcp: the spools of conn's jobs that are over kept within a bound.
+  void bound_spools(uint64_t conn);
   std::optional<Error> output_fits(const CreateParams& p) const;
 
   Backend& backend_;
@@ -151,6 +157,7 @@ class JobTable : private StopHost {
   std::vector<std::string> to_report_;  // jobs just over whose report is made after the replies go
   std::vector<char> scratch_;           // for a pipe whose buffer keeps nothing
   bool shutting_down_ = false;
+  std::string refused_;  // why creates are refused; "" while they are not
   bool all_verified_ = true;
 };
 

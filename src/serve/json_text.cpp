@@ -284,6 +284,22 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
+size_t json_string_size(std::string_view text) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t size = 2, i = 0;
+  while (i < n) {
+    const size_t run = plain_run(p + i, n - i, false);
+    size += run;
+    i += run;
+    if (i == n) break;
+    const unsigned char c = p[i++];
+    const bool short_escape = c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t';
+    size += short_escape ? 2 : 6;
+  }
+  return size;
+}
+
 Json parse_json(std::string_view text) { return Reader(text).parse(); }
 
 }  // namespace pmon::serve

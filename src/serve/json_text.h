@@ -17,6 +17,8 @@ namespace pmon::serve {
 // UTF-8 (an output buffer's read is); the result is what nlohmann's dump()
 // makes of the same string.
 void append_json_string(std::string& out, std::string_view text);
+// How many bytes append_json_string adds for `text`.
+size_t json_string_size(std::string_view text) noexcept;
 
 // One JSON value (surrounding white space allowed), as Json::parse would
 // give it; a discarded value when `text` is not JSON (nothing throws).

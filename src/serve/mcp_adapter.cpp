@@ -75,6 +75,7 @@ void McpAdapter::job_ended(Job& j) {
   Conn* c = conns_.find(j.creator);
   if (!c || c->mcp_log_level > mcp::kInfo) return;
   const RunResult& r = j.call->result();
+  j.end_told = true;
   conns_.send(j.creator, notification_line("notifications/message",
                                            mcp::job_ended_message(j.id, j.name, {r.exit_code, r.signal},
                                                                   j.end_facts(), r.cleanup_verified)));
@@ -114,6 +115,7 @@ McpAdapter::Reply McpAdapter::handle(const Asker&, const OutputParams& p) {
   Job& job = **j;
   auto v = view_of(job, p.view, static_cast<size_t>(p.max_bytes));
   if (!v) return mcp::tool_error(v.error());
+  if (job.done) job.end_told = true;
   return mcp::view_output_result(*v, job.done ? std::optional(job.exit_status()) : std::nullopt,
                                  !job.done && job.waiting_for_input(), job.spool ? job.spool->path() : "");
 }
@@ -124,6 +126,7 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForExitParams& 
   auto status = jobs_.wait_exit(who, **j, p.timeout_ms);
   if (!status) return mcp::tool_error(status.error());
   if (!*status) return Later{};
+  (*j)->end_told = true;
   return mcp::wait_result(*status, false, (*j)->end_facts());
 }
 
@@ -141,6 +144,7 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const mcp::KillArgs& p) {
   auto stopped = jobs_.kill(who, **j, false);
   if (!stopped) return mcp::tool_error(stopped.error());
   if (!*stopped) return Later{};
+  (*j)->end_told = true;
   return mcp::kill_result(**stopped);
 }
 
@@ -174,6 +178,7 @@ mcp::RunSummary McpAdapter::run_summary(Job& j) {
 }
 
 void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
+  if (job.done) job.end_told = true;
   Json result;
   if (w.task == TaskReply::cancel && !std::holds_alternative<Error>(due)) result = cancelled(job, w.stateless);
   else if (w.task == TaskReply::result && !std::holds_alternative<Error>(due))

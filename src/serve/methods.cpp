@@ -93,7 +93,9 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const OutputParams& p) {
     return WithFd{{{"stream", true}, {"since", s->since}, {"truncated", s->truncated}}, Fd(s->fd)};
   }
   if (p.view.any()) {
-    auto v = view_of(job, p.view, static_cast<size_t>(jobs_.answers().reply_bytes(p.max_bytes)));
+    // (a byte of a view can be six in the reply: \u00XX)
+    const size_t most = std::min(jobs_.answers().reply_bytes(p.max_bytes), jobs_.answers().reply_json_cap() / 6);
+    auto v = view_of(job, p.view, most);
     if (!v) return v.error();
     return view_json(*v, job);
   }

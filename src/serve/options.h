@@ -4,6 +4,7 @@
 #pragma once
 
 #include <csignal>
+#include <cstdint>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -18,9 +19,15 @@ struct ServeOptions {
   int listen_fd = -1;
   bool stdio = false;
   bool die_with_parent = false;
+  bool quiet = false;  // -q: no warnings (errors, and what the service stopped, are said)
   // Speak MCP (pmon mcp) instead of the terminal/* methods, on the same jobs.
   bool mcp = false;
   size_t max_jobs = 1024;
+  // pmon mcp: what the spool files of one session's jobs that are over may
+  // hold in all (two full spools, four times --spool-limit); past it the
+  // oldest ones' spools are removed (their output is then what their
+  // buffer keeps).
+  uint64_t session_spool() const { return 4 * spool_limit; }
   // What one job's spool file holds before it is rotated (--spool-limit;
   // a job's spoolByteLimit instead), 0: no spool.
   uint64_t spool_limit = kDefaultSpoolLimit;

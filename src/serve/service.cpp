@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "serve/connections.h"
@@ -49,6 +50,7 @@ class Service final : private ConnEvents {
         mcp_(jobs_, conns_),
         front_(opts_.mcp ? static_cast<FrontEnd*>(&mcp_) : &methods_) {
     jobs_.set_front(front_);
+    jobs_.answers().set_room([this] { return conns_.reply_room(); });
   }
   int run();
 
@@ -57,6 +59,8 @@ class Service final : private ConnEvents {
   void on_event(uint64_t t, uint32_t events);
   void on_signals();
   void begin_shutdown();
+  void watch_guard();
+  void on_guard_end();
   void arm_timer();
 
   void on_line(Conn& c, std::string_view line) override { front_->on_line(c, line); }
@@ -76,6 +80,7 @@ class Service final : private ConnEvents {
   McpAdapter mcp_;
   FrontEnd* front_;  // one of the two, as opts_.mcp says
   Fd sig_, timer_, parent_;
+  int guard_ = -1;  // the backend's crash guard's pidfd (the backend owns it)
   int64_t armed_ = kForever;  // what the timer was last set to
 };
 
@@ -122,6 +127,9 @@ int Service::run() {
   std::vector<epoll_event> evs(256);
   backend_.defer_cleanup();
   backend_.keep_helpers_apart();
+  if (std::string w = backend_.helper_warning(); !w.empty() && !opts_.quiet)
+    std::fprintf(stderr, "pmon: warning: %s\n", w.c_str());
+  watch_guard();
   for (;;) {
     if (jobs_.shutting_down() && jobs_.empty()) break;
     arm_timer();
@@ -178,6 +186,7 @@ void Service::on_event(uint64_t t, uint32_t events) {
       return;  // jobs_.on_time() runs after every batch
     }
     case Tag::parent: poller_.unwatch(parent_.get()); begin_shutdown(); return;
+    case Tag::guard: on_guard_end(); return;
     case Tag::conn_in:
     case Tag::conn_out: conns_.on_event(t, events); return;
     default: jobs_.on_event(t, events); return;
@@ -193,6 +202,33 @@ void Service::begin_shutdown() {
   if (jobs_.shutting_down()) return;
   conns_.stop_accepting();
   jobs_.shutdown();
+}
+
+void Service::watch_guard() {
+  guard_ = backend_.helper_pidfd();
+  if (guard_ >= 0) poller_.watch(guard_, EPOLLIN, tag(Tag::guard));
+}
+
+// The crash guard exited (it was killed): the service's SIGKILL would now
+// leave every job running. A new guard covers them all (it finds their
+// leaves by name); without one, nothing new is started.
+void Service::on_guard_end() {
+  poller_.unwatch(guard_);
+  guard_ = -1;
+  const pid_t old = backend_.helper_pid();
+  if (auto r = backend_.restart_helpers(); r) {
+    std::fprintf(stderr, "pmon: the crash guard (pid %d) ended; a new one (pid %d) guards every job\n", old,
+                 backend_.helper_pid());
+    if (std::string w = backend_.helper_warning(); !w.empty() && !opts_.quiet)
+      std::fprintf(stderr, "pmon: warning: %s\n", w.c_str());
+    watch_guard();
+  } else {
+    const std::string why = "the service's crash guard (pid " + std::to_string(old) +
+                            ") ended and no new one could be started (" + r.error() +
+                            "): a job started now would outlive a crash of the service; restart the service";
+    std::fprintf(stderr, "pmon: %s\n", why.c_str());
+    jobs_.refuse_new(why);
+  }
 }
 
 void Service::arm_timer() {

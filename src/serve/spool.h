@@ -75,6 +75,7 @@ class Spool {
   uint64_t first_held() const { return old_ ? old_start_ : cur_start_; }
   uint64_t lines_before_held() const { return lines_dropped_; }  // newlines rotated away
   uint64_t limit() const { return limit_; }
+  uint64_t on_disk() const { return total_ - first_held(); }  // in its files now
   const std::string& path() const { return path_; }
   const std::optional<std::string>& error() const { return error_; }
 

@@ -7,8 +7,9 @@ import subprocess
 
 
 class Mcp:
-    def __init__(self, pmon):
-        self.p = subprocess.Popen([pmon, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def __init__(self, pmon, *flags):
+        self.p = subprocess.Popen([pmon, "mcp", *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
         self.n = 0
         self.logs = []
         self.req("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},

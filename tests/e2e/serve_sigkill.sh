@@ -15,20 +15,7 @@ serve_start --confine cgroup
 inherited=$(cat /proc/self/oom_score_adj)
 want=$(python3 -c 'import sys; caps = [l for l in open("/proc/self/status") if l.startswith("CapEff:")][0]
 print(-1000 if int(caps.split()[1], 16) >> 24 & 1 else sys.argv[1])' "$inherited")
-guard=
-for i in $(seq 100); do
-  for k in $(cat "/proc/$SERVE_PID/task/$SERVE_PID/children" 2>/dev/null); do
-    [ "$(cat "/proc/$k/comm" 2>/dev/null)" = pmon-guard ] && guard=$k
-  done
-  # (the service's first guard, sharing its memory, is replaced as it starts serving)
-  [ -n "$guard" ] && [ "$(cat "/proc/$guard/oom_score_adj")" = "$want" ] &&
-    python3 -c 'import ctypes, sys
-# kcmp(pid1, pid2, KCMP_VM): 0 when the two share their memory.
-sys.exit(0 if ctypes.CDLL(None, use_errno=True).syscall(312, int(sys.argv[1]), int(sys.argv[2]), 1, 0, 0) != 0 else 1)' \
-      "$SERVE_PID" "$guard" && break
-  guard=
-  sleep 0.05
-done
+serve_guard "$want"
 [ -n "$guard" ] || fail "no crash guard apart from the service's memory with oom_score_adj $want"
 [ "$(cat "/proc/$SERVE_PID/oom_score_adj")" = "$inherited" ] ||
   fail "the service's oom_score_adj changed: $(cat "/proc/$SERVE_PID/oom_score_adj")"
