@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // pmon run [options] -- CMD [ARG...]
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -46,6 +47,7 @@ Exit status (as coreutils timeout):
   the command's own exit code when it exited
   128+N  the command died by signal N, or pmon was cancelled by signal N
   129    --die-with-parent: the program that started pmon exited
+  141    pmon-shell: the reader of its output quit (as SIGPIPE would)
   124    --timeout fired (the whole tree was stopped)
   125    pmon itself failed: bad option, confinement unavailable, or the
          tree could not be confirmed gone
@@ -292,6 +294,13 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   // must not end pmon before its report is written.
   if (die_with_parent) ::signal(SIGPIPE, SIG_IGN);
   const bool parent_exited = res->stop.reason == StopReason::parent_exited;
+  // The output's reader quit while the program that started pmon lives
+  // (`pmon-shell LINE | head -1`): the status a shell gives for the SIGPIPE
+  // the next write would have met, not the hang-up of a parent that died.
+  if (parent_exited && opts.reader_fd >= 0) {
+    pollfd p{parent_fd.get(), POLLIN, 0};
+    if (!parent_fd || (::poll(&p, 1, 0) == 0)) res->cancel_signal = SIGPIPE;
+  }
 
   // What the command left running and was stopped; what got out of the
   // backend's hold (found below pmon, and stopped or waited for).

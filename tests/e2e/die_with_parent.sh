@@ -192,4 +192,11 @@ rc=0; "$SHELL_LINK" -c 2> "$t/usage.err" || rc=$?
 rc=0; PMON_DIE_WITH_PARENT=bogus "$SHELL_LINK" true 2> "$t/env.err" || rc=$?
 [ $rc = 125 ] && grep -q 'true, yes, on' "$t/env.err" || fail "PMON_DIE_WITH_PARENT=bogus: exit $rc, $(cat "$t/env.err")"
 echo "ok: pmon-shell -c with no line is the usage error; PMON_DIE_WITH_PARENT names its words"
+# A reader that quits early while the harness lives: the line (and its
+# daemon) stopped, and the status a shell gives for SIGPIPE.
+st=$( { "$SHELL_LINK" "bash $t/work.sh $t/pipe.rec & until [ \"\$(wc -l < $t/pipe.rec)\" -ge 3 ] 2> /dev/null; do sleep 0.05; done; echo first; wait" | head -1 > /dev/null; echo "${PIPESTATUS[0]}"; } )
+record_file "$t/pipe.rec"
+[ "$st" = 141 ] || fail "pmon-shell LINE | head -1: exit $st, want 141"
+[ -z "$(alive_in "$t/pipe.rec")" ] || fail "pmon-shell LINE | head -1 left: $(alive_in "$t/pipe.rec")"
+echo "ok: pmon-shell LINE | head -1: exit 141, its tree gone"
 pass
