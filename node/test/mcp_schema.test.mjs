@@ -21,9 +21,14 @@ const MODERN = '2026-07-28';
 const TASKS = 'io.modelcontextprotocol/tasks';
 
 // pmon mcp over pipes, every line it writes kept; request() answers with
-// the response to that request.
-function server() {
+// the response to that request. Ended with the test whatever happens (a
+// failed assertion included): a child left running would keep node --test
+// waiting for good.
+function server(t) {
   const child = spawn(PMON, ['mcp'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  });
   const lines = [];
   const waiting = new Map();
   createInterface({ input: child.stdout }).on('line', (line) => {
@@ -69,8 +74,8 @@ function envelopes(lines) {
   for (const line of lines) valid(v1.JSONRPCMessageSchema, JSON.parse(line), 'a JSON-RPC message');
 }
 
-test('2025-11-25: every message pmon mcp sends is valid in the 1.x SDK\'s schemas', async () => {
-  const s = server();
+test('2025-11-25: every message pmon mcp sends is valid in the 1.x SDK\'s schemas', async (t) => {
+  const s = server(t);
   const checked = [];
   const expect = async (method, params, schema) => {
     const m = await s.request(method, params);
@@ -130,8 +135,8 @@ test('2025-11-25: every message pmon mcp sends is valid in the 1.x SDK\'s schema
   assert.ok(checked.length >= 30);
 });
 
-test('2026-07-28: every message pmon mcp sends is valid in the tasks extension\'s and the v2 client\'s schemas', async () => {
-  const s = server();
+test('2026-07-28: every message pmon mcp sends is valid in the tasks extension\'s and the v2 client\'s schemas', async (t) => {
+  const s = server(t);
   const caps = { extensions: { [TASKS]: {} } };
   const meta = (c = caps) => ({ 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': c });
   const expect = async (method, params, check, c) => {

@@ -16,5 +16,5 @@ for d in */; do
 done
 [ ${#tests[@]} -gt 0 ] || exit 0
 PMON=$pmon PMON_SHELL="$(dirname "$pmon")/pmon-shell" \
-  node --test --test-concurrency=1 --test-reporter=spec --test-reporter-destination=stdout \
+  node --test --test-concurrency=1 --test-timeout=300000 --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=junit --test-reporter-destination="$results/harness.xml" "${tests[@]}"
