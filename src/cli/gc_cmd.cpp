@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
+#include "core/printable.h"
 #include "core/units.h"
 #include "serve/spool.h"
 
@@ -44,7 +45,7 @@ int gc_main(const std::vector<std::string>& args) {
     });
   for (const LeafInfo& l : find_leaves(loc->mount)) {
     if (l.owner_alive) {
-      if (verbose) std::printf("kept %s (owner %d is alive)\n", l.path.c_str(), l.name.owner_pid);
+      if (verbose) std::printf("kept %s (owner %d is alive)\n", printable(l.path).c_str(), l.name.owner_pid);
       continue;
     }
     size_t n = leaf_processes(l.path).size();
@@ -52,13 +53,13 @@ int gc_main(const std::vector<std::string>& args) {
         "owner " + std::to_string(l.name.owner_pid) + " is gone, " + count_of(n, "process", "processes");
     ++done;
     if (dry_run) {
-      std::printf("would remove %s (%s)\n", l.path.c_str(), what.c_str());
+      std::printf("would remove %s (%s)\n", printable(l.path).c_str(), what.c_str());
       continue;
     }
     if (auto r = clean_leaf(l.path, 5000); r) {
-      std::printf("removed %s (%s killed)\n", l.path.c_str(), what.c_str());
+      std::printf("removed %s (%s killed)\n", printable(l.path).c_str(), what.c_str());
     } else {
-      std::printf("could not remove %s (%s): %s\n", l.path.c_str(), what.c_str(), r.error().message().c_str());
+      std::printf("could not remove %s (%s): %s\n", printable(l.path).c_str(), what.c_str(), r.error().message().c_str());
       ++failed;
     }
   }

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
+#include "core/printable.h"
 #include "sys/proc.h"
 
 namespace pmon::cli {
@@ -43,13 +44,15 @@ int ps_main(const std::vector<std::string>& args) {
                        {"processes", ps}});
       continue;
     }
-    std::printf("%s\n  owner %d %s\n", l.path.c_str(), l.name.owner_pid,
-                l.owner_alive ? ("(" + owner_cmd.substr(0, 100) + ")").c_str()
+    // Command lines and paths as ps(1) shows them: what a terminal would
+    // act on is escaped (a process chooses its own command line).
+    std::printf("%s\n  owner %d %s\n", printable(l.path).c_str(), l.name.owner_pid,
+                l.owner_alive ? ("(" + printable(owner_cmd.substr(0, 100)) + ")").c_str()
                               : "(its pmon is gone: 'pmon gc' cleans it up)");
     if (procs.empty()) std::printf("  (no processes)\n");
     else std::printf("  %7s %5s  %s\n", "PID", "STATE", "COMMAND");
     for (const LeafProcess& p : procs)
-      std::printf("  %7d %5c  %*s%s\n", p.pid, p.state, 2 * p.depth, "", p.command.substr(0, 120).c_str());
+      std::printf("  %7d %5c  %*s%s\n", p.pid, p.state, 2 * p.depth, "", printable(p.command.substr(0, 120)).c_str());
   }
   if (json) {
     nlohmann::json out = {{"version", 1}, {"cgroup2", loc ? nlohmann::json(loc->mount) : nlohmann::json()},

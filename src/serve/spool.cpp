@@ -17,6 +17,7 @@
 
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
+#include "core/printable.h"
 #include "core/units.h"
 #include "serve/job.h"
 #include "serve/socket.h"
@@ -164,14 +165,7 @@ void stop_left_job(const DirOwner& o, int dir_fd, const std::string& file,
     std::string cmd;
     for (const Json& a : rec["command"])
       if (a.is_string()) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
-    // One line: white space and control characters each become a space.
-    std::string flat;
-    for (char ch : cmd) {
-      const bool space = static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == ' ';
-      if (!space) flat += ch;
-      else if (!flat.empty() && flat.back() != ' ') flat += ' ';
-    }
-    cmd = flat.size() > 200 ? flat.substr(0, 200) + "..." : flat;
+    cmd = cmd.size() > 200 ? cmd.substr(0, 200) + "..." : cmd;
     what += ", " + cmd;
   }
   what += ", of a pmon service that is gone (pid " + std::to_string(o.pid) + ")";
@@ -235,7 +229,11 @@ void SpoolDir::sweep_dead(const std::function<void(const std::string&)>& say) {
   struct stat st {};
   // Only a directory of ours that nobody else may write.
   if (::fstat(p.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) return;
-  sweep(p.get(), say);
+  // A job's name, command and leaf are the client's words: escaped, so
+  // that they cannot act on the terminal these lines are shown on.
+  sweep(p.get(), [&](const std::string& line) {
+    if (say) say(printable(line));
+  });
 }
 
 std::expected<std::unique_ptr<Spool>, std::string> Spool::open(SpoolDir& dir, const std::string& name,
