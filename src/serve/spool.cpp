@@ -222,18 +222,24 @@ void SpoolDir::sweep(int spool_parent, const std::function<void(const std::strin
 }
 
 void SpoolDir::sweep_dead(const std::function<void(const std::string&)>& say) {
-  const std::string sock = default_socket_path(false);
-  const std::string parent = sock.substr(0, sock.rfind('/')) + "/spool";
-  Fd p(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // A job's name, command and leaf are the client's words: escaped, so
+  // that they cannot act on the terminal these lines are shown on.
+  auto said = [&](const std::string& line) {
+    if (say) say(printable(line));
+  };
+  // The runtime directory itself first: a symlink planted at /tmp/pmon-UID
+  // would have us stop and remove what another directory holds.
+  auto rt = open_runtime_dir();
+  if (!rt) {
+    if (rt.error().code != ENOENT) said(rt.error().what + ": what it holds was not looked at");
+    return;
+  }
+  Fd p(::openat(rt->get(), "spool", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!p) return;
   struct stat st {};
   // Only a directory of ours that nobody else may write.
   if (::fstat(p.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) return;
-  // A job's name, command and leaf are the client's words: escaped, so
-  // that they cannot act on the terminal these lines are shown on.
-  sweep(p.get(), [&](const std::string& line) {
-    if (say) say(printable(line));
-  });
+  sweep(p.get(), said);
 }
 
 std::expected<std::unique_ptr<Spool>, std::string> Spool::open(SpoolDir& dir, const std::string& name,

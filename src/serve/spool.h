@@ -45,6 +45,8 @@ class SpoolDir {
   // escaped, core/printable.h); then their directories are
   // removed. Only leaves named after the dead service (its pid and start
   // time) are touched. A service runs this as it starts, `pmon gc` too.
+  // A runtime directory that is not ours (a symlink, another uid's, open
+  // to others' writes) is not looked into, and said.
   static void sweep_dead(const std::function<void(const std::string&)>& say);
 
  private:
