@@ -18,15 +18,16 @@ trap 'rm -f "$link"; _cleanup' EXIT
 # service's spool and a call's record.
 v=$t/victim
 sh -c 'exit 0' & dead=$!; wait "$dead"
-mkdir -p "$v/spool/$dead.0.0000dead" "$v/calls"
-echo mine > "$v/spool/$dead.0.0000dead/t1.out"
+ns=$(stat -L -c %i /proc/self/ns/pid)  # (a dead service of our PID namespace)
+mkdir -p "$v/spool/$dead.0.0000dead.$ns" "$v/calls"
+echo mine > "$v/spool/$dead.0.0000dead.$ns/t1.out"
 chown -R "$A:$A" "$v"; chmod -R go-rwx "$v"
 as "$B" ln -s "$v" "$link"
 [ "$(stat -c %u "$link")" = "$B" ] || fail "control: the link is not the other user's"
 cp "$PMON" "$t/pmon"; chmod 755 "$t/pmon"
 
 as "$A" "$t/pmon" gc > "$t/gc" 2>&1 || fail "pmon gc exit $?: $(cat "$t/gc")"
-[ -f "$v/spool/$dead.0.0000dead/t1.out" ] || fail "pmon gc removed the victim's file through $link"
+[ -f "$v/spool/$dead.0.0000dead.$ns/t1.out" ] || fail "pmon gc removed the victim's file through $link"
 grep -qF "$link is a symlink" "$t/gc" || fail "pmon gc did not say the runtime dir is a symlink: $(cat "$t/gc")"
 echo "ok: pmon gc"
 
@@ -37,7 +38,7 @@ record_pid "$sp"
 for _ in $(seq 500); do [ -S "$t/a/s.sock" ] && break; sleep 0.02; done
 [ -S "$t/a/s.sock" ] || fail "pmon serve did not start: $(cat "$t/serve.err")"
 kill -TERM "$sp"; wait "$sp" || true
-[ -f "$v/spool/$dead.0.0000dead/t1.out" ] || fail "pmon serve's sweep removed the victim's file through $link"
+[ -f "$v/spool/$dead.0.0000dead.$ns/t1.out" ] || fail "pmon serve's sweep removed the victim's file through $link"
 grep -qF "$link is a symlink" "$t/serve.err" || fail "pmon serve did not say the runtime dir is a symlink: $(cat "$t/serve.err")"
 echo "ok: pmon serve"
 
