@@ -34,7 +34,7 @@ struct CallRecord {
 };
 
 // The service's side: writes the record of `rec` for pmon process `owner`
-// (checked to be running the service's own executable), into that
+// (checked to be a pmon, by its executable's mark), into that
 // process's directory as its environment names it, with no symlink
 // followed and every directory on the way owned by that process's uid and
 // closed to others. Returns the record's path, to remove it by.
