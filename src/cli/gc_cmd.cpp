@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
+#include "core/printable.h"
 #include "core/units.h"
 #include "serve/spool.h"
 
@@ -17,12 +18,15 @@ int gc_main(const std::vector<std::string>& args) {
                "their cgroups.",
                "pmon gc"};
   app.footer(
-      "\nEach call runs in a cgroup of its own, named pmon-<pid>-<start time>-<n> after the\n"
-      "pmon that made it; that pmon is gone when no process has that pid with that start\n"
-      "time. The cgroups of live pmon processes, and cgroups not named so, are never\n"
-      "touched. One line per cgroup; exit 0, or 1 when one could not be removed (e.g.\n"
-      "not yours to write). A job of a pmon serve or pmon mcp that died with its crash\n"
-      "guard is named by its service's record: its id, name and command.");
+      "\nEach call runs in a cgroup of its own, named pmon-<pid>-<start time>-<pid namespace>-<n>\n"
+      "after the pmon that made it; that pmon is gone when, in its own PID namespace, no\n"
+      "process has that pid with that start time. The cgroups of live pmon processes, of\n"
+      "pmon processes in another PID namespace (a container's, or the host's seen from a\n"
+      "container), of an older pmon whose name does not say its namespace, and cgroups not\n"
+      "named so, are never touched (--dry-run and -v list the ones left alone). One line\n"
+      "per cgroup; exit 0, or 1 when one could not be removed (e.g. not yours to write).\n"
+      "A job of a pmon serve or pmon mcp that died with its crash guard is named by its\n"
+      "service's record: its id, name and command.");
   bool dry_run = false, verbose = false;
   app.add_flag("-n,--dry-run", dry_run, "list what would be removed, touch nothing");
   app.add_flag("-v,--verbose", verbose, "also list the cgroups of live pmon processes, left alone");
@@ -43,8 +47,20 @@ int gc_main(const std::vector<std::string>& args) {
       ++done;
     });
   for (const LeafInfo& l : find_leaves(loc->mount)) {
-    if (l.owner_alive) {
-      if (verbose) std::printf("kept %s (owner %d is alive)\n", l.path.c_str(), l.name.owner_pid);
+    if (l.owner_alive()) {
+      if (verbose) std::printf("kept %s (owner %d is alive)\n", printable(l.path).c_str(), l.name.owner_pid);
+      continue;
+    }
+    // When in doubt, nothing is killed: a pid another namespace numbered
+    // may be a live pmon we cannot see.
+    if (!l.owner_gone()) {
+      if (!verbose && !dry_run) continue;
+      const size_t n = leaf_processes(l.path).size();
+      std::printf("left alone %s (owner %d %s, %s)\n", printable(l.path).c_str(), l.name.owner_pid,
+                  l.owner == Owner::other_namespace
+                      ? "is of another PID namespace"
+                      : "is not running here, but the name, an older pmon's, does not say its PID namespace",
+                  count_of(n, "process", "processes").c_str());
       continue;
     }
     size_t n = leaf_processes(l.path).size();
@@ -52,13 +68,13 @@ int gc_main(const std::vector<std::string>& args) {
         "owner " + std::to_string(l.name.owner_pid) + " is gone, " + count_of(n, "process", "processes");
     ++done;
     if (dry_run) {
-      std::printf("would remove %s (%s)\n", l.path.c_str(), what.c_str());
+      std::printf("would remove %s (%s)\n", printable(l.path).c_str(), what.c_str());
       continue;
     }
     if (auto r = clean_leaf(l.path, 5000); r) {
-      std::printf("removed %s (%s killed)\n", l.path.c_str(), what.c_str());
+      std::printf("removed %s (%s killed)\n", printable(l.path).c_str(), what.c_str());
     } else {
-      std::printf("could not remove %s (%s): %s\n", l.path.c_str(), what.c_str(), r.error().message().c_str());
+      std::printf("could not remove %s (%s): %s\n", printable(l.path).c_str(), what.c_str(), r.error().message().c_str());
       ++failed;
     }
   }

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "core/printable.h"
 #include "core/units.h"
 #include "serve/json_text.h"
 #include "serve/output_buffer.h"
@@ -203,8 +204,9 @@ inline size_t columns_of(const std::string& s) {
 
 // A command as one line a shell would read back: words with anything but
 // letters, digits and @%+=:,./-_ in single quotes; a control character
-// (a newline in a script given with -c) shown as \n, \t or \xNN, so that
-// a row of the table stays one line.
+// (a newline in a script given with -c) shown as \n, \t or \xNN
+// (core/printable.h), so that a row of the table stays one line and
+// nothing in it acts on the terminal.
 inline std::string shell_line(const Json& argv) {
   std::string line;
   for (const Json& a : argv) {
@@ -213,19 +215,12 @@ inline std::string shell_line(const Json& argv) {
       const auto u = static_cast<unsigned char>(ch);
       return (u < 0x80 && std::isalnum(u) != 0) || (u != 0 && std::strchr("@%+=:,./-_", ch) != nullptr);
     });
-    std::string word = plain ? "" : "'";
+    std::string word;
     for (char ch : w) {
-      const auto u = static_cast<unsigned char>(ch);
       if (ch == '\'') word += "'\\''";
-      else if (ch == '\n') word += "\\n";
-      else if (ch == '\t') word += "\\t";
-      else if (u < 0x20 || u == 0x7f) {
-        char b[8];
-        std::snprintf(b, sizeof b, "\\x%02X", u);
-        word += b;
-      } else word += ch;
+      else word += ch;
     }
-    if (!plain) word += "'";
+    word = plain ? printable(word) : "'" + printable(word) + "'";
     line += (line.empty() ? "" : " ") + word;
   }
   return line;

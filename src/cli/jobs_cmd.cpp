@@ -38,7 +38,7 @@ int jobs_main(const std::vector<std::string>& args) {
   std::vector<std::vector<std::string>> rows{{"ID", "NAME", "STATUS", "PID", "PORTS", "STARTED", "COMMAND"}};
   for (const Json& t : r["terminals"]) {
     const std::string cmd = shell_line(t["command"]);
-    rows.push_back({t["terminalId"].get<std::string>(), t["name"].is_string() ? t["name"].get<std::string>() : "-",
+    rows.push_back({t["terminalId"].get<std::string>(), t["name"].is_string() ? printable(t["name"].get<std::string>()) : "-",
                     status_line(t), std::to_string(t.value("pid", 0)), ports_line(t),
                     t.value("started", std::string("-")), cmd});
   }

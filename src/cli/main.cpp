@@ -9,6 +9,20 @@
 #include "confine/pidns_init.h"
 #include "pmon_version.h"  // generated: PMON_VERSION, from git describe
 
+// The mark of pmon's executable (sys/exe_note.h): an ELF note, owner "pmon",
+// type 0x706d6f6e. The service knows a pmon call among a client's
+// ancestors by it, whatever the executable's path or inode.
+asm(".pushsection .note.pmon, \"a\", @note\n"
+    ".balign 4\n"
+    ".long 5\n"           // n_namesz: "pmon" and its NUL
+    ".long 4\n"           // n_descsz
+    ".long 0x706d6f6e\n"  // n_type
+    ".asciz \"pmon\"\n"
+    ".balign 4\n"
+    ".ascii \"call\"\n"
+    ".balign 4\n"
+    ".popsection\n");
+
 namespace {
 
 constexpr const char* kUsage =

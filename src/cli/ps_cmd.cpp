@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
+#include "core/printable.h"
 #include "sys/proc.h"
 
 namespace pmon::cli {
@@ -28,9 +29,11 @@ int ps_main(const std::vector<std::string>& args) {
   size_t shown = 0;
   for (const LeafInfo& l : leaves) {
     std::vector<LeafProcess> procs = leaf_processes(l.path);
-    if (!all && (!l.owner_alive || procs.empty())) continue;
+    // A leaf whose owner cannot be judged from here (another PID
+    // namespace's) is shown while it holds processes: it may well run.
+    if (!all && (l.owner_gone() || procs.empty())) continue;
     ++shown;
-    std::string owner_cmd = l.owner_alive ? sys::read_cmdline(l.name.owner_pid) : std::string();
+    std::string owner_cmd = l.owner_alive() ? sys::read_cmdline(l.name.owner_pid) : std::string();
     if (json) {
       nlohmann::json ps = nlohmann::json::array();
       for (const LeafProcess& p : procs)
@@ -38,18 +41,24 @@ int ps_main(const std::vector<std::string>& args) {
                       {"command", p.command}, {"depth", p.depth}});
       calls.push_back({{"leaf", l.path},
                        {"owner", {{"pid", l.name.owner_pid}, {"start_time", l.name.owner_start},
-                                  {"alive", l.owner_alive},
-                                  {"command", l.owner_alive ? nlohmann::json(owner_cmd) : nlohmann::json()}}},
+                                  {"alive", l.owner_alive() ? nlohmann::json(true)
+                                            : l.owner_gone() ? nlohmann::json(false)
+                                                             : nlohmann::json()},
+                                  {"command", l.owner_alive() ? nlohmann::json(owner_cmd) : nlohmann::json()}}},
                        {"processes", ps}});
       continue;
     }
-    std::printf("%s\n  owner %d %s\n", l.path.c_str(), l.name.owner_pid,
-                l.owner_alive ? ("(" + owner_cmd.substr(0, 100) + ")").c_str()
-                              : "(its pmon is gone: 'pmon gc' cleans it up)");
+    // Command lines and paths as ps(1) shows them: what a terminal would
+    // act on is escaped (a process chooses its own command line).
+    std::printf("%s\n  owner %d %s\n", printable(l.path).c_str(), l.name.owner_pid,
+                l.owner_alive()  ? ("(" + printable(owner_cmd.substr(0, 100)) + ")").c_str()
+                : l.owner_gone() ? "(its pmon is gone: 'pmon gc' cleans it up)"
+                : l.owner == Owner::other_namespace ? "(of another PID namespace)"
+                                                    : "(an older pmon's, not running here; its PID namespace is unknown)");
     if (procs.empty()) std::printf("  (no processes)\n");
     else std::printf("  %7s %5s  %s\n", "PID", "STATE", "COMMAND");
     for (const LeafProcess& p : procs)
-      std::printf("  %7d %5c  %*s%s\n", p.pid, p.state, 2 * p.depth, "", p.command.substr(0, 120).c_str());
+      std::printf("  %7d %5c  %*s%s\n", p.pid, p.state, 2 * p.depth, "", printable(p.command.substr(0, 120)).c_str());
   }
   if (json) {
     nlohmann::json out = {{"version", 1}, {"cgroup2", loc ? nlohmann::json(loc->mount) : nlohmann::json()},

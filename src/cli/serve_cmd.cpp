@@ -68,7 +68,7 @@ struct JobFlags {
         ->type_name("SIZE");
     app.add_option("--spool-limit", spool_limit,
                    "bytes of a job's whole output kept on disk before its file is rotated (one older file "
-                   "is kept), e.g. 16M (default 64M; 0: no spool files)")
+                   "is kept), e.g. 16M (default 64M; 0: no spool files); a job may ask for less, never more")
         ->type_name("SIZE");
   }
 

@@ -292,8 +292,13 @@ class CgroupBackend final : public Backend {
  public:
   CgroupBackend(confine::CgroupLocation loc, std::string base_rel, Fd base)
       : loc_(std::move(loc)), base_rel_(std::move(base_rel)), base_(std::move(base)) {
+    // Named after this pmon as its own PID namespace numbers it, and that
+    // namespace: pmon gc elsewhere (a container's, the host's) must not
+    // judge by a pid that means another process there.
     auto start = sys::self_start_time();
-    prefix_ = "pmon-" + std::to_string(::getpid()) + "-" + std::to_string(start ? *start : 0) + "-";
+    auto ns = sys::self_pid_namespace();
+    prefix_ = "pmon-" + std::to_string(::getpid()) + "-" + std::to_string(start ? *start : 0) + "-" +
+              std::to_string(ns ? *ns : 0) + "-";
   }
 
   ~CgroupBackend() override {

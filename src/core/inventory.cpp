@@ -24,17 +24,17 @@ bool parse_u64(std::string_view s, uint64_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-void walk(const std::string& dir, int depth, std::vector<LeafInfo>& out) {
+void walk(const std::string& dir, int depth, std::optional<uint64_t> self_ns, std::vector<LeafInfo>& out) {
   if (depth > 64) return;
   std::vector<std::string> subs = confine::child_cgroups(dir);
   std::sort(subs.begin(), subs.end());
   for (const std::string& s : subs) {
     std::string path = dir + "/" + s;
     if (auto n = parse_leaf_name(s)) {
-      out.push_back({path, *n, process_alive(n->owner_pid, n->owner_start)});
+      out.push_back({path, *n, judge_owner(*n, self_ns)});
       continue;  // below a leaf are the call's own cgroups
     }
-    walk(path, depth + 1, out);
+    walk(path, depth + 1, self_ns, out);
   }
 }
 
@@ -45,20 +45,37 @@ std::optional<LeafName> parse_leaf_name(std::string_view name) noexcept {
   constexpr std::string_view kPrefix = "pmon-";
   if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
   name.remove_prefix(kPrefix.size());
-  std::string_view parts[3];
-  for (int i = 0; i < 3; ++i) {
-    size_t dash = name.find('-');
-    if ((i < 2) != (dash != std::string_view::npos)) return std::nullopt;
-    parts[i] = name.substr(0, dash);
-    if (i < 2) name.remove_prefix(dash + 1);
+  std::string_view parts[4];
+  size_t count = 0;
+  for (;;) {
+    if (count == 4) return std::nullopt;
+    const size_t dash = name.find('-');
+    parts[count++] = name.substr(0, dash);
+    if (dash == std::string_view::npos) break;
+    name.remove_prefix(dash + 1);
   }
+  if (count < 3) return std::nullopt;
   LeafName n;
-  uint64_t pid = 0;
-  if (!parse_u64(parts[0], pid) || !parse_u64(parts[1], n.owner_start) || !parse_u64(parts[2], n.seq))
+  uint64_t pid = 0, ns = 0;
+  if (!parse_u64(parts[0], pid) || !parse_u64(parts[1], n.owner_start) || !parse_u64(parts[count - 1], n.seq))
     return std::nullopt;
+  if (count == 4) {
+    if (!parse_u64(parts[2], ns)) return std::nullopt;
+    n.pid_namespace = ns;
+  }
   if (pid == 0 || pid > 4194304) return std::nullopt;  // PID_MAX_LIMIT
   n.owner_pid = static_cast<pid_t>(pid);
   return n;
+}
+
+Owner judge_owner(const LeafName& n, std::optional<uint64_t> self_ns) noexcept {
+  const uint64_t self = self_ns.value_or(0);  // 0: /proc is not of our namespace
+  const uint64_t theirs = n.pid_namespace.value_or(0);  // 0: unsaid (an older pmon, or unread)
+  if (self == 0) return Owner::unknown_namespace;
+  if (theirs != 0 && theirs != self) return Owner::other_namespace;
+  const bool alive = process_alive(n.owner_pid, n.owner_start);
+  if (theirs == self) return alive ? Owner::alive : Owner::gone;
+  return alive ? Owner::alive : Owner::unknown_namespace;
 }
 
 bool process_alive(pid_t pid, uint64_t start_time) noexcept {
@@ -68,7 +85,8 @@ bool process_alive(pid_t pid, uint64_t start_time) noexcept {
 
 std::vector<LeafInfo> find_leaves(const std::string& mount) {
   std::vector<LeafInfo> out;
-  walk(mount, 0, out);
+  auto ns = sys::self_pid_namespace();
+  walk(mount, 0, ns ? std::optional<uint64_t>(*ns) : std::nullopt, out);
   return out;
 }
 

@@ -184,12 +184,14 @@ void remove_call_record(const std::string& path) noexcept {
 
 std::vector<CallRecord> take_call_records() {
   const uid_t me = ::geteuid();
-  const RuntimeDir rt = runtime_dir(std::getenv("XDG_RUNTIME_DIR"), me);
-  const std::string path = rt.parent + "/" + rt.name + "/calls/" + std::to_string(::getpid());
-  Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir) return {};  // (ENOENT: nothing was asked for from inside this call)
-  struct stat st;
-  if (::fstat(dir.get(), &st) != 0 || st.st_uid != me || (st.st_mode & 077) != 0) return {};
+  // Each level checked, the runtime directory too: through a symlink
+  // planted at /tmp/pmon-UID we would remove another directory's files.
+  auto rt = open_runtime_dir();
+  if (!rt) return {};  // (ENOENT: nothing was asked for from inside this call)
+  Fd calls = own_dir(rt->get(), "calls", me, 0, false);
+  const std::string pid = std::to_string(::getpid());
+  Fd dir = calls ? own_dir(calls.get(), pid, me, 0, false) : Fd();
+  if (!dir) return {};
   auto self = sys::self_start_time();
   std::vector<CallRecord> out;
   Fd listing(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0));
@@ -224,7 +226,7 @@ std::vector<CallRecord> take_call_records() {
     r.command = j.value("command", std::string());
     if (!r.socket.empty() && !r.terminal_id.empty()) out.push_back(std::move(r));
   }
-  (void)::rmdir(path.c_str());
+  (void)::unlinkat(calls.get(), pid.c_str(), AT_REMOVEDIR);
   return out;
 }
 

@@ -34,7 +34,7 @@ struct CallRecord {
 };
 
 // The service's side: writes the record of `rec` for pmon process `owner`
-// (checked to be running the service's own executable), into that
+// (checked to be a pmon, by its executable's mark), into that
 // process's directory as its environment names it, with no symlink
 // followed and every directory on the way owned by that process's uid and
 // closed to others. Returns the record's path, to remove it by.
@@ -42,7 +42,8 @@ Result<std::string> write_call_record(pid_t owner, const CallRecord& rec);
 void remove_call_record(const std::string& path) noexcept;
 
 // The pmon that ran a call: the records left for it (its own pid, its own
-// start time), each read once and removed. Costs one failed open when
+// start time), each read once and removed, from a runtime directory that
+// is ours (serve/socket.h's open_runtime_dir) only. Costs two opens when
 // there are none, the common case.
 std::vector<CallRecord> take_call_records();
 

@@ -94,7 +94,7 @@ struct CreateParams {
   // pmon's: the create is answered once the job is ready (or not, and why).
   std::optional<ReadyProbe> ready;
   // pmon's: the most its spool file holds before it is rotated (0: no
-  // spool); the service's --spool-limit when left out.
+  // spool); the service's --spool-limit when left out, and at most that.
   std::optional<uint64_t> spool_byte_limit;
 };
 

@@ -206,7 +206,9 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   j.num = n;
   do j.id = random_terminal_id();
   while (jobs_.contains(j.id));
-  open_spools(j, p.spool_byte_limit.value_or(opts_.spool_limit), spool_dir_);
+  // The operator's --spool-limit bounds what a client may ask for: the
+  // spool is on the runtime dir's file system (tmpfs /run for root).
+  open_spools(j, std::min(p.spool_byte_limit.value_or(opts_.spool_limit), opts_.spool_limit), spool_dir_);
   j.name = p.name.value_or("");
   j.tell_end = p.tell_end;
   j.command = ro.spawn.argv;

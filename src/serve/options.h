@@ -29,7 +29,7 @@ struct ServeOptions {
   // buffer keeps).
   uint64_t session_spool() const { return 4 * spool_limit; }
   // What one job's spool file holds before it is rotated (--spool-limit;
-  // a job's spoolByteLimit instead), 0: no spool.
+  // a job's spoolByteLimit when smaller), 0: no spool.
   uint64_t spool_limit = kDefaultSpoolLimit;
   static constexpr uint64_t kDefaultSpoolLimit = uint64_t{64} << 20;
   StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));

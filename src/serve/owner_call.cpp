@@ -11,6 +11,7 @@
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
 #include "serve/call_records.h"
+#include "sys/exe_note.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -52,10 +53,10 @@ std::string cgroup_of(pid_t pid) {
   return "";
 }
 
-bool same_file(const struct stat& a, const std::string& path) {
-  struct stat b;
-  return ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
+// A pmon, by the mark its executable carries: a copy of it elsewhere, or
+// one replaced since it started (an upgrade under a running service), is
+// one too; the same inode as ours would miss both.
+bool is_pmon(pid_t pid) { return sys::exe_has_note(pid, sys::kPmonNoteOwner, sys::kPmonNoteType); }
 
 }  // namespace
 
@@ -91,8 +92,6 @@ Result<PeerCall> peer_call(int sock, const std::string& mount) {
   auto peer_ns = sys::read_nspid(cred.pid);
   const size_t own_depth = own_ns ? own_ns->size() : 1;
   const size_t peer_depth = peer_ns ? peer_ns->size() : own_depth;
-  struct stat exe;
-  const bool have_exe = ::stat("/proc/self/exe", &exe) == 0;
 
   // Up the parents: orphans are handed to the nearest subreaper or to their
   // namespace's init, so a process of a call stays below what runs it.
@@ -112,7 +111,7 @@ Result<PeerCall> peer_call(int sock, const std::string& mount) {
         bool init = false;
         if (peer_depth > own_depth)
           if (auto ns = sys::read_nspid(cur); ns && ns->size() == peer_depth && ns->back() == 1) init = true;
-        if (init || (have_exe && same_file(exe, "/proc/" + std::to_string(cur) + "/exe"))) {
+        if (init || is_pmon(cur)) {
           out.supervisor_pid = cur;
           sup_start = st->start_time;
           sup_is_init = init;
@@ -120,7 +119,7 @@ Result<PeerCall> peer_call(int sock, const std::string& mount) {
         }
       } else if (sup_is_init && out.call_pmon == 0 && prev == out.supervisor_pid) {
         // The init's parent: the pmon that made the namespace.
-        if (have_exe && same_file(exe, "/proc/" + std::to_string(cur) + "/exe"))
+        if (is_pmon(cur))
           out.call_pmon = cur, out.call_pmon_start = st->start_time;
       }
     }

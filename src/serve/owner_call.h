@@ -26,9 +26,10 @@ struct PeerCall {
   pid_t service_child = 0;
   // The process whose end is the call's end, as a pidfd checked against
   // its start time: the init of the PID namespace the peer is in (deeper
-  // than ours), else the nearest ancestor running this same pmon
-  // executable (a `pmon run`, `supervise` or `init` on the subreaper or
-  // pgroup backend). Invalid when there is none.
+  // than ours), else the nearest ancestor that is a pmon by the mark its
+  // executable carries (sys/exe_note.h: any copy or version of pmon; a
+  // `pmon run`, `supervise` or `init` on the subreaper or pgroup backend).
+  // Invalid when there is none.
   Fd supervisor;
   pid_t supervisor_pid = 0;
   // That process was found but had exited by the time its pidfd was opened:

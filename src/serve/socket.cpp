@@ -74,6 +74,26 @@ std::string default_socket_path(bool honour_env) {
   return "/tmp/pmon-" + std::to_string(::geteuid()) + "/serve.sock";
 }
 
+std::expected<Fd, RuntimeDirError> open_runtime_dir() {
+  const std::string dir = dir_of(default_socket_path(false));
+  auto refuse = [&](int e, const std::string& what) { return std::unexpected(RuntimeDirError{e, dir + " " + what}); };
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    const int e = errno;
+    struct stat lst;
+    // (O_DIRECTORY's ENOTDIR comes before O_NOFOLLOW's ELOOP.)
+    if ((e == ELOOP || e == ENOTDIR) && ::lstat(dir.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
+      return refuse(e, "is a symlink (of uid " + std::to_string(lst.st_uid) + "), not a directory of yours");
+    if (e == ENOTDIR) return refuse(e, "is not a directory");
+    return refuse(e, std::string("cannot be opened: ") + std::strerror(e));
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return refuse(errno, std::string("cannot be read: ") + std::strerror(errno));
+  if (st.st_uid != ::geteuid()) return refuse(EPERM, "belongs to uid " + std::to_string(st.st_uid) + ", not to you");
+  if ((st.st_mode & 022) != 0) return refuse(EPERM, "can be written by other users (mode " + mode_of(st.st_mode) + ")");
+  return fd;
+}
+
 void Listener::remove() {
   if (path.empty()) return;
   (void)::unlink(path.c_str());

@@ -14,6 +14,16 @@ namespace pmon::serve {
 // /run/pmon/serve.sock for root, /tmp/pmon-UID/serve.sock otherwise.
 std::string default_socket_path(bool honour_env);
 
+// The runtime directory: the default socket's directory, where the spools
+// and the calls' records are kept ($XDG_RUNTIME_DIR/pmon, /run/pmon for
+// root, /tmp/pmon-UID). Opened only when it is ours: no symlink (O_NOFOLLOW:
+// anyone can plant /tmp/pmon-UID), our uid's, and writable by nobody else.
+struct RuntimeDirError {
+  int code = 0;      // ENOENT: there is none yet (nothing to look at)
+  std::string what;  // "/tmp/pmon-1000 is a symlink, not a directory of yours"
+};
+std::expected<Fd, RuntimeDirError> open_runtime_dir();
+
 // A service's listening socket, and the lock on PATH.lock that makes the
 // path its own while it runs.
 struct Listener {

@@ -17,6 +17,7 @@
 
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
+#include "core/printable.h"
 #include "core/units.h"
 #include "serve/job.h"
 #include "serve/socket.h"
@@ -66,12 +67,15 @@ std::expected<int, std::string> SpoolDir::ensure() {
   auto s = own_dir(b->get(), "spool", base + "/spool");
   if (!s) return std::unexpected(s.error());
   sweep(s->get(), nullptr);
-  // Named after this process (its pid and start time, as its leaves are),
-  // so that the next service can tell that it is gone.
+  // Named after this process (its pid, start time and PID namespace, as
+  // its leaves are), so that the next service can tell that it is gone,
+  // and one in another PID namespace that it cannot tell.
   auto self = sys::self_start_time();
-  char name[64];
-  std::snprintf(name, sizeof name, "%d.%llu.%08x", static_cast<int>(::getpid()),
-                static_cast<unsigned long long>(self ? *self : 0), random_u32());
+  auto ns = sys::self_pid_namespace();
+  char name[96];
+  std::snprintf(name, sizeof name, "%d.%llu.%08x.%llu", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(self ? *self : 0), random_u32(),
+                static_cast<unsigned long long>(ns ? *ns : 0));
   if (::mkdirat(s->get(), name, 0700) != 0) return std::unexpected(errno_words("cannot make " + base + "/spool/" + name));
   auto d = own_dir(s->get(), name, base + "/spool/" + name);
   if (!d) return std::unexpected(d.error());
@@ -84,30 +88,39 @@ std::expected<int, std::string> SpoolDir::ensure() {
 
 namespace {
 
-// A service's directory name: <pid>.<start time>.<random>, or (an older
-// pmon's) <pid>.<random>, whose owner is judged by its pid alone.
+// A service's directory name: <pid>.<start time>.<random>.<PID namespace>,
+// or (an older pmon's) <pid>.<start time>.<random> or <pid>.<random>.
 struct DirOwner {
   pid_t pid = 0;
   std::optional<uint64_t> start;
+  std::optional<uint64_t> pid_namespace;
 };
 
 std::optional<DirOwner> dir_owner(const char* name) {
   char* end = nullptr;
   const long pid = std::strtol(name, &end, 10);
   if (pid <= 0 || end == name || *end != '.') return std::nullopt;
-  DirOwner o{static_cast<pid_t>(pid), std::nullopt};
+  DirOwner o{static_cast<pid_t>(pid), std::nullopt, std::nullopt};
   const char* rest = end + 1;
   const char* dot = std::strchr(rest, '.');
   if (dot == nullptr) return o;
   const unsigned long long start = std::strtoull(rest, &end, 10);
   if (end != dot || end == rest) return std::nullopt;
   o.start = start;
+  if (const char* ns = std::strchr(dot + 1, '.'); ns != nullptr) {
+    const unsigned long long v = std::strtoull(ns + 1, &end, 10);
+    if (*end != '\0' || end == ns + 1) return std::nullopt;
+    o.pid_namespace = v;
+  }
   return o;
 }
 
-bool owner_gone(const DirOwner& o) {
-  if (o.start) return !process_alive(o.pid, *o.start);
-  return ::kill(o.pid, 0) != 0 && errno == ESRCH;
+// Gone, judged in the PID namespace that numbered it only: a service of
+// another (a container's sharing this directory with the host), or an
+// older pmon's that does not say, may run where we cannot see it.
+bool owner_gone(const DirOwner& o, uint64_t self_ns) {
+  if (!o.start || self_ns == 0 || o.pid_namespace.value_or(0) != self_ns) return false;
+  return !process_alive(o.pid, *o.start);
 }
 
 std::vector<std::string> entries(int dir_fd) {
@@ -150,7 +163,7 @@ void stop_left_job(const DirOwner& o, int dir_fd, const std::string& file,
   if (leaf.empty() || leaf[0] != '/' || slash == std::string::npos) return;
   // Only a leaf named after the dead service itself.
   auto n = parse_leaf_name(std::string_view(leaf).substr(slash + 1));
-  if (!n || n->owner_pid != o.pid || (o.start && n->owner_start != *o.start)) return;
+  if (!n || n->owner_pid != o.pid || n->owner_start != o.start || n->pid_namespace != o.pid_namespace) return;
   struct stat st {};
   if (::stat(leaf.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // it had ended
   const size_t procs = leaf_processes(leaf).size();
@@ -164,14 +177,7 @@ void stop_left_job(const DirOwner& o, int dir_fd, const std::string& file,
     std::string cmd;
     for (const Json& a : rec["command"])
       if (a.is_string()) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
-    // One line: white space and control characters each become a space.
-    std::string flat;
-    for (char ch : cmd) {
-      const bool space = static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == ' ';
-      if (!space) flat += ch;
-      else if (!flat.empty() && flat.back() != ' ') flat += ' ';
-    }
-    cmd = flat.size() > 200 ? flat.substr(0, 200) + "..." : flat;
+    cmd = cmd.size() > 200 ? cmd.substr(0, 200) + "..." : cmd;
     what += ", " + cmd;
   }
   what += ", of a pmon service that is gone (pid " + std::to_string(o.pid) + ")";
@@ -194,9 +200,9 @@ void sweep_leaves(const std::vector<DirOwner>& dead, const std::function<void(co
   auto loc = confine::locate_cgroup2(&why);
   if (!loc) return;
   for (const LeafInfo& l : find_leaves(loc->mount)) {
-    if (l.owner_alive) continue;
+    if (!l.owner_gone()) continue;
     const bool theirs = std::any_of(dead.begin(), dead.end(), [&](const DirOwner& o) {
-      return l.name.owner_pid == o.pid && (!o.start || l.name.owner_start == *o.start);
+      return l.name.owner_pid == o.pid && l.name.owner_start == o.start && l.name.pid_namespace == o.pid_namespace;
     });
     if (!theirs) continue;
     const size_t procs = leaf_processes(l.path).size();
@@ -212,9 +218,11 @@ void sweep_leaves(const std::vector<DirOwner>& dead, const std::function<void(co
 
 void SpoolDir::sweep(int spool_parent, const std::function<void(const std::string&)>& say) {
   std::vector<DirOwner> dead;
+  auto ns = sys::self_pid_namespace();
+  const uint64_t self_ns = ns ? *ns : 0;  // (0: /proc is not of our namespace; nothing is judged)
   for (const std::string& name : entries(spool_parent)) {
     auto o = dir_owner(name.c_str());
-    if (!o || !owner_gone(*o)) continue;  // its service may run
+    if (!o || !owner_gone(*o, self_ns)) continue;  // its service may run
     Fd dir(::openat(spool_parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir) continue;
     dead.push_back(*o);
@@ -228,14 +236,24 @@ void SpoolDir::sweep(int spool_parent, const std::function<void(const std::strin
 }
 
 void SpoolDir::sweep_dead(const std::function<void(const std::string&)>& say) {
-  const std::string sock = default_socket_path(false);
-  const std::string parent = sock.substr(0, sock.rfind('/')) + "/spool";
-  Fd p(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // A job's name, command and leaf are the client's words: escaped, so
+  // that they cannot act on the terminal these lines are shown on.
+  auto said = [&](const std::string& line) {
+    if (say) say(printable(line));
+  };
+  // The runtime directory itself first: a symlink planted at /tmp/pmon-UID
+  // would have us stop and remove what another directory holds.
+  auto rt = open_runtime_dir();
+  if (!rt) {
+    if (rt.error().code != ENOENT) said(rt.error().what + ": what it holds was not looked at");
+    return;
+  }
+  Fd p(::openat(rt->get(), "spool", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!p) return;
   struct stat st {};
   // Only a directory of ours that nobody else may write.
   if (::fstat(p.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) return;
-  sweep(p.get(), say);
+  sweep(p.get(), said);
 }
 
 std::expected<std::unique_ptr<Spool>, std::string> Spool::open(SpoolDir& dir, const std::string& name,

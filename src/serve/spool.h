@@ -41,9 +41,12 @@ class SpoolDir {
   // What services that died without removing their directory left (a
   // SIGKILL that took their crash guard too): each job of theirs whose
   // leaf is still there is stopped (its leaf killed, verified empty and
-  // removed), and said in one line to `say`; then their directories are
+  // removed), and said in one line to `say` (its control characters
+  // escaped, core/printable.h); then their directories are
   // removed. Only leaves named after the dead service (its pid and start
   // time) are touched. A service runs this as it starts, `pmon gc` too.
+  // A runtime directory that is not ours (a symlink, another uid's, open
+  // to others' writes) is not looked into, and said.
   static void sweep_dead(const std::function<void(const std::string&)>& say);
 
  private:

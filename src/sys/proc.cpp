@@ -110,6 +110,14 @@ Result<pid_t> pid_in_proc() noexcept {
   return v;
 }
 
+Result<uint64_t> self_pid_namespace() noexcept {
+  auto in_proc = pid_in_proc();
+  if (!in_proc || *in_proc != ::getpid()) return fail(EXDEV);
+  struct stat st;
+  if (::stat("/proc/self/ns/pid", &st) != 0) return fail_errno();
+  return static_cast<uint64_t>(st.st_ino);
+}
+
 Result<ProcStat> read_stat(pid_t pid) noexcept {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);

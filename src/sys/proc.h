@@ -49,6 +49,12 @@ Result<std::vector<pid_t>> read_nspid(pid_t pid) noexcept;
 // /proc/self leads); ENOENT when that namespace cannot see this process.
 Result<pid_t> pid_in_proc() noexcept;
 
+// The inode of this process's PID namespace (/proc/self/ns/pid): the
+// namespace's name for as long as it lives, the same seen from any other.
+// EXDEV when the mounted /proc is another namespace's (its pids are not
+// ours: nothing this process names by pid can be looked up in it).
+Result<uint64_t> self_pid_namespace() noexcept;
+
 // The fd `pid` is blocked reading from, when it sleeps in read(2),
 // readv(2), pread64(2) or preadv(2) (from /proc/<pid>/syscall, which a
 // running process, or one in any other call, does not give).

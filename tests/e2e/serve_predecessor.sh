@@ -71,9 +71,9 @@ kill_both
 client_close a1
 # What a dead guard leaves: the daemons run on, their leaves are there.
 alive $d1 && alive $d2 || fail "a daemon died with its service and guard: nothing would be left to stop"
-# (Leaves are pmon-PID-START-N, at the cgroup root or below: on a systemd
+# (Leaves are pmon-PID-START-PIDNS-N, at the cgroup root or below: on a systemd
 # host in the service's scope, pmon-PID-START.scope.)
-leaves=$(find /sys/fs/cgroup -maxdepth 5 -type d -regextype posix-extended -regex ".*/pmon-$old-[0-9]+-[0-9]+" 2> /dev/null || true)
+leaves=$(find /sys/fs/cgroup -maxdepth 5 -type d -regextype posix-extended -regex ".*/pmon-$old-[0-9]+-[0-9]+-[0-9]+" 2> /dev/null || true)
 [ -n "$leaves" ] || fail "the dead service left no leaf"
 echo "ok: the service and its guard SIGKILLed: both daemons alive, leaves $(echo $leaves); records: $(cat "$spool/$old".*/*.job | tr '\n' ' ')"
 

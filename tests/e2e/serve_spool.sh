@@ -13,9 +13,9 @@ mkdir -m 700 "$XDG_RUNTIME_DIR"
 # spool.
 sh -c 'exit 0' & dead=$!
 wait "$dead"
-mkdir -p -m 700 "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead"
+mkdir -p -m 700 "$XDG_RUNTIME_DIR/pmon/spool/$dead.0.0000dead.$(stat -L -c %i /proc/self/ns/pid)"
 chmod 700 "$XDG_RUNTIME_DIR/pmon" "$XDG_RUNTIME_DIR/pmon/spool"
-echo old > "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead/tdead.out"
+echo old > "$XDG_RUNTIME_DIR/pmon/spool/$dead.0.0000dead.$(stat -L -c %i /proc/self/ns/pid)/tdead.out"
 serve_start
 client_open c
 job() {  # job PARAMS-JSON -> terminal id
@@ -53,7 +53,7 @@ l=$(call c terminal/list '{}')
 [ "$(jf "$l" '[x["spoolPath"] for x in m["result"]["terminals"] if x["terminalId"] == "'"$id"'"][0]')" = "$spool" ] ||
   fail "terminal/list does not give the spool's path: $l"
 case $spool in "$XDG_RUNTIME_DIR"/pmon/spool/*) ;; *) fail "the spool is not in the runtime directory: $spool" ;; esac
-[ ! -e "$XDG_RUNTIME_DIR/pmon/spool/$dead.0000dead" ] || fail "a dead service's spool directory was not removed"
+[ ! -e "$XDG_RUNTIME_DIR/pmon/spool/$dead.0.0000dead.$(stat -L -c %i /proc/self/ns/pid)" ] || fail "a dead service's spool directory was not removed"
 [ "$(stat -c %a "$spool")" = 600 ] || fail "the spool file is mode $(stat -c %a "$spool")"
 [ "$(stat -c %a "$(dirname "$spool")")" = 700 ] || fail "the spool directory is mode $(stat -c %a "$(dirname "$spool")")"
 # The buffer keeps 1 MiB (its plain read is cut); the spool has all 5 MiB.

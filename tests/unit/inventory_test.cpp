@@ -21,8 +21,35 @@ TEST(LeafName, Parses) {
   EXPECT_EQ(n->seq, 3u);
 }
 
+TEST(LeafName, ParsesItsPidNamespace) {
+  auto n = parse_leaf_name("pmon-1234-567890-4026531836-3");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->owner_pid, 1234);
+  EXPECT_EQ(n->owner_start, 567890u);
+  EXPECT_EQ(n->pid_namespace, 4026531836u);
+  EXPECT_EQ(n->seq, 3u);
+  EXPECT_FALSE(parse_leaf_name("pmon-1234-567890-3")->pid_namespace);  // an older pmon's
+}
+
+TEST(Owner, JudgedOnlyInItsOwnPidNamespace) {
+  auto st = sys::read_stat(::getpid());
+  auto ns = sys::self_pid_namespace();
+  ASSERT_TRUE(st && ns);
+  const pid_t me = ::getpid();
+  EXPECT_EQ(judge_owner({me, st->start_time, *ns, 1}, *ns), Owner::alive);
+  EXPECT_EQ(judge_owner({me, st->start_time + 1, *ns, 1}, *ns), Owner::gone);
+  // Another namespace's pid means another process here: alive or not.
+  EXPECT_EQ(judge_owner({me, st->start_time, *ns + 1, 1}, *ns), Owner::other_namespace);
+  EXPECT_EQ(judge_owner({me, st->start_time + 1, *ns + 1, 1}, *ns), Owner::other_namespace);
+  // An older pmon's name: alive when it is, never gone.
+  EXPECT_EQ(judge_owner({me, st->start_time, std::nullopt, 1}, *ns), Owner::alive);
+  EXPECT_EQ(judge_owner({me, st->start_time + 1, std::nullopt, 1}, *ns), Owner::unknown_namespace);
+  // /proc not of our namespace: nothing is gone.
+  EXPECT_EQ(judge_owner({me, st->start_time + 1, *ns, 1}, std::nullopt), Owner::unknown_namespace);
+}
+
 TEST(LeafName, RejectsOtherNames) {
-  for (const char* s : {"pmon-test-deleg-12", "pmon-bench-1", "pmon-1-2", "pmon-1-2-3-4", "pmon-1-2-x",
+  for (const char* s : {"pmon-test-deleg-12", "pmon-bench-1", "pmon-1-2", "pmon-1-2-3-4-5", "pmon-1-2-x", "pmon-1-2-x-4",
                         "pmon--2-3", "pmon-0-2-3", "pmon-1-2-", "xpmon-1-2-3", "pmon-1-2-3.scope",
                         "pmon-99999999-1-1", "pmon-1-+2-3", "supervisor", ""})
     EXPECT_FALSE(parse_leaf_name(s)) << s;
