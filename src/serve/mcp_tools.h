@@ -129,7 +129,7 @@ inline constexpr std::tuple kTools{
           "length": {"type": "integer", "minimum": 1, "description": "read this many bytes from offset (a page; at most 64 KiB a call) instead of head and tail"},
           "head": {"type": "integer", "minimum": 0, "description": "bytes from the start to show (default 4096, with tail 12288)"},
           "tail": {"type": "integer", "minimum": 0, "description": "bytes from the end to show"},
-          "grep": {"type": "string", "description": "only the lines matching this regular expression (RE2 syntax), each after its line number and a colon"},
+          "grep": {"type": "string", "description": "only the lines matching this regular expression (RE2 syntax), each after its line number and a colon; as many as fit in 64 KiB (more: true when more matched)"},
           "strip_ansi": {"type": "boolean", "description": "remove ANSI escapes and carriage-return redraws (default true)"},
           "max_line_bytes": {"type": "integer", "minimum": 1, "description": "cut longer lines here (default 2000)"}
         },
