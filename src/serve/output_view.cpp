@@ -183,13 +183,19 @@ std::expected<ViewResult, Error> render_view(const ByteSource& src, const ViewPa
         if (v.strip_ansi) text = strip_ansi(text);
         if (RE2::PartialMatch(text, *re)) {
           ++matches;
-          if (r.text.size() < max) {
-            r.text += std::to_string(line_no) + ":";
-            r.text += v.max_line_bytes ? cap_lines(text, static_cast<size_t>(*v.max_line_bytes)) : text;
-            r.text += '\n';
-            ++r.shown;
-          } else {
-            r.more = true;
+          // The lines that fit in max bytes, whole, up to the first that does
+          // not; a first line that alone does not is cut to fit (with room
+          // for the cut's marker).
+          if (!r.more) {
+            const std::string no = std::to_string(line_no) + ":";
+            std::string shown = v.max_line_bytes ? cap_lines(text, static_cast<size_t>(*v.max_line_bytes)) : text;
+            if (r.shown == 0 && no.size() + shown.size() + 1 > max && max > no.size() + 64)
+              shown = cap_lines(text, max - no.size() - 64);
+            r.more = r.text.size() + no.size() + shown.size() + 1 > max;
+            if (!r.more) {
+              r.text += no + shown + '\n';
+              ++r.shown;
+            }
           }
         }
       }

@@ -9,7 +9,8 @@
 # - a job that exited by itself: stoppedBy null, timedOut false;
 # - in each, oomKilled and pidsMaxHit are the report's oom_killed and
 #   pids_max_hit (null where no such limit was set).
-# pmon mcp's wait and list say stopped_by of a killed job too.
+# pmon mcp's wait and list say stopped_by of a killed job too; start's
+# timeout_s stops the job and its daemon, and timeout_s 0 is no timeout.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
@@ -147,6 +148,28 @@ assert job["stopped_by"] == "kill" and job["timed_out"] is False, job
 # The log message of its end says so too (it came before kill's answer).
 ended = [d for d in mcp.logs if d.get("id") == jid]
 assert ended and ended[0]["stopped_by"] == "kill", mcp.logs
+
+
+def alive(pid, start):
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return False
+    return fields[19] == str(start) and fields[0] not in ("Z", "X")
+
+
+def start_of(pid):
+    with open("/proc/%s/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[19]
+
+
+# timeout_s 0 on start is no timeout (docs/mcp.md): the job (by pid and
+# start time) still runs once a job beside it, started after it with
+# timeout_s 1, has been stopped by its timeout.
+zid = tool("start", {"command": "sleep 1000", "timeout_s": 0})["structuredContent"]["id"]
+zpid = [j["pid"] for j in tool("list", {})["structuredContent"]["jobs"] if j["id"] == zid][0]
+zstart = start_of(zpid)
 # A total timeout on start: the job and its setsid daemon (its pid and start
 # time printed first) are stopped by it.
 daemon_sh = 'setsid sh -c \'echo $$ $(cut -d" " -f22 /proc/$$/stat); exec sleep 1000\' & exec sleep 1000'
@@ -154,12 +177,11 @@ tid = tool("start", {"command": daemon_sh, "timeout_s": 1})["structuredContent"]
 w = tool("wait", {"id": tid, "timeout_s": 30})["structuredContent"]
 assert w["running"] is False and w["timed_out"] is True and w["stopped_by"] == "timeout", w
 dpid, dstart = tool("output", {"id": tid})["structuredContent"]["output"].split()[:2]
-try:
-    with open("/proc/%s/stat" % dpid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    assert fields[19] != dstart or fields[0] in ("Z", "X"), "the daemon %s of a timed-out job still runs" % dpid
-except FileNotFoundError:
-    pass
+assert not alive(dpid, dstart), "the daemon %s of a timed-out job still runs" % dpid
+z = [j for j in tool("list", {})["structuredContent"]["jobs"] if j["id"] == zid][0]
+assert alive(zpid, zstart) and z["status"] == "running", "a start with timeout_s 0 was stopped: %s" % z
+tool("kill", {"id": zid})
+assert not alive(zpid, zstart), "the job with timeout_s 0 still runs after its kill was answered"
 done = tool("start", {"command": "exit 0"})["structuredContent"]["id"]
 w = tool("wait", {"id": done, "timeout_s": 20})["structuredContent"]
 assert w["exit_code"] == 0 and w["stopped_by"] is None, w

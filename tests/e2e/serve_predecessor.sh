@@ -5,7 +5,8 @@
 # id, its name, its command); so does `pmon gc`. Without a next service
 # they run on (checked first: that is what a dead guard leaves). A next
 # service started with -q says them all the same (what it found running
-# and stopped), and nothing else.
+# and stopped), and nothing else. Each dead service's pid is taken by a
+# stranger at once: the service is told gone by its start time.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
@@ -35,14 +36,41 @@ sys.exit(0 if ctypes.CDLL(None, use_errno=True).syscall(312, int(sys.argv[1]), i
 }
 
 # kill_both: the service stopped first (so it cannot start another guard),
-# its guard SIGKILLed, then the service.
+# its guard SIGKILLed, then the service. Then a stranger of the scenario's
+# own takes the dead service's pid (clone3 with set_tid, root only): a
+# check of the pid alone would find the service alive and leave its jobs.
 kill_both() {
-  local g
+  local g st _i
   g=$(guard_of "$SERVE_PID") || fail "no crash guard of the service $SERVE_PID"
+  st=$(start_time_of "$SERVE_PID")
   kill -STOP "$SERVE_PID"
   kill -KILL "$g"
   kill -KILL "$SERVE_PID"
   wait "$SERVE_PID" 2> /dev/null || true
+  rm -f "$t/stranger"
+  "$HELPERS/pid_recycler" "$SERVE_PID" "$st" "$t/stranger" 5000 &
+  local rec=$!
+  record_pid $rec
+  for _i in $(seq 200); do [ -f "$t/stranger" ] || ! kill -0 $rec 2> /dev/null && break; sleep 0.05; done
+  stranger=
+  if [ -f "$t/stranger" ]; then
+    read -r spid sst _ < "$t/stranger"
+    stranger="$spid $sst"; echo "$stranger" >> "$t/pids"; echo "$stranger" >> "$STATE/pids"
+    [ "$spid" = "$SERVE_PID" ] && [ "$sst" != "$st" ] || fail "the recycler made $stranger, not pid $SERVE_PID anew"
+  elif [ "$(id -u)" = 0 ]; then fail "no stranger took the dead service's pid $SERVE_PID"
+  else echo "note: not root: the dead service's pid $SERVE_PID is not reused"; fi
+}
+
+# left OLD MESSAGE: a round failed with the dead service OLD's jobs still
+# running: their leaves are stopped and removed, then the scenario fails.
+left() {
+  local l
+  for l in $(find /sys/fs/cgroup -maxdepth 5 -type d -regextype posix-extended -regex ".*/pmon-$1-[0-9]+-[0-9]+" 2> /dev/null); do
+    echo 1 > "$l/cgroup.kill" 2> /dev/null || true
+    for _ in $(seq 200); do grep -q "populated 0" "$l/cgroup.events" && break; sleep 0.05; done
+    rmdir "$l" 2> /dev/null || true
+  done
+  fail "$2"
 }
 
 # jobs_of ROUND: two jobs with a setsid daemon each (one named), and one
@@ -95,9 +123,10 @@ printf 'not json\n' > "$dead_dir/tbad.job"
 SERVE_PID=$!
 record_pid "$SERVE_PID"
 for _ in $(seq 100); do [ -S "$SOCK" ] && grep -q "serving on" "$t/serve2.err" && break; sleep 0.05; done
-wait_gone $d1 || fail "the named job's daemon outlived the next service's start: $(cat "$t/serve2.err")"
-wait_gone $d2 || fail "the second job's daemon outlived the next service's start: $(cat "$t/serve2.err")"
+wait_gone $d1 || left $old "the named job's daemon outlived the next service's start: $(cat "$t/serve2.err")"
+wait_gone $d2 || left $old "the second job's daemon outlived the next service's start: $(cat "$t/serve2.err")"
 for l in $leaves; do [ ! -d "$l" ] || fail "the leaf $l is still there"; done
+[ -z "$stranger" ] || alive $stranger || fail "the next service stopped the stranger that has the dead service's pid"
 grep -q "job '$id1' (name 'dev-1'), sh -c .* of a pmon service that is gone (pid $old) was still running: stopped its [0-9]* process" "$t/serve2.err" ||
   fail "the next service did not say it stopped job $id1: $(cat "$t/serve2.err")"
 grep -q "job '$id2', sh -c .* was still running" "$t/serve2.err" || fail "the next service did not name job $id2: $(cat "$t/serve2.err")"
@@ -118,7 +147,8 @@ kill_both
 client_close a2
 alive $d1 && alive $d2 || fail "round 2: a daemon died with its service and guard"
 "$PMON" gc > "$t/gc.out" 2>&1 || fail "pmon gc failed: $(cat "$t/gc.out")"
-wait_gone $d1 && wait_gone $d2 || fail "a daemon outlived pmon gc: $(cat "$t/gc.out")"
+wait_gone $d1 && wait_gone $d2 || left $old "a daemon outlived pmon gc: $(cat "$t/gc.out")"
+[ -z "$stranger" ] || alive $stranger || fail "pmon gc stopped the stranger that has the dead service's pid"
 grep -q "job '$id1' (name 'dev-2'), .* of a pmon service that is gone (pid $old) was still running: stopped its" "$t/gc.out" ||
   fail "pmon gc did not name job $id1: $(cat "$t/gc.out")"
 grep -q "job '$id2'" "$t/gc.out" || fail "pmon gc did not name job $id2: $(cat "$t/gc.out")"
@@ -137,7 +167,7 @@ rm -f "$SOCK"
 "$PMON" serve -q --listen "$SOCK" --confine cgroup 2> "$t/serve3.err" &
 SERVE_PID=$!
 record_pid "$SERVE_PID"
-wait_gone $d1 && wait_gone $d2 || fail "a daemon outlived the start of the next service (-q): $(cat "$t/serve3.err")"
+wait_gone $d1 && wait_gone $d2 || left $old "a daemon outlived the start of the next service (-q): $(cat "$t/serve3.err")"
 for _ in $(seq 200); do [ "$(grep -c "was still running" "$t/serve3.err")" = 2 ] && break; sleep 0.05; done
 grep -q "^pmon: job '$id1' (name 'dev-3'), sh -c .* of a pmon service that is gone (pid $old) was still running: stopped its [0-9]* process" "$t/serve3.err" ||
   fail "the next service, with -q, did not say it stopped job $id1: $(cat "$t/serve3.err")"

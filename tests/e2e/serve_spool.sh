@@ -170,6 +170,28 @@ r=$(out "$bid" '"maxLineBytes":100')
 [ "$(jf "$r" 'm["result"]["output"] == "x" * 100 + "[... 99900 bytes]\nshort\n"')" = true ] ||
   fail "maxLineBytes: $(jf "$r" 'm["result"]["output"][-60:]')"
 
+# grep answers at most the cap in bytes, the lines that fit whole and
+# `more` for the rest: 5000 matching lines of 1.5 KB (7.5 MB) give at most
+# maxBytes to terminal/output, at most 64 KiB to pmon mcp's output.
+long_py='import sys
+for i in range(5000): sys.stdout.write("match %04d %s\n" % (i, "x" * 1490))'
+lid=$(job "$(py_params "$long_py")")
+call c terminal/wait_for_exit '{"terminalId":"'"$lid"'"}' > /dev/null
+r=$(out "$lid" '"grep":"^match","maxBytes":65536')
+[ "$(jf "$r" 'len(m["result"]["output"].encode()) <= 65536 and m["result"]["more"] and m["result"]["matches"] == 5000')" = true ] ||
+  fail "grep with maxBytes 65536: $(jf "$r" '[len(m["result"]["output"].encode()), m["result"].get("more"), m["result"].get("matches")]')"
+PYTHONPATH="$(dirname "$0")" python3 - "$PMON" "$long_py" > "$t/mcp.out" 2>&1 <<'PY' || fail "pmon mcp's grep: $(cat "$t/mcp.out")"
+import shlex, sys
+from mcp_stdio import Mcp
+mcp = Mcp(sys.argv[1])
+jid = mcp.tool("start", {"command": "exec python3 -c " + shlex.quote(sys.argv[2])})["structuredContent"]["id"]
+assert mcp.tool("wait", {"id": jid, "timeout_s": 60})["structuredContent"]["exit_code"] == 0
+o = mcp.tool("output", {"id": jid, "grep": "^match"})["structuredContent"]
+assert len(o["output"].encode()) <= 65536 and o["more"] and o["matches"] == 5000, (len(o["output"]), o["more"], o["matches"])
+mcp.close()
+PY
+echo "ok: grep of 7.5 MB of matching lines: at most 64 KiB, more: true"
+
 # Release removes the job's files (and the rotated one).
 for j in "$id" "$rid"; do
   r=$(call c terminal/release '{"terminalId":"'"$j"'"}')

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace pmon::serve {
@@ -123,6 +124,31 @@ TEST(RenderView, GrepNumbersLinesFromTheJobsFirst) {
   r = render_view(source_of(s), v, 1 << 20);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().text.find("'grep'"), std::string::npos);
+}
+
+// The cap is bytes: the lines that fit whole, `more` for the rest; a first
+// line longer than the cap alone is cut to fit.
+TEST(RenderView, GrepAnswersAtMostMaxBytes) {
+  std::string s;
+  for (int i = 0; i < 3000; ++i) s += "match " + std::string(1500, 'x') + "\n";
+  ViewParams v;
+  v.grep = "^match";
+  v.max_line_bytes = 2000;
+  auto r = render_view(source_of(s), v, 64 << 10);
+  ASSERT_TRUE(r);
+  EXPECT_LE(r->text.size(), size_t{64} << 10);
+  EXPECT_GT(r->text.size(), (size_t{64} << 10) - 1600);  // filled, but for less than a line
+  EXPECT_EQ(r->shown, static_cast<uint64_t>(std::count(r->text.begin(), r->text.end(), '\n')));
+  EXPECT_EQ(*r->matches, 3000u);
+  EXPECT_TRUE(r->more);
+  v.max_line_bytes.reset();
+  v.grep = "x";
+  const std::string one_long = std::string(100000, 'x') + "\n";
+  r = render_view(source_of(one_long), v, 1000);
+  ASSERT_TRUE(r);
+  EXPECT_LE(r->text.size(), 1000u);
+  EXPECT_EQ(r->text.substr(0, 4), "1:xx");
+  EXPECT_EQ(r->shown, 1u);
 }
 
 }  // namespace

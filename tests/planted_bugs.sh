@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# tests/planted_bugs.sh [NAME...]: the bugs of tests/planted_bugs.md that a
+# sed on one source line plants, planted one at a time in a scratch copy of
+# this tree (uncommitted changes included), pmon built there, the test named
+# for each run: it must FAIL. Prints a table (planted, caught or not) and
+# keeps each test's output. Run by hand (a build per bug), not in CI. The
+# tree it is run from is never changed.
+set -u
+src=$(cd "$(dirname "$0")/.." && pwd)
+
+# NAME|FILE|SED EXPRESSION (changes exactly one line)|TEST
+# TEST: e2e:NAME (a ctest scenario), unit:FILTER (GoogleTest), node:FILE
+BUGS=(
+  'hook-lets-through|src/cli/shell_cmd.cpp|/hook_refusal(hook_harness(input))/{n;s/return 2;/return 0;/}|e2e:die_with_parent'
+  'hook-answers-harness|src/cli/shell_cmd.cpp|s/std::fprintf(stderr, "%s\\n", hook_refusal/std::fprintf(stdout, "%s\\n", hook_refusal/|e2e:die_with_parent'
+  'dead-service-by-pid|src/serve/spool.cpp|s/if (o.start) return !process_alive(o.pid, \*o.start);/if (o.start) return ::kill(o.pid, 0) != 0 \&\& errno == ESRCH;/|e2e:serve_predecessor'
+  'start-timeout-0|src/serve/mcp.cpp|s/if (auto s = a.seconds("timeout_s"); s \&\& \*s > 0) c.timeout_ms = s;/if (auto s = a.seconds("timeout_s"); s) c.timeout_ms = s;/|e2e:serve_job_status'
+  'grep-cap-in-lines|src/serve/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|e2e:serve_spool'
+  'grep-cap-in-lines-unit|src/serve/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|unit:RenderView.GrepAnswersAtMostMaxBytes'
+  'cancel-answered-early|src/serve/mcp_adapter.cpp|s/^  if (\*stopped) return reply(cancelled(j, rev.modern));/  return reply(cancelled(j, rev.modern));/|node:test/mcp_tasks.test.mjs'
+)
+
+work=$(mktemp -d /tmp/pmon-planted.XXXXXX)
+logs=$work/logs
+tree=$work/tree
+mkdir -p "$logs" "$tree"
+trap 'rm -rf --one-file-system "$tree"; echo "logs: $logs"' EXIT
+(cd "$src" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$tree"
+[ -d "$src/node/node_modules" ] && ln -s "$src/node/node_modules" "$tree/node/node_modules"
+build=$tree/build
+launcher=()
+if command -v ccache > /dev/null; then
+  export CCACHE_BASEDIR=$tree CCACHE_NOHASHDIR=1
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+echo "building the unplanted tree in $tree ..."
+if ! cmake -S "$tree" -B "$build" -DBUILD_TESTING=ON -DPMON_BENCH=OFF -DPMON_PYTHON_BINDING=OFF "${launcher[@]}" > "$logs/cmake.log" 2>&1 ||
+  ! cmake --build "$build" -j2 >> "$logs/cmake.log" 2>&1; then
+  echo "the unplanted tree does not build: $logs/cmake.log"
+  exit 1
+fi
+
+# run_test TEST LOG: 0 when the test passed.
+run_test() {
+  local kind=${1%%:*} what=${1#*:}
+  case $kind in
+    e2e)
+      ctest --test-dir "$build" -R "^e2e\.$what\$" --output-on-failure --timeout 600 > "$2" 2>&1
+      ! grep -q "e2e\.$what .*\*\*\*\(Failed\|Timeout\)" "$2" && grep -q "e2e\.$what .* Passed" "$2" ;;
+    unit) "$build/tests/pmon_unit_tests" --gtest_filter="$what" > "$2" 2>&1 ;;
+    node)
+      [ -d "$tree/node/node_modules" ] || { echo "no node/node_modules: run npm ci in node/ first" > "$2"; return 2; }
+      (cd "$tree/node" && PMON=$build/pmon PMON_HELPERS=$build/tests/helpers \
+        timeout 900 node --test --test-timeout=300000 "$what") > "$2" 2>&1 ;;
+  esac
+}
+
+rows=()
+for entry in "${BUGS[@]}"; do
+  IFS='|' read -r name file expr test <<< "$entry"
+  [ $# = 0 ] || [[ " $* " == *" $name "* ]] || continue
+  cp "$tree/$file" "$work/orig"
+  sed -i -e "$expr" "$tree/$file"
+  changed=$(diff "$work/orig" "$tree/$file" | grep -c '^[<>]')
+  if [ "$changed" != 2 ]; then
+    rows+=("$name|$file|not planted (the line is not there as written)|$test|-")
+  elif ! cmake --build "$build" -j2 > "$logs/$name.build.log" 2>&1; then
+    rows+=("$name|$file|planted, did not build|$test|-")
+  else
+    echo "planted $name; running $test ..."
+    rc=0; run_test "$test" "$logs/$name.log" || rc=$?
+    case $rc in
+      0) verdict="NOT caught (the test passed)" ;;
+      2) verdict="not run ($(head -1 "$logs/$name.log"))" ;;
+      *) verdict=caught ;;
+    esac
+    rows+=("$name|$file|planted|$test|$verdict")
+  fi
+  cp "$work/orig" "$tree/$file"
+done
+
+printf '\n%-24s %-28s %-10s %-44s %s\n' bug file planted test result
+for r in "${rows[@]}"; do
+  IFS='|' read -r name file planted test verdict <<< "$r"
+  printf '%-24s %-28s %-10s %-44s %s\n' "$name" "$file" "${planted%%,*}" "$test" "$verdict"
+done
+for r in "${rows[@]}"; do [[ $r == *"|caught" ]] || exit 1; done
