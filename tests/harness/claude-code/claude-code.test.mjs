@@ -5,10 +5,12 @@
 // Without pmon the workload outlives the session, whether it ends normally or
 // Claude Code is killed; through the shell prefix and pmon mcp nothing is
 // left. pmon's PreToolUse hook blocks the call (a rewrite would turn
-// Claude Code's permission rules off).
+// Claude Code's permission rules off). What the prefix keeps of Claude Code's
+// own behaviour (rules, working directory, timeouts, background calls,
+// output) is tested beside Claude Code without pmon.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, mkdirSync, writeFileSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
+import { readFileSync, readdirSync, mkdirSync, writeFileSync, openSync, readSync, closeSync, existsSync, realpathSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { arch } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -214,29 +216,46 @@ test('prefix: nothing left of a background call when Claude Code is killed', asy
   clean(await session(t, { via: 'prefix', hold: true, background: true, kill: true }));
 });
 
-// One Bash call of COMMAND in print mode, with SETTINGS as the project's
-// .claude/settings.json: { code, out, results, denials }.
-async function bashCall(t, { command, settings = {} }) {
+// A print-mode session whose model makes the Bash CALLS, one a turn (each a
+// command, or the tool's input), then answers. SETTINGS is the project's
+// .claude/settings.json, USER ~/.claude/settings.json; via 'prefix' puts the
+// shell prefix in Claude Code's environment, ENV adds to it; allowed passes
+// --allowedTools Bash. With during(run, model), the model holds its answer
+// until during returns. Resolves to { code, signal, out, results, denials }.
+async function bashCall(t, { command, calls = [command], settings = {}, user, via = 'none', env: more = {},
+  allowed = true, cwd, during }) {
   const tmp = scratch();
   t.after(() => tmp.remove());
   const home = tmp.path('home');
-  const work = tmp.path('project');
+  const work = cwd ?? tmp.path('project');
   mkdirSync(join(work, '.claude'), { recursive: true });
-  mkdirSync(home);
+  mkdirSync(join(home, '.claude'), { recursive: true });
   writeFileSync(join(work, '.claude', 'settings.json'), JSON.stringify(settings));
-  const model = await startModel({ tool: 'Bash', input: { command, description: 'Run it' } });
+  if (user) writeFileSync(join(home, '.claude', 'settings.json'), JSON.stringify(user));
+  const input = calls.map((c) => ({ description: 'Run it', ...(typeof c === 'string' ? { command: c } : c) }));
+  const model = await startModel({ tool: 'Bash', input, holdAnswer: !!during });
   t.after(() => model.close());
   const env = {
     HOME: home, TMPDIR: tmp.dir, ANTHROPIC_API_KEY: 'sk-ant-scripted-not-a-key', ANTHROPIC_BASE_URL: model.url,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
-    DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_SHELL_PREFIX: undefined, CLAUDE_CONFIG_DIR: undefined,
+    DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_SHELL_PREFIX: via === 'prefix' ? PMON_SHELL : undefined,
+    CLAUDE_CONFIG_DIR: undefined, ...more,
   };
   const run = startHarness(CLAUDE, ['-p', 'Run it.', '--output-format', 'json', '--no-session-persistence',
-    '--strict-mcp-config', '--allowedTools', 'Bash'], { env, cwd: work, timeoutMs: 30000 });
+    '--strict-mcp-config', ...(allowed ? ['--allowedTools', 'Bash'] : [])], { env, cwd: work, timeoutMs: 30000 });
+  try {
+    if (during) await during(run, model);
+  } catch (e) {
+    run.child.kill('SIGKILL');
+    await run.ended;
+    throw e;
+  } finally {
+    model.release();
+  }
   const end = await run.ended;
   let denials = null;
   try { denials = JSON.parse(run.out()).permission_denials; } catch {}
-  return { code: end.code, out: run.out(), results: model.results, denials };
+  return { code: end.code, signal: end.signal, out: run.out(), results: model.results, denials };
 }
 
 // The hook as the docs printed it, pmon named by its full path.
@@ -282,3 +301,131 @@ test('mcp: nothing left of a started job after a normal end', async (t) => {
 test('mcp: nothing left of a started job when Claude Code is killed', async (t) => {
   clean(await session(t, { via: 'mcp', hold: true, kill: true }));
 });
+
+// What the shell prefix keeps of Claude Code's own behaviour, each beside
+// Claude Code without pmon.
+
+// Its working directory: Claude Code records `pwd -P` after each call and
+// starts the next one there; the second call also names its parent.
+for (const via of ['none', 'prefix']) {
+  test(`${via}: cd in one Bash call holds for the next`, async (t) => {
+    const tmp = scratch(); t.after(() => tmp.remove());
+    const work = tmp.path('project');
+    mkdirSync(join(work, 'sub'), { recursive: true });
+    const pwd = tmp.path('pwd');
+    const r = await bashCall(t, { via, cwd: work, calls: ['cd sub', `pwd -P > ${pwd} && cat /proc/$PPID/comm`] });
+    assert.equal(r.results.length, 2, r.out);
+    assert.equal(readFileSync(pwd, 'utf8').trim(), realpathSync(join(work, 'sub')), r.out);
+    assert.equal(/pmon/.test(r.results[1]), via === 'prefix', `not under ${via}: ${r.results[1]}`);
+  });
+}
+
+// Its allow list (in ~/.claude/settings.json: a project's is used only once
+// the project is trusted), with no --allowedTools: print mode runs an
+// allowed command without asking and refuses any other that would ask.
+async function allowList(t, { via, rule }) {
+  const tmp = scratch(); t.after(() => tmp.remove());
+  const work = tmp.path('project');
+  const [allowed, refused] = [join(work, 'allowed'), join(work, 'refused')];
+  const r = await bashCall(t, { via, cwd: work, allowed: false, user: { permissions: { allow: rule ? [rule] : [] } },
+    calls: [`touch ${allowed}`, `mkdir ${refused}`] });
+  assert.equal(r.code, 0, r.out);
+  assert.ok(!existsSync(refused), r.out);
+  assert.match(r.results[1], /needs approval/, r.out);
+  return { ran: existsSync(allowed), denied: r.denials.map((d) => d.tool_input.command) };
+}
+test('control: without the allow rule, touch is refused as well', async (t) => {
+  const { ran, denied } = await allowList(t, { via: 'none' });
+  assert.equal(ran, false);
+  assert.equal(denied.length, 2);
+});
+for (const via of ['none', 'prefix']) {
+  test(`${via}: an allow rule (Bash(touch:*)) runs touch without asking, mkdir is refused`, async (t) => {
+    const { ran, denied } = await allowList(t, { via, rule: 'Bash(touch:*)' });
+    assert.ok(ran, 'the allowed touch did not run');
+    assert.deepEqual(denied.map((c) => c.split(' ')[0]), ['mkdir']);
+  });
+}
+
+// A call whose command leaves a setsid daemon and a dev server (the
+// workload, which returns at once) and then hangs (exec sleep, recorded as
+// hang). Claude Code ends the hanging command; without pmon the daemon,
+// outside its process group and tree, survives. INPUT adds to the call.
+async function hanging(t, { via, input, env, during }) {
+  const tmp = scratch(); t.after(() => tmp.remove());
+  const rec = tmp.path('records');
+  const port = await freePort();
+  const command = `${workloadLine(rec, port)} && echo "$$ $(cut -d' ' -f22 /proc/$$/stat) hang" >> ${rec} && exec sleep 600`;
+  let r;
+  try {
+    r = await bashCall(t, { via, env, calls: [{ command, ...input }],
+      during: during && ((run, model) => during(run, model, rec, port)) });
+  } finally {
+    leaked.push(...records(rec));
+  }
+  const list = records(rec);
+  assert.deepEqual(list.map((p) => p.name).sort(), ['daemon', 'hang', 'server', 'shell'], r.out);
+  const left = await leftover(rec, port, via === 'none' ? 1000 : 8000);
+  t.diagnostic(`exit ${r.code ?? r.signal}; alive ${left.alive.map((p) => p.name).join(',') || '-'}; port bound ${left.bound}`);
+  assert.ok(!left.alive.some((p) => p.name === 'hang'), 'Claude Code did not end the call');
+  return { ...r, left };
+}
+// What the control (no pmon) and the prefix must leave.
+function outcome(via, left) {
+  if (via === 'none') leaks(left);
+  else clean({ ...left, extra: [] });
+}
+
+// Claude Code's timeout ends a call: a background call's at once; a
+// foreground call's with background tasks turned off (see below).
+for (const via of ['none', 'prefix']) {
+  test(`${via}: a background call ended at its timeout`, async (t) => {
+    const r = await hanging(t, { via, input: { run_in_background: true, timeout: 3000 } });
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.results[0], /running in background/);
+    outcome(via, r.left);
+  });
+  test(`${via}: a call ended at its timeout (CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1)`, async (t) => {
+    const r = await hanging(t, { via, input: { timeout: 3000 }, env: { CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: '1' } });
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.results[0], /timed out after 3s/);
+    outcome(via, r.left);
+  });
+}
+
+// A background call runs while Claude Code does (print mode waits for it);
+// so does a foreground call past its timeout, which Claude Code moves to the
+// background. Then Claude Code exits (SIGTERM: it ends its background calls).
+for (const via of ['none', 'prefix']) {
+  for (const [how, input, said] of [['a background call', { run_in_background: true }, /running in background/],
+    ['a call moved to the background at its timeout', { timeout: 3000 }, /did not complete within its 3s timeout and was moved to the background/]]) {
+    test(`${via}: ${how}, Claude Code exits`, async (t) => {
+      const r = await hanging(t, { via, input, during: async (run, model, rec, port) => {
+        assert.ok(await waitFor(() => model.results.length > 0, 15000), run.out());
+        assert.match(model.results[0], said);
+        const up = () => records(rec).some((p) => p.name === 'hang') && portBound(port);
+        assert.ok(await waitFor(up, 15000), `the workload is not up: ${run.out()}`);
+        assert.equal(run.child.exitCode, null, 'Claude Code did not wait for its background call');
+        run.child.kill('SIGTERM');
+      } });
+      assert.equal(r.code, 143, r.out);
+      outcome(via, r.left);
+    });
+  }
+}
+
+// Its output: the command's stdout, stderr and exit status as without pmon;
+// with the prefix, one line of pmon's more when a command left processes.
+for (const via of ['none', 'prefix']) {
+  test(`${via}: a call's output and exit status pass through`, async (t) => {
+    const tmp = scratch(); t.after(() => tmp.remove());
+    const rec = tmp.path('records');
+    const r = await bashCall(t, { via, calls: [`printf 'a\\n  b\\n'; echo e >&2; exit 3`, workloadLine(rec, await freePort())] });
+    leaked.push(...records(rec));
+    assert.equal(r.results[0], 'Exit code 3\na\n  b\ne', r.out);
+    const [ready, ...more] = r.results[1].split('\n');
+    assert.equal(ready, 'workload ready', r.out);
+    assert.equal(more.length, via === 'prefix' ? 1 : 0, r.results[1]);
+    if (via === 'prefix') assert.match(more[0], /^pmon: .* left 2 processes running; stopped them$/);
+  });
+}

@@ -3,6 +3,8 @@
 // Claude Code in print mode. For the conversation that offers the tool TOOL,
 // the first turn asks for one call of TOOL with INPUT; once the request
 // carries the tool's result, the answer is plain text and the turn ends.
+// INPUT may be a list: one call a turn, each once the previous one's result
+// came back, then the answer.
 // Any other request (a title, a quota check, a token count) gets a short
 // plain-text answer. Every request is logged: { path, model, tools, kind }.
 // With holdAnswer, the final answer waits until release() is called (the
@@ -45,18 +47,21 @@ function message(model, content, stop_reason) {
   };
 }
 
-// Tool results in the last user message of a request, as text.
+// Tool results in the user messages after the last assistant message of a
+// request (a system message may follow them), as text.
 function toolResults(body) {
-  const last = (body.messages || []).at(-1);
-  if (!last || last.role !== 'user' || !Array.isArray(last.content)) return [];
-  return last.content.filter((b) => b.type === 'tool_result').map((b) =>
-    typeof b.content === 'string' ? b.content
-      : (b.content || []).map((c) => c.text ?? '').join(''));
+  const msgs = body.messages || [];
+  const since = msgs.slice(msgs.findLastIndex((m) => m.role === 'assistant') + 1);
+  return since.filter((m) => m.role === 'user' && Array.isArray(m.content))
+    .flatMap((m) => m.content.filter((b) => b.type === 'tool_result')).map((b) =>
+      typeof b.content === 'string' ? b.content
+        : (b.content || []).map((c) => c.text ?? '').join(''));
 }
 
 // Starts the server; resolves to { port, url, log, results, close }.
 // results gets the text of each tool result the harness sent back.
 export function startModel({ tool, input, answer = 'Done.', holdAnswer = false }) {
+  const calls = [input].flat();
   const log = [];
   const results = [];
   const held = [];
@@ -84,18 +89,19 @@ export function startModel({ tool, input, answer = 'Done.', holdAnswer = false }
       }
       const model = body.model || 'scripted';
       const done = toolResults(body);
+      results.push(...done);
+      const step = (body.messages || []).filter((m) => m.role === 'assistant').length;
       let msg;
-      if (done.length > 0) {
+      if (entry.tools.includes(tool) && step < calls.length && (step === 0 || done.length > 0)) {
+        entry.kind = 'tool_use';
+        msg = message(model, [{ type: 'tool_use', id: `toolu_scripted_${ids + 1}`, name: tool, input: calls[step] }], 'tool_use');
+      } else if (done.length > 0) {
         entry.kind = 'answer';
-        results.push(...done);
         msg = message(model, [{ type: 'text', text: answer }], 'end_turn');
         if (!released) {
           held.push(() => reply(res, msg, body.stream === true));
           return;
         }
-      } else if (entry.tools.includes(tool) && !(body.messages || []).some((m) => m.role === 'assistant')) {
-        entry.kind = 'tool_use';
-        msg = message(model, [{ type: 'tool_use', id: `toolu_scripted_${ids + 1}`, name: tool, input }], 'tool_use');
       } else {
         entry.kind = 'text';
         msg = message(model, [{ type: 'text', text: 'ok' }], 'end_turn');
