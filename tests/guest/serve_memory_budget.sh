@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Guest only (scripts/guest.sh): the service's memory budget where the
 # kernel enforces memory. pmon serve runs in a cgroup of its own with
-# memory.max 600 MiB (its jobs' leaves elsewhere, under --cgroup-root); ten
-# connections each ask one terminal/output (maxBytes 16 MiB) of a job that
-# wrote 16 MiB of control bytes (six bytes each in JSON) and never read
-# their answers. The service must live (no OOM kill in its cgroup, it still
+# memory.max 384 MiB (the default budget, 256 MiB, and room for the
+# binary and the heap; its jobs' leaves elsewhere, under --cgroup-root).
+# Ten connections each ask one terminal/output (maxBytes 16 MiB) of a job
+# that wrote 16 MiB of control bytes on stdout and 16 MiB on stderr (six
+# bytes each in JSON) and never read their answers. The service must live (no OOM kill in its cgroup, it still
 # answers) and another client's job must run on; the cgroup's peak is
 # printed from memory.peak.
 . "$(dirname "$0")/../e2e/common.inc"
@@ -13,7 +14,7 @@
 
 SVC=$LHOLD/svc
 mkdir "$SVC" || fail "cannot create $SVC"
-echo $((600 << 20)) > "$SVC/memory.max"
+echo $((384 << 20)) > "$SVC/memory.max"
 # The service and its cgroup go before the scenario's own cleanup.
 _svc_cleanup() {
   [ -z "${SERVE_PID:-}" ] || { kill -KILL "$SERVE_PID" 2> /dev/null; wait "$SERVE_PID" 2> /dev/null; }
@@ -41,7 +42,8 @@ sock, MiB = sys.argv[1], 1 << 20
 other = Rpc(sock)
 keep = other.call("terminal/create", {"command": "sleep", "args": ["600"]})["terminalId"]
 rpc = Rpc(sock)
-job = rpc.call("terminal/create", {"command": "sh", "args": ["-c", "head -c 16777216 /dev/zero | tr '\\0' '\\1'"],
+cmd = "head -c 16777216 /dev/zero | tr '\\0' '\\1'"
+job = rpc.call("terminal/create", {"command": "sh", "args": ["-c", f"{cmd}; {cmd} >&2"],
                                    "outputByteLimit": 16 * MiB})["terminalId"]
 rpc.call("terminal/wait_for_exit", {"terminalId": job})
 ask = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "terminal/output",
@@ -62,7 +64,7 @@ PY
 kill -0 "$SERVE_PID" 2> /dev/null || fail "the service died: $(cat "$t/serve.err")"
 oom=$(awk '$1 == "oom_kill" { print $2 }' "$SVC/memory.events")
 peak=$(cat "$SVC/memory.peak" 2> /dev/null || echo "?")
-echo "the service's cgroup: memory.peak $peak bytes (memory.max $((600 << 20))), oom_kill $oom"
+echo "the service's cgroup: memory.peak $peak bytes (memory.max $((384 << 20))), oom_kill $oom"
 [ "$oom" = 0 ] || fail "the kernel OOM-killed $oom process(es) in the service's cgroup"
 stop_serve
 pass
