@@ -288,6 +288,13 @@ std::vector<pid_t> Job::running_pids() {
   std::vector<pid_t> pids;
   if (done) return pids;
   if (main_watched) pids.push_back(call->command_pid());
+  // A cgroup's listing, where there is one: one read, not one a process
+  // (a job of 2000 processes takes tens of ms to read each /proc stat).
+  if (auto listed = call->listed_pids()) {
+    for (pid_t pid : *listed)
+      if (pids.empty() || pid != pids.front()) pids.push_back(pid);
+    return pids;
+  }
   for (const sys::ProcStat& p : call->members())
     if (pids.empty() || p.pid != pids.front()) pids.push_back(p.pid);
   return pids;
@@ -299,6 +306,11 @@ std::vector<ListeningPort> Job::listening(PortTables& tables) {
 }
 
 bool Job::waiting_for_input() {
+  if (done || !in) return false;
+  return waiting_for_input(running_pids());
+}
+
+bool Job::waiting_for_input(const std::vector<pid_t>& pids) {
   if (done || !in) return false;
   // What the job's readers have open: the pipe (either end's inode), or
   // the pty's terminal side (its device number).
@@ -313,7 +325,6 @@ bool Job::waiting_for_input() {
     return false;
   }
   constexpr size_t kLooked = 64;  // a reader is among the first few
-  const std::vector<pid_t> pids = running_pids();
   for (size_t i = 0; i < pids.size() && i < kLooked; ++i) {
     auto fd = sys::blocked_read_fd(pids[i]);
     if (!fd) continue;
@@ -335,7 +346,7 @@ EndFacts Job::end_facts() const {
   return f;
 }
 
-JobInfo Job::info(PortTables& tables) {
+JobInfo Job::info(const std::vector<pid_t>& pids, std::vector<ListeningPort> ports) {
   JobInfo o;
   o.id = id;
   o.name = name;
@@ -346,8 +357,8 @@ JobInfo Job::info(PortTables& tables) {
   o.keep = keep;
   o.pty = pty;
   o.session = session;
-  o.ports = listening(tables);
-  o.waiting_for_input = waiting_for_input();
+  o.ports = std::move(ports);
+  o.waiting_for_input = waiting_for_input(pids);
   o.end = end_facts();
   if (ready && ready->decided()) o.ready = ready->outcome()->ready;
   if (spool) o.spool_path = spool->path();

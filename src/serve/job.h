@@ -204,8 +204,11 @@ struct Job {
   // end of (its pipe, or its pty), which nobody has written: it waits for
   // input, not for time.
   bool waiting_for_input();
+  bool waiting_for_input(const std::vector<pid_t>& pids);  // of these (running_pids)
   std::vector<pid_t> running_pids();
-  JobInfo info(PortTables& tables);
+  // What terminal/list says of it: its processes `pids` (running_pids), and
+  // the ports they listen on (looked up by the caller: see JobList).
+  JobInfo info(const std::vector<pid_t>& pids, std::vector<ListeningPort> ports);
 
   // The stop's watch: set up after a step that did not end it, dropped
   // before the next (which may close the fd it was watching: a leaf given

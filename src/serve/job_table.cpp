@@ -398,14 +398,10 @@ std::optional<Error> JobTable::resize(Job& j, PtySize size) {
   return std::nullopt;
 }
 
-std::vector<JobInfo> JobTable::list(const std::optional<std::string>& session) {
-  std::vector<JobInfo> out;
-  // In the order they were created (ids are random).
+std::vector<std::string> JobTable::job_ids(const std::optional<std::string>& session) {
+  std::vector<std::string> out;
   for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && (!session || j->session == session)) {
-      out.push_back(j->info(answers_.port_tables()));
-      if (j->done) j->end_told = true;
-    }
+    if (Job* j = find(id); j && (!session || j->session == session)) out.push_back(id);
   return out;
 }
 

@@ -76,7 +76,9 @@ class JobTable : private StopHost {
                                     std::optional<uint64_t> background_after_ms);
   std::optional<Error> write(Job& j, const std::string& data, bool eof);
   std::optional<Error> resize(Job& j, PtySize size);
-  std::vector<JobInfo> list(const std::optional<std::string>& session);
+  // The ids of the jobs (of `session` if given), in the order they were
+  // created (ids are random); see JobList for what terminal/list shows.
+  std::vector<std::string> job_ids(const std::optional<std::string>& session);
   // The jobs a connection made that are MCP tasks, oldest first.
   std::vector<Job*> tasks_of(uint64_t conn);
   // Its section-4 report, once over: dumped (kept), or as a value.
