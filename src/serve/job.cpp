@@ -227,15 +227,50 @@ void Job::write_stdin() {
       return;
     }
     if (n < 0) {  // the reader is gone (EPIPE): what was not taken is dropped
-      in_pending.clear();
       in_eof = true;
       break;
     }
     in_pending.erase(0, static_cast<size_t>(n));
   }
+  if (in_pending.empty() || in_eof) drop_stdin();
   if (in_watched) poller.unwatch(in.get());
   in_watched = false;
   if (in_eof) in.reset();
+}
+
+size_t Job::write_now(std::string_view data) {
+  size_t done = 0;
+  while (done < data.size() && in) {
+    ssize_t n = ::write(in.get(), data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+bool Job::hold_stdin(size_t need, size_t most, MemoryBudget& budget) {
+  if (need <= in_charged) return true;
+  // The storage grows by doubling, each size counted before it is made.
+  const size_t cap = std::max(need, std::min(2 * in_charged, most));
+  const size_t got = budget.take(cap - in_charged);
+  if (got < cap - in_charged) {
+    budget.give(got);
+    return false;
+  }
+  std::string grown;
+  grown.reserve(cap);
+  grown += in_pending;
+  in_pending.swap(grown);
+  in_budget = &budget;
+  in_charged = cap;
+  return true;
+}
+
+void Job::drop_stdin() {
+  std::string().swap(in_pending);
+  if (in_budget) in_budget->give(in_charged);
+  in_charged = 0;
 }
 
 void Job::note_delivered(uint64_t out_next, std::optional<uint64_t> err_next) {

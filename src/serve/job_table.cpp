@@ -50,8 +50,9 @@ JobTable::JobTable(Backend& backend, const ServeOptions& opts, Poller& poller, R
       waiting_(waiting),
       spawn_base_(base),
       output_budget_(opts.output_share()),
+      io_budget_(opts.io_share()),
       answers_(opts.queue_share()),
-      streams_(poller),
+      streams_(poller, io_budget_),
       stops_(*this) {}
 
 void JobTable::set_front(Front* front) {
@@ -359,8 +360,18 @@ std::optional<Error> JobTable::write(Job& j, const std::string& data, bool eof) 
     if (std::string_view(j.stdin_kind) == "null") e.text = "null";  // words() says how to get a pipe
     return e;
   }
-  if (j.in_pending.size() + data.size() > (size_t{8} << 20)) return Error::of(Errc::stdin_full, j.id);
-  j.in_pending += data;
+  constexpr size_t kMaxPending = size_t{8} << 20;
+  // What the pipe takes at once is not held (nor counted).
+  std::string_view rest = data;
+  if (j.in_pending.empty()) rest.remove_prefix(j.write_now(rest));
+  const size_t need = j.in_pending.size() + rest.size() + (eof && j.pty ? 1 : 0);
+  if (need > kMaxPending) return Error::of(Errc::stdin_full, j.id);
+  if (!j.hold_stdin(need, kMaxPending, io_budget_)) {
+    Error e = Error::of(Errc::stdin_full, j.id);
+    e.text = std::to_string(io_budget_.limit());  // the budget, not this job, is full
+    return e;
+  }
+  j.in_pending += rest;
   // A terminal's end of input is its EOF character; closing the master
   // would hang the terminal up instead.
   if (eof && j.pty) j.in_pending += '\x04';
@@ -570,6 +581,7 @@ void JobTable::job_over(Job& j) {
   streams_.pump(j);
   if (j.in_watched) poller_.unwatch(j.in.get());
   j.in.reset();
+  j.drop_stdin();
   if (j.ready && !j.ready->decided()) {
     feed_lines(j, sys::monotonic_ns());
     j.ready->job_ended(ended_words(j), sys::monotonic_ns());

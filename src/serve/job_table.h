@@ -54,6 +54,8 @@ class JobTable : private StopHost {
   std::expected<StreamStart, Error> open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since, bool follow);
   OutputRead read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, uint64_t max);
   Answers& answers() { return answers_; }
+  // What the jobs' stdin not yet taken and the streams' pipes hold.
+  size_t io_used() const { return io_budget_.used(); }
   // The requests that wait: each is let in with its share of the memory
   // budget, or refused naming the limit it would pass, and answered
   // through the front end once due (Front::answer).
@@ -139,6 +141,7 @@ class JobTable : private StopHost {
   RequestBudget& waiting_;
   const SpawnBase& spawn_base_;
   MemoryBudget output_budget_;  // the jobs' output buffers; declared before jobs_, which give it back
+  MemoryBudget io_budget_;      // their stdin not yet written, and streams' pipes (the same)
   SpoolDir spool_dir_;          // the jobs' spool files; declared before jobs_, whose spools are in it
   Answers answers_;
   Streams streams_;

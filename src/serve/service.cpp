@@ -51,7 +51,11 @@ class Service final : private ConnEvents {
         mcp_(jobs_, conns_),
         front_(opts_.mcp ? static_cast<FrontEnd*>(&mcp_) : &methods_) {
     jobs_.set_front(front_);
-    jobs_.answers().set_room([this] { return conns_.reply_room(); });
+    // (the jobs' stdin and streams are held within the connections' share)
+    jobs_.answers().set_room([this] {
+      const size_t room = conns_.reply_room();
+      return room - std::min(room, jobs_.io_used());
+    });
   }
   int run();
 
