@@ -52,8 +52,11 @@ struct ServeOptions {
 
   // The budget's shares: the jobs' output buffers, and the connections
   // (replies not yet sent, requests half read, requests waiting for their
-  // answer). Of the connections' quarter, requests half read may take half
-  // and requests waiting a quarter, so replies always have a quarter of it.
+  // answer, the jobs' stdin not yet read and the streams' pipes). Of the
+  // connections' quarter, requests half read may take half, requests
+  // waiting a quarter and stdin and streams a quarter; replies have what
+  // the others leave, and a reply being built at least 64 KiB
+  // (Answers::kMinReply).
   size_t output_share() const { return memory_budget / 4 * 3; }
   size_t queue_share() const { return memory_budget / 4; }
   size_t line_share() const { return memory_budget / 8; }
