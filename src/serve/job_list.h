@@ -26,6 +26,7 @@ class JobList {
   // (true) or the clock (sys::monotonic_ns) passes `until`.
   bool step(int64_t until);
   std::vector<JobInfo>& result() { return out_; }
+  size_t size() const { return ids_.size(); }  // the jobs it lists
   // The whole list at once (pmon mcp, whose one client waits for it).
   std::vector<JobInfo> all() &&;
 

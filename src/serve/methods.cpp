@@ -118,13 +118,15 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const OutputParams& p) {
     if (!g) return g.error();
     if (g->step(view_source(job), sys::monotonic_ns() + kInlineNs)) return view_json(g->result(), job);
     auto scan = std::make_shared<GrepScan>(std::move(*g));
-    defer(c, id, [this, scan, tid = p.terminal_id](int64_t until) -> std::optional<Reply> {
+    const auto step = [this, scan, tid = p.terminal_id](int64_t until) -> std::optional<Reply> {
       auto j = jobs_.get(tid);  // (released meanwhile: its error)
       if (!j) return Reply(j.error());
       if (!scan->step(view_source(**j), until)) return std::nullopt;
       return Reply(view_json(scan->result(), **j));
-    });
-    return Later{};
+    };
+    if (defer(c, id, most + GrepScan::kHeld, step)) return Later{};
+    (void)scan->step(view_source(job), kForever);  // no room to hold it meanwhile: made whole now
+    return view_json(scan->result(), job);
   }
   if (!p.wait_ms || job.done || job.has_new_output(p.since, p.stderr_since)) {
     if (id.is_discarded()) return Later{};  // a notification's: nothing is read
@@ -177,15 +179,20 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const ListParams& p) {
     return Json{{"terminals", arr}};
   };
   if (list->step(sys::monotonic_ns() + kInlineNs)) return result();
-  defer(c, id, [list, result](int64_t until) -> std::optional<Reply> {
+  const auto step = [list, result](int64_t until) -> std::optional<Reply> {
     if (!list->step(until)) return std::nullopt;
     return Reply(result());
-  });
-  return Later{};
+  };
+  // (about what an entry takes, commands and paths included)
+  if (defer(c, id, (size_t{64} << 10) + list->size() * 4096, step)) return Later{};
+  (void)list->step(kForever);
+  return result();
 }
 
-void Methods::defer(Conn& c, const Json& id, std::function<std::optional<Reply>(int64_t)> step) {
-  conns_.defer(c.id, [this, cid = c.id, id, step = std::move(step)](int64_t until) {
+bool Methods::defer(Conn& c, const Json& id, size_t bytes, std::function<std::optional<Reply>(int64_t)> step) {
+  auto ticket = std::make_shared<RequestBudget::Ticket>(conns_.waiting().take(c.waiting, bytes, nullptr));
+  if (!*ticket) return false;
+  conns_.defer(c.id, [this, cid = c.id, id, step = std::move(step), ticket](int64_t until) {
     std::optional<Reply> r;
     try {
       r = step(until);
@@ -196,6 +203,7 @@ void Methods::defer(Conn& c, const Json& id, std::function<std::optional<Reply>(
     if (!id.is_discarded()) send(cid, id, std::move(*r));
     return true;
   });
+  return true;
 }
 
 Methods::Reply Methods::handle(Conn&, const Json& id, const ReportParams& p) {

@@ -22,6 +22,7 @@ namespace {
 constexpr size_t kGrepChunk = size_t{64} << 10;
 // A line longer than this is matched on its first this many bytes.
 constexpr size_t kMaxGrepLine = size_t{1} << 20;
+static_assert(GrepScan::kHeld == kGrepChunk + kMaxGrepLine);
 
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 

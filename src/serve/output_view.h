@@ -93,6 +93,9 @@ class GrepScan {
   // `until`. Lines rotated away meanwhile are left out, said as truncated.
   bool step(const ByteSource& src, int64_t until);
   ViewResult& result() { return r_; }
+  // What a scan holds besides its text: a chunk read, and a line (whose
+  // first 1 MiB is matched).
+  static constexpr size_t kHeld = (size_t{64} << 10) + (size_t{1} << 20);
 
  private:
   GrepScan() = default;
