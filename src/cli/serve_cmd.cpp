@@ -41,7 +41,10 @@ yet read (a client that sends faster than it reads is not read until they
 drain), requests not yet ended by a newline (at most an eighth of the budget;
 past it a connection is told and closed) and requests waiting for their
 answer (at most a sixteenth, and 1024 a connection; past it a request is
-refused with an error).
+refused with an error); within that quarter, stdin written to jobs and not
+yet read by them, and the pipes of streams (stream: true), take at most a
+sixteenth of the budget (past it a write or a stream is refused with an
+error).
 
 pmon start, jobs, logs, stop, wait and rm talk to the service on its socket.
 

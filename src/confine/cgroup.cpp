@@ -35,6 +35,9 @@
 
 namespace pmon {
 
+using confine::child_cgroup_count;
+using confine::remove_cgroup_tree;
+
 namespace {
 
 struct Leaf {
@@ -57,14 +60,6 @@ uint64_t next_leaf_number() noexcept {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Child cgroups of a cgroup directory without listing it: kernfs counts
-// them in the link count (2 + subdirectories). -1 when unknown.
-long child_cgroup_count(int dirfd) noexcept {
-  struct stat st;
-  if (::fstat(dirfd, &st) != 0 || st.st_nlink < 2) return -1;
-  return static_cast<long>(st.st_nlink) - 2;
-}
-
 // A cgroup file through an fd kept open: pread at 0 has the kernel write it
 // afresh (no open and close per read).
 std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::string_view key) {
@@ -77,33 +72,6 @@ std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::str
 }
 
 std::string strerr(int e) { return std::strerror(e); }
-
-// Removes cgroup name under parent and every cgroup the call made below it,
-// deepest first: rmdir refuses a cgroup that has children. `childless`: the
-// caller has just seen it has none (no need to open it to look).
-void remove_cgroup_tree(int parent, const char* name, bool childless = false) noexcept {
-  int fd = childless ? -1 : ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0 && child_cgroup_count(fd) == 0) {
-    ::close(fd);
-    fd = -1;
-  }
-  if (fd >= 0) {
-    if (DIR* d = ::fdopendir(fd)) {
-      std::vector<std::string> subs;
-      while (dirent* e = ::readdir(d))
-        if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
-      for (const std::string& sub : subs) remove_cgroup_tree(::dirfd(d), sub.c_str());
-      ::closedir(d);
-    } else {
-      ::close(fd);
-    }
-  }
-  // A cgroup whose last task is still exiting can answer EBUSY for a moment.
-  for (int i = 0; i < 50; ++i) {
-    if (::unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno != EBUSY) return;
-    ::usleep(1000);
-  }
-}
 
 class CgroupBackend;
 

@@ -2,7 +2,9 @@
 #include "confine/cgroup_fs.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -164,6 +166,36 @@ std::vector<std::string> child_cgroups(const std::string& dir) {
     if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
   ::closedir(d);
   return subs;
+}
+
+long child_cgroup_count(int dirfd) noexcept {
+  struct stat st;
+  if (::fstat(dirfd, &st) != 0 || st.st_nlink < 2) return -1;
+  return static_cast<long>(st.st_nlink) - 2;
+}
+
+void remove_cgroup_tree(int parent, const char* name, bool childless) noexcept {
+  int fd = childless ? -1 : ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0 && child_cgroup_count(fd) == 0) {
+    ::close(fd);
+    fd = -1;
+  }
+  if (fd >= 0) {
+    if (DIR* d = ::fdopendir(fd)) {
+      std::vector<std::string> subs;
+      while (dirent* e = ::readdir(d))
+        if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(e->d_name);
+      for (const std::string& sub : subs) remove_cgroup_tree(::dirfd(d), sub.c_str());
+      ::closedir(d);
+    } else {
+      ::close(fd);
+    }
+  }
+  // A cgroup whose last task is still exiting can answer EBUSY for a moment.
+  for (int i = 0; i < 50; ++i) {
+    if (::unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno != EBUSY) return;
+    ::usleep(1000);
+  }
 }
 
 }  // namespace pmon::confine

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Where cgroup v2 lives on this host and where this process sits in it.
+// Where cgroup v2 lives on this host and where this process sits in it; the
+// cgroups below a directory, their processes, and their removal.
 #pragma once
 
 #include <optional>
@@ -37,5 +38,16 @@ void parse_pid_list(const std::string& text, std::vector<int>& out);
 // The cgroup of another process, relative to the same mount ("" if gone or
 // not on cgroup2).
 std::string cgroup_of(int pid);
+
+// Child cgroups of a cgroup directory without listing it: kernfs counts
+// them in the link count (2 + subdirectories). -1 when unknown.
+long child_cgroup_count(int dirfd) noexcept;
+
+// Removes cgroup `name` under `parent` and every cgroup a call made below
+// it, deepest first: rmdir refuses a cgroup that has children. `childless`:
+// the caller has just seen it has none (no need to open it to look). A
+// cgroup whose last task is still exiting may answer EBUSY for a moment:
+// tried again for up to about 50 ms.
+void remove_cgroup_tree(int parent, const char* name, bool childless = false) noexcept;
 
 }  // namespace pmon::confine

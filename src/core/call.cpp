@@ -401,6 +401,11 @@ std::vector<sys::ProcStat> Call::members() {
   return s_->b->members();
 }
 
+std::optional<std::vector<pid_t>> Call::listed_pids() {
+  if (finished() || !s_->b) return std::vector<pid_t>();
+  return s_->b->listed_pids();
+}
+
 std::optional<uint64_t> Call::cpu_usec() {
   if (finished() || !s_->b) return finished() ? s_->result.cpu_usec : std::nullopt;
   return s_->b->cpu_usec();

@@ -90,6 +90,9 @@ class Call {
   pid_t command_pid() const noexcept;
   bool main_exited();
   std::vector<sys::ProcStat> members();
+  // The boundary's own listing of its processes (Boundary::listed_pids):
+  // no read of each one's /proc; nullopt where it has none.
+  std::optional<std::vector<pid_t>> listed_pids();
   std::optional<uint64_t> cpu_usec();
   std::optional<uint64_t> memory_peak_bytes();
   const std::optional<std::string>& cgroup() const noexcept;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <new>
 
 #include "sys/syscalls.h"
 
@@ -201,7 +202,7 @@ size_t Connections::take_lines(Conn& c, const char* buf, size_t n) {
     }
     start = i + 1;
     if (c.doomed) return start;
-    if (backed_up(c)) {
+    if (backed_up(c) || c.deferring) {
       pause_reading(c);
       return start;
     }
@@ -298,7 +299,7 @@ void Connections::unpause_drained() {
       paused_.erase(paused_.begin() + static_cast<ptrdiff_t>(i));
       continue;
     }
-    if (backed_up(*c)) {
+    if (backed_up(*c) || c->deferring) {
       ++i;
       continue;
     }
@@ -500,7 +501,38 @@ void Connections::drop(uint64_t conn) {
   lines_held_ -= std::min(lines_held_, it->second.inbuf_charged);
   conns_.erase(it);
   std::erase(paused_, conn);
+  std::erase_if(deferred_, [conn](const auto& d) { return d.first == conn; });
   events_.on_closed(conn);
+}
+
+void Connections::defer(uint64_t conn, Step step) {
+  Conn* c = find(conn);
+  if (!c || c->doomed) return;
+  c->deferring = true;
+  deferred_.emplace_back(conn, std::move(step));
+}
+
+void Connections::run_deferred() {
+  const int64_t until = sys::monotonic_ns() + kConnSliceNs;
+  deferred_full_ = false;
+  // Each in turn, the one cut short by the clock going last next time.
+  for (size_t left = deferred_.size(); left > 0 && !deferred_.empty(); --left) {
+    auto [conn, step] = std::move(deferred_.front());
+    deferred_.pop_front();
+    Conn* c = find(conn);
+    if (!c || c->doomed) continue;
+    bool done = true;
+    try {
+      done = step(until);
+    } catch (const std::bad_alloc&) {  // (its step said so if it could)
+    }
+    if (done) c->deferring = false;  // read again once its answers drain (resume_reading)
+    else deferred_.emplace_back(conn, std::move(step));
+    if (sys::monotonic_ns() >= until) {
+      deferred_full_ = true;
+      break;
+    }
+  }
 }
 
 void Connections::last_words() {

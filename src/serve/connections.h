@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,9 @@ struct Conn {
   // Input backpressure: its requests are not read while its replies have
   // not drained (Connections::backed_up); --stdio keeps what it read meanwhile.
   bool reading_paused = false;
+  // A request of it answers in slices (Connections::defer): the next are
+  // read once it has answered.
+  bool deferring = false;
   std::string held;
   bool out_watched = false;
   bool flush_due = false;  // queued to be written after this round of events
@@ -99,6 +103,20 @@ class Connections {
   // Last words to the clients still here, without waiting for slow ones.
   void last_words();
 
+  // A request whose answer takes long to make (a grep of a large spool,
+  // the list of a job of thousands of processes) is made in slices:
+  // `step(until)` goes on until it has sent its answer (true) or the clock
+  // passes `until`. Meanwhile its connection is not read, so its answers
+  // keep the order of its requests; a connection that goes drops it.
+  using Step = std::function<bool(int64_t until)>;
+  void defer(uint64_t conn, Step step);
+  bool deferred() const { return !deferred_.empty(); }
+  // The deferred steps in turn, for about kConnSliceNs in all.
+  void run_deferred();
+  // The last run_deferred took its whole time (the loop then lets others
+  // have the CPU a moment, as after a full slice of stops).
+  bool deferred_slice_was_full() const { return deferred_full_; }
+
   RequestBudget& waiting() { return waiting_; }
   // What the connections' share of the memory budget has left for replies.
   size_t reply_room() const {
@@ -139,6 +157,8 @@ class Connections {
   std::vector<uint64_t> doomed_;
   std::vector<uint64_t> to_flush_;
   std::vector<uint64_t> to_consume_;
+  std::deque<std::pair<uint64_t, Step>> deferred_;
+  bool deferred_full_ = false;
   std::string line_spare_;
   // Out of fds, the listener is not watched (a connection waiting in its
   // backlog would wake us at once, for ever); this timer, tagged as the

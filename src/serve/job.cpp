@@ -227,15 +227,50 @@ void Job::write_stdin() {
       return;
     }
     if (n < 0) {  // the reader is gone (EPIPE): what was not taken is dropped
-      in_pending.clear();
       in_eof = true;
       break;
     }
     in_pending.erase(0, static_cast<size_t>(n));
   }
+  if (in_pending.empty() || in_eof) drop_stdin();
   if (in_watched) poller.unwatch(in.get());
   in_watched = false;
   if (in_eof) in.reset();
+}
+
+size_t Job::write_now(std::string_view data) {
+  size_t done = 0;
+  while (done < data.size() && in) {
+    ssize_t n = ::write(in.get(), data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+bool Job::hold_stdin(size_t need, size_t most, MemoryBudget& budget) {
+  if (need <= in_charged) return true;
+  // The storage grows by doubling, each size counted before it is made.
+  const size_t cap = std::max(need, std::min(2 * in_charged, most));
+  const size_t got = budget.take(cap - in_charged);
+  if (got < cap - in_charged) {
+    budget.give(got);
+    return false;
+  }
+  std::string grown;
+  grown.reserve(cap);
+  grown += in_pending;
+  in_pending.swap(grown);
+  in_budget = &budget;
+  in_charged = cap;
+  return true;
+}
+
+void Job::drop_stdin() {
+  std::string().swap(in_pending);
+  if (in_budget) in_budget->give(in_charged);
+  in_charged = 0;
 }
 
 void Job::note_delivered(uint64_t out_next, std::optional<uint64_t> err_next) {
@@ -288,6 +323,13 @@ std::vector<pid_t> Job::running_pids() {
   std::vector<pid_t> pids;
   if (done) return pids;
   if (main_watched) pids.push_back(call->command_pid());
+  // A cgroup's listing, where there is one: one read, not one a process
+  // (a job of 2000 processes takes tens of ms to read each /proc stat).
+  if (auto listed = call->listed_pids()) {
+    for (pid_t pid : *listed)
+      if (pids.empty() || pid != pids.front()) pids.push_back(pid);
+    return pids;
+  }
   for (const sys::ProcStat& p : call->members())
     if (pids.empty() || p.pid != pids.front()) pids.push_back(p.pid);
   return pids;
@@ -299,6 +341,11 @@ std::vector<ListeningPort> Job::listening(PortTables& tables) {
 }
 
 bool Job::waiting_for_input() {
+  if (done || !in) return false;
+  return waiting_for_input(running_pids());
+}
+
+bool Job::waiting_for_input(const std::vector<pid_t>& pids) {
   if (done || !in) return false;
   // What the job's readers have open: the pipe (either end's inode), or
   // the pty's terminal side (its device number).
@@ -313,7 +360,6 @@ bool Job::waiting_for_input() {
     return false;
   }
   constexpr size_t kLooked = 64;  // a reader is among the first few
-  const std::vector<pid_t> pids = running_pids();
   for (size_t i = 0; i < pids.size() && i < kLooked; ++i) {
     auto fd = sys::blocked_read_fd(pids[i]);
     if (!fd) continue;
@@ -335,7 +381,7 @@ EndFacts Job::end_facts() const {
   return f;
 }
 
-JobInfo Job::info(PortTables& tables) {
+JobInfo Job::info(const std::vector<pid_t>& pids, std::vector<ListeningPort> ports) {
   JobInfo o;
   o.id = id;
   o.name = name;
@@ -346,8 +392,8 @@ JobInfo Job::info(PortTables& tables) {
   o.keep = keep;
   o.pty = pty;
   o.session = session;
-  o.ports = listening(tables);
-  o.waiting_for_input = waiting_for_input();
+  o.ports = std::move(ports);
+  o.waiting_for_input = waiting_for_input(pids);
   o.end = end_facts();
   if (ready && ready->decided()) o.ready = ready->outcome()->ready;
   if (spool) o.spool_path = spool->path();

@@ -102,6 +102,9 @@ Error fd_error(const std::string& what, int err);
 
 struct Job {
   Job(size_t limit, MemoryBudget* budget, Poller& poller) : buffer(limit, budget), poller(poller) {}
+  ~Job() { drop_stdin(); }
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
 
   uint64_t num = 0;  // epoll tags
   std::string id;    // random, unguessable
@@ -133,6 +136,10 @@ struct Job {
   Flow out_flow, err_flow;
   std::string in_pending;
   bool in_eof = false;  // close stdin once in_pending is written
+  // in_pending's storage, counted in this budget (JobTable's for stdin and
+  // streams) until written or dropped.
+  MemoryBudget* in_budget = nullptr;
+  size_t in_charged = 0;
   bool main_watched = false;
   bool in_watched = false;
   // The stop's watch: its one fd (a leaf's cgroup.events, a pidfd) in our
@@ -204,13 +211,24 @@ struct Job {
   // end of (its pipe, or its pty), which nobody has written: it waits for
   // input, not for time.
   bool waiting_for_input();
+  bool waiting_for_input(const std::vector<pid_t>& pids);  // of these (running_pids)
   std::vector<pid_t> running_pids();
-  JobInfo info(PortTables& tables);
+  // What terminal/list says of it: its processes `pids` (running_pids), and
+  // the ports they listen on (looked up by the caller: see JobList).
+  JobInfo info(const std::vector<pid_t>& pids, std::vector<ListeningPort> ports);
 
   // The stop's watch: set up after a step that did not end it, dropped
   // before the next (which may close the fd it was watching: a leaf given
   // back closes its files, and the number may be reused at once).
   void watch_stop();
+  // How much of `data` its stdin takes now, without waiting (0 on an
+  // error: write_stdin meets it again).
+  size_t write_now(std::string_view data);
+  // Room in in_pending for `need` bytes (at most `most`), counted in
+  // `budget` before it is made; false when the budget has not enough left.
+  bool hold_stdin(size_t need, size_t most, MemoryBudget& budget);
+  // in_pending dropped (the job's stdin is gone), its storage given back.
+  void drop_stdin();
   void drop_stop_watch();
 };
 

@@ -13,7 +13,12 @@ std::string words(const Error& e, std::string_view noun) {
       if (e.text == "null")
         return job + " has /dev/null as its stdin (the default): to write to a job, start it with stdin: \"pipe\" (or a pty)";
       return job + " has no open stdin: it was closed (a write with eof), or the job has ended";
-    case F::stdin_full: return job + " is not reading its stdin; try again later";
+    case F::stdin_full:
+      if (!e.text.empty())
+        return job + " cannot take more stdin now: the service's memory budget for jobs' stdin not yet read and "
+                     "for streams is used up (" + e.text + " bytes, a sixteenth of --memory-budget); write again "
+                     "once jobs have read their input, or start the service with a larger --memory-budget";
+      return job + " is not reading its stdin; try again later";
     case F::no_pty: return job + " has no pseudo-terminal";
     case F::job_ended: return job + " has ended";
     case F::cannot_resize: return "cannot resize " + job + ": " + e.text;

@@ -50,8 +50,9 @@ JobTable::JobTable(Backend& backend, const ServeOptions& opts, Poller& poller, R
       waiting_(waiting),
       spawn_base_(base),
       output_budget_(opts.output_share()),
+      io_budget_(opts.io_share()),
       answers_(opts.queue_share()),
-      streams_(poller),
+      streams_(poller, io_budget_),
       stops_(*this) {}
 
 void JobTable::set_front(Front* front) {
@@ -361,8 +362,18 @@ std::optional<Error> JobTable::write(Job& j, const std::string& data, bool eof) 
     if (std::string_view(j.stdin_kind) == "null") e.text = "null";  // words() says how to get a pipe
     return e;
   }
-  if (j.in_pending.size() + data.size() > (size_t{8} << 20)) return Error::of(Errc::stdin_full, j.id);
-  j.in_pending += data;
+  constexpr size_t kMaxPending = size_t{8} << 20;
+  // What the pipe takes at once is not held (nor counted).
+  std::string_view rest = data;
+  if (j.in_pending.empty()) rest.remove_prefix(j.write_now(rest));
+  const size_t need = j.in_pending.size() + rest.size() + (eof && j.pty ? 1 : 0);
+  if (need > kMaxPending) return Error::of(Errc::stdin_full, j.id);
+  if (!j.hold_stdin(need, kMaxPending, io_budget_)) {
+    Error e = Error::of(Errc::stdin_full, j.id);
+    e.text = std::to_string(io_budget_.limit());  // the budget, not this job, is full
+    return e;
+  }
+  j.in_pending += rest;
   // A terminal's end of input is its EOF character; closing the master
   // would hang the terminal up instead.
   if (eof && j.pty) j.in_pending += '\x04';
@@ -400,14 +411,10 @@ std::optional<Error> JobTable::resize(Job& j, PtySize size) {
   return std::nullopt;
 }
 
-std::vector<JobInfo> JobTable::list(const std::optional<std::string>& session) {
-  std::vector<JobInfo> out;
-  // In the order they were created (ids are random).
+std::vector<std::string> JobTable::job_ids(const std::optional<std::string>& session) {
+  std::vector<std::string> out;
   for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && (!session || j->session == session)) {
-      out.push_back(j->info(answers_.port_tables()));
-      if (j->done) j->end_told = true;
-    }
+    if (Job* j = find(id); j && (!session || j->session == session)) out.push_back(id);
   return out;
 }
 
@@ -534,75 +541,6 @@ void JobTable::shutdown() {
   for (auto& [id, j] : jobs_) ids.push_back(id);
   for (const std::string& id : ids)
     if (Job* j = find(id)) dismiss(*j, "service stopped");
-}
-
-// --- a job's end -------------------------------------------------------------
-
-// A job's main process ended, not by the service's hand: if the call it
-// belongs to is ending or over (that call's stop reached this job's leaf
-// inside its own), its report says so. Asked again when the report is made.
-void JobTable::note_owner_end(Job& j) {
-  if (!j.ended_by.empty()) return;
-  bool owner_ended = false;
-  if (j.tie.owner_job != 0) {
-    Job* o = job_by_num(j.tie.owner_job);
-    owner_ended = !o || o->done || o->stopping();
-  }
-  if (j.tie.call_ended(owner_ended)) j.ended_by = "owner call ended";
-}
-
-void JobTable::stop_owned(uint64_t num) {
-  if (owned_jobs_ == 0) return;
-  std::vector<std::string> ids;
-  for (auto& [id, j] : jobs_)
-    if (j->tie.owner_job == num && !j->done) ids.push_back(id);
-  for (const std::string& id : ids)
-    if (Job* j = find(id)) stops_.begin(*j, Call::End::cancel, "owner call ended");
-}
-
-void JobTable::job_over(Job& j) {
-  j.done = true;
-  j.ended = std::chrono::system_clock::now();
-  j.record.reset();  // (nothing of it is left to stop; its leaf may serve another job)
-  // (Kept, unwatched: the report may still look at whether it ended.)
-  if (j.tie.owner_pidfd) poller_.unwatch(j.tie.owner_pidfd.get());
-  // Over on its own or stopped by a client: nothing for the call's pmon to
-  // stop. Stopped because that call ended: kept for it to list (it may be
-  // reading its records only now), removed with the job.
-  if (j.ended_by != "owner call ended") remove_call_record(std::exchange(j.tie.record, {}));
-  const RunResult& r = j.call->result();
-  if (!r.cleanup_verified) all_verified_ = false;
-  j.drain(scratch_);
-  streams_.pump(j);
-  if (j.in_watched) poller_.unwatch(j.in.get());
-  j.in.reset();
-  if (j.ready && !j.ready->decided()) {
-    feed_lines(j, sys::monotonic_ns());
-    j.ready->job_ended(ended_words(j), sys::monotonic_ns());
-  }
-  // Killed by a signal the service did not send: by the call it belongs
-  // to? (Its end says who stopped it; asked again for the report.)
-  if (j.ended_by.empty() && r.signal) note_owner_end(j);
-  front_->job_ended(j);
-  answers_.settle(j);
-  if (opts_.mcp && !j.forget) bound_spools(j.creator);
-  if (j.forget) erase(j.id);
-  // A job killed by a signal nobody here sent, inside a call that may be
-  // ending at this moment: its report is made when asked for (report_text).
-  else if (!(j.ended_by.empty() && r.signal && (j.tie.owner_pidfd || !j.tie.owner_leaf.empty())))
-    to_report_.push_back(j.id);
-}
-
-void JobTable::erase(const std::string& id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
-  Job& j = *it->second;
-  if (!j.done) return;  // forgotten once over
-  remove_call_record(j.tie.record);
-  streams_.end_all_of(j);
-  if (j.tie.owner_job != 0) --owned_jobs_;
-  job_keys_.erase(j.num);
-  jobs_.erase(it);
 }
 
 }  // namespace pmon::serve

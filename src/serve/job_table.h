@@ -54,6 +54,8 @@ class JobTable : private StopHost {
   std::expected<StreamStart, Error> open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since, bool follow);
   OutputRead read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, uint64_t max);
   Answers& answers() { return answers_; }
+  // What the jobs' stdin not yet taken and the streams' pipes hold.
+  size_t io_used() const { return io_budget_.used(); }
   // The requests that wait: each is let in with its share of the memory
   // budget, or refused naming the limit it would pass, and answered
   // through the front end once due (Front::answer).
@@ -76,7 +78,9 @@ class JobTable : private StopHost {
                                     std::optional<uint64_t> background_after_ms);
   std::optional<Error> write(Job& j, const std::string& data, bool eof);
   std::optional<Error> resize(Job& j, PtySize size);
-  std::vector<JobInfo> list(const std::optional<std::string>& session);
+  // The ids of the jobs (of `session` if given), in the order they were
+  // created (ids are random); see JobList for what terminal/list shows.
+  std::vector<std::string> job_ids(const std::optional<std::string>& session);
   // The jobs a connection made that are MCP tasks, oldest first.
   std::vector<Job*> tasks_of(uint64_t conn);
   // Its section-4 report, once over: dumped (kept), or as a value.
@@ -137,6 +141,7 @@ class JobTable : private StopHost {
   RequestBudget& waiting_;
   const SpawnBase& spawn_base_;
   MemoryBudget output_budget_;  // the jobs' output buffers; declared before jobs_, which give it back
+  MemoryBudget io_budget_;      // their stdin not yet written, and streams' pipes (the same)
   SpoolDir spool_dir_;          // the jobs' spool files; declared before jobs_, whose spools are in it
   Answers answers_;
   Streams streams_;

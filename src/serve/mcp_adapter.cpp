@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "serve/job_list.h"
+
 namespace pmon::serve {
 
 void McpAdapter::on_line(Conn& c, std::string_view line) {
@@ -149,7 +151,7 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const mcp::KillArgs& p) {
 }
 
 McpAdapter::Reply McpAdapter::handle(const Asker&, const ListParams& p) {
-  return mcp::list_result(jobs_.list(p.session_id));
+  return mcp::list_result(JobList(jobs_, p.session_id).all());
 }
 
 McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForPortParams& p) {

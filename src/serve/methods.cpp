@@ -1,9 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "serve/methods.h"
 
+#include <memory>
+#include <new>
+
+#include "serve/job_list.h"
+#include "sys/syscalls.h"
+
 namespace pmon::serve {
 
 namespace {
+
+// A grep view or a list is made in the handler for at most this long; what
+// takes longer goes on in slices of the loop (Connections::defer).
+constexpr int64_t kInlineNs = 1'000'000;
 
 RpcError rpc_error(const Error& e) {
   return {callers_fault(e) ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal")};
@@ -48,11 +58,15 @@ void Methods::on_line(Conn& c, std::string_view line) {
   Reply a = jobs_.shutting_down() ? Reply(RpcError{rpc::kServerError, "the service is stopping"})
                                   : std::visit([&](const auto& p) { return handle(c, r.id, p); }, r.params);
   if (r.notification) return;
-  if (auto* res = std::get_if<Json>(&a)) conns_.send(cid, result_line(r.id, *res));
-  else if (auto* err = std::get_if<Error>(&a)) conns_.send(cid, error_line(r.id, rpc_error(*err)));
-  else if (auto* rerr = std::get_if<RpcError>(&a)) conns_.send(cid, error_line(r.id, *rerr));
+  send(cid, r.id, std::move(a));
+}
+
+void Methods::send(uint64_t cid, const Json& id, Reply a) {
+  if (auto* res = std::get_if<Json>(&a)) conns_.send(cid, result_line(id, *res));
+  else if (auto* err = std::get_if<Error>(&a)) conns_.send(cid, error_line(id, rpc_error(*err)));
+  else if (auto* rerr = std::get_if<RpcError>(&a)) conns_.send(cid, error_line(id, *rerr));
   else if (auto* l = std::get_if<Line>(&a)) conns_.send(cid, std::move(l->text));
-  else if (auto* with = std::get_if<WithFd>(&a)) conns_.send(cid, result_line(r.id, with->result), std::move(with->fd));
+  else if (auto* with = std::get_if<WithFd>(&a)) conns_.send(cid, result_line(id, with->result), std::move(with->fd));
 }
 
 Methods::Reply Methods::handle(Conn& c, const Json& id, const CreateParams& p) {
@@ -95,9 +109,24 @@ Methods::Reply Methods::handle(Conn& c, const Json& id, const OutputParams& p) {
   if (p.view.any()) {
     // (a byte of a view can be six in the reply: \u00XX)
     const size_t most = std::min(jobs_.answers().reply_bytes(p.max_bytes), jobs_.answers().reply_json_cap() / 6);
-    auto v = view_of(job, p.view, most);
-    if (!v) return v.error();
-    return view_json(*v, job);
+    if (!p.view.grep) {
+      auto v = view_of(job, p.view, most);
+      if (!v) return v.error();
+      return view_json(*v, job);
+    }
+    auto g = GrepScan::begin(view_source(job), p.view, most);
+    if (!g) return g.error();
+    if (g->step(view_source(job), sys::monotonic_ns() + kInlineNs)) return view_json(g->result(), job);
+    auto scan = std::make_shared<GrepScan>(std::move(*g));
+    const auto step = [this, scan, tid = p.terminal_id](int64_t until) -> std::optional<Reply> {
+      auto j = jobs_.get(tid);  // (released meanwhile: its error)
+      if (!j) return Reply(j.error());
+      if (!scan->step(view_source(**j), until)) return std::nullopt;
+      return Reply(view_json(scan->result(), **j));
+    };
+    if (defer(c, id, most + GrepScan::kHeld, step)) return Later{};
+    (void)scan->step(view_source(job), kForever);  // no room to hold it meanwhile: made whole now
+    return view_json(scan->result(), job);
   }
   if (!p.wait_ms || job.done || job.has_new_output(p.since, p.stderr_since)) {
     if (id.is_discarded()) return Later{};  // a notification's: nothing is read
@@ -142,10 +171,39 @@ Methods::Reply Methods::stop(Conn& c, const Json& id, const TerminalParams& p, b
   return Json{{"cleanupVerified", (*stopped)->cleanup_verified}};
 }
 
-Methods::Reply Methods::handle(Conn&, const Json&, const ListParams& p) {
-  Json arr = Json::array();
-  for (const JobInfo& j : jobs_.list(p.session_id)) arr.push_back(job_json(j));
-  return Json{{"terminals", arr}};
+Methods::Reply Methods::handle(Conn& c, const Json& id, const ListParams& p) {
+  auto list = std::make_shared<JobList>(jobs_, p.session_id);
+  auto result = [list] {
+    Json arr = Json::array();
+    for (const JobInfo& j : list->result()) arr.push_back(job_json(j));
+    return Json{{"terminals", arr}};
+  };
+  if (list->step(sys::monotonic_ns() + kInlineNs)) return result();
+  const auto step = [list, result](int64_t until) -> std::optional<Reply> {
+    if (!list->step(until)) return std::nullopt;
+    return Reply(result());
+  };
+  // (about what an entry takes, commands and paths included)
+  if (defer(c, id, (size_t{64} << 10) + list->size() * 4096, step)) return Later{};
+  (void)list->step(kForever);
+  return result();
+}
+
+bool Methods::defer(Conn& c, const Json& id, size_t bytes, std::function<std::optional<Reply>(int64_t)> step) {
+  auto ticket = std::make_shared<RequestBudget::Ticket>(conns_.waiting().take(c.waiting, bytes, nullptr));
+  if (!*ticket) return false;
+  conns_.defer(c.id, [this, cid = c.id, id, step = std::move(step), ticket](int64_t until) {
+    std::optional<Reply> r;
+    try {
+      r = step(until);
+      if (!r) return false;
+    } catch (const std::bad_alloc&) {
+      r = Reply(RpcError{rpc::kServerError, "out of memory while handling this request; try again later"});
+    }
+    if (!id.is_discarded()) send(cid, id, std::move(*r));
+    return true;
+  });
+  return true;
 }
 
 Methods::Reply Methods::handle(Conn&, const Json& id, const ReportParams& p) {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string_view>
 #include <variant>
 
@@ -52,6 +54,13 @@ class Methods final : public FrontEnd {
   Reply handle(Conn& c, const Json& id, const SessionCloseParams& p);
 
   Reply stop(Conn& c, const Json& id, const TerminalParams& p, bool release);
+  // The reply to request `id` on the connection, sent (Later: nothing).
+  void send(uint64_t conn, const Json& id, Reply a);
+  // The request's answer made in slices of the loop (Connections::defer):
+  // `step(until)` gives it once made. What it holds meanwhile (about
+  // `bytes`) counts as a request waiting for its answer; false, and
+  // nothing deferred, when that budget has no room for it.
+  bool defer(Conn& c, const Json& id, size_t bytes, std::function<std::optional<Reply>(int64_t until)> step);
   // terminal/output's reply line, written from the read's text (whose
   // storage serves the next read).
   std::string output_line(const Json& id, OutputRead read);

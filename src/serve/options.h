@@ -39,7 +39,8 @@ struct ServeOptions {
   // three quarters for the jobs' output buffers, a quarter for what the
   // connections hold (replies not yet sent; requests half read, at most an
   // eighth; requests waiting for their answer, at most a sixteenth, and
-  // 1024 a connection).
+  // 1024 a connection; the jobs' stdin not yet taken and the pipes of
+  // streams, at most a sixteenth).
   size_t memory_budget = kDefaultMemoryBudget;
   static constexpr size_t kDefaultMemoryBudget = size_t{256} << 20;
   static constexpr size_t kMinMemoryBudget = size_t{16} << 20;
@@ -51,12 +52,16 @@ struct ServeOptions {
 
   // The budget's shares: the jobs' output buffers, and the connections
   // (replies not yet sent, requests half read, requests waiting for their
-  // answer). Of the connections' quarter, requests half read may take half
-  // and requests waiting a quarter, so replies always have a quarter of it.
+  // answer, the jobs' stdin not yet read and the streams' pipes). Of the
+  // connections' quarter, requests half read may take half, requests
+  // waiting a quarter and stdin and streams a quarter; replies have what
+  // the others leave, and a reply being built at least 64 KiB
+  // (Answers::kMinReply).
   size_t output_share() const { return memory_budget / 4 * 3; }
   size_t queue_share() const { return memory_budget / 4; }
   size_t line_share() const { return memory_budget / 8; }
   size_t waiting_share() const { return memory_budget / 16; }
+  size_t io_share() const { return memory_budget / 16; }
 };
 
 // Requests one connection may have waiting for their answer at once.

@@ -6,18 +6,23 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "serve/job.h"
 #include "serve/output_buffer.h"
+#include "serve/poller.h"
+#include "sys/syscalls.h"
 
 namespace pmon::serve {
 
 namespace {
 
-constexpr size_t kChunk = size_t{1} << 20;
+// A grep reads this much at a time, and looks at the clock after each.
+constexpr size_t kGrepChunk = size_t{64} << 10;
 // A line longer than this is matched on its first this many bytes.
 constexpr size_t kMaxGrepLine = size_t{1} << 20;
+static_assert(GrepScan::kHeld == kGrepChunk + kMaxGrepLine);
 
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
@@ -144,17 +149,11 @@ std::string join_head_tail(std::string head, uint64_t left_out, std::string_view
   return head;
 }
 
-std::expected<ViewResult, Error> render_view(const ByteSource& src, const ViewParams& v, size_t max) {
-  std::optional<RE2> re;
-  if (v.grep) {
-    RE2::Options o;
-    o.set_log_errors(false);
-    re.emplace(*v.grep, o);
-    if (!re->ok())
-      return std::unexpected(Error::line("invalid params: 'grep' is not a valid regular expression: " + re->error(),
-                                         Errc::invalid_argument));
-  }
-  ViewResult r;
+namespace {
+
+// The range [start, end) a view covers, with r.total, r.truncated, r.from
+// and r.next set.
+std::pair<uint64_t, uint64_t> range_of(const ByteSource& src, const ViewParams& v, ViewResult& r) {
   r.total = src.end;
   uint64_t start = v.offset.value_or(0);
   if (start < src.from) {
@@ -167,62 +166,118 @@ std::expected<ViewResult, Error> render_view(const ByteSource& src, const ViewPa
       std::max(start, v.length ? std::min(src.end, add_capped(v.offset.value_or(0), *v.length)) : src.end);
   r.from = start;
   r.next = end;
+  return {start, end};
+}
 
-  if (re) {
-    // Every line held is counted (so line numbers are the job's), the
-    // lines that reach into [start, end) are matched.
-    uint64_t line_no = src.lines_before + 1;
-    uint64_t line_at = src.from;
-    std::string line;
-    std::vector<char> chunk(static_cast<size_t>(std::min<uint64_t>(kChunk, std::max<uint64_t>(end - src.from, 1))));
-    uint64_t matches = 0;
-    auto finish_line = [&](uint64_t line_end) {
-      if (line_end >= start) {
-        std::string text;
-        append_sanitized_utf8(text, line, true);
-        if (v.strip_ansi) text = strip_ansi(text);
-        if (RE2::PartialMatch(text, *re)) {
-          ++matches;
-          // The lines that fit in max bytes, whole, up to the first that does
-          // not; a first line that alone does not is cut to fit (with room
-          // for the cut's marker).
-          if (!r.more) {
-            const std::string no = std::to_string(line_no) + ":";
-            std::string shown = v.max_line_bytes ? cap_lines(text, static_cast<size_t>(*v.max_line_bytes)) : text;
-            if (r.shown == 0 && no.size() + shown.size() + 1 > max && max > no.size() + 64)
-              shown = cap_lines(text, max - no.size() - 64);
-            r.more = r.text.size() + no.size() + shown.size() + 1 > max;
-            if (!r.more) {
-              r.text += no + shown + '\n';
-              ++r.shown;
-            }
-          }
+}  // namespace
+
+// Every line held is counted (so line numbers are the job's), the lines
+// that reach into [start, end) are matched.
+struct GrepState {
+  RE2 re;
+  ViewParams v;
+  size_t max = 0;
+  uint64_t start = 0, end = 0;
+  uint64_t off = 0;      // the next byte to read
+  uint64_t line_no = 1;  // of the line being read
+  uint64_t line_at = 0;  // where it began
+  std::string line;
+  uint64_t matches = 0;
+  std::vector<char> chunk;
+  GrepState(const std::string& pattern, const RE2::Options& o) : re(pattern, o) {}
+};
+
+GrepScan::GrepScan(GrepScan&&) noexcept = default;
+GrepScan& GrepScan::operator=(GrepScan&&) noexcept = default;
+GrepScan::~GrepScan() = default;
+
+std::expected<GrepScan, Error> GrepScan::begin(const ByteSource& src, const ViewParams& v, size_t max) {
+  RE2::Options o;
+  o.set_log_errors(false);
+  GrepScan g;
+  g.s_ = std::make_unique<GrepState>(*v.grep, o);
+  GrepState& s = *g.s_;
+  if (!s.re.ok())
+    return std::unexpected(Error::line("invalid params: 'grep' is not a valid regular expression: " + s.re.error(),
+                                       Errc::invalid_argument));
+  s.v = v;
+  s.max = max;
+  std::tie(s.start, s.end) = range_of(src, v, g.r_);
+  s.off = s.line_at = src.from;
+  s.line_no = src.lines_before + 1;
+  s.chunk.resize(static_cast<size_t>(std::min<uint64_t>(kGrepChunk, std::max<uint64_t>(s.end - src.from, 1))));
+  return g;
+}
+
+void GrepScan::finish_line(uint64_t line_end) {
+  GrepState& s = *s_;
+  if (line_end >= s.start) {
+    std::string text;
+    append_sanitized_utf8(text, s.line, true);
+    if (s.v.strip_ansi) text = strip_ansi(text);
+    if (RE2::PartialMatch(text, s.re)) {
+      ++s.matches;
+      // The lines that fit in max bytes, whole, up to the first that does
+      // not; a first line that alone does not is cut to fit (with room for
+      // the cut's marker).
+      if (!r_.more) {
+        const std::string no = std::to_string(s.line_no) + ":";
+        std::string shown = s.v.max_line_bytes ? cap_lines(text, static_cast<size_t>(*s.v.max_line_bytes)) : text;
+        if (r_.shown == 0 && no.size() + shown.size() + 1 > s.max && s.max > no.size() + 64)
+          shown = cap_lines(text, s.max - no.size() - 64);
+        r_.more = r_.text.size() + no.size() + shown.size() + 1 > s.max;
+        if (!r_.more) {
+          r_.text += no + shown + '\n';
+          ++r_.shown;
         }
       }
-      line.clear();
-      ++line_no;
-      line_at = line_end + 1;
-    };
-    for (uint64_t off = src.from; off < end;) {
-      size_t n = src.read(off, chunk.data(), static_cast<size_t>(std::min<uint64_t>(chunk.size(), end - off)));
-      if (n == 0) break;
-      std::string_view c(chunk.data(), n);
-      size_t pos = 0;
-      while (pos < c.size()) {
-        size_t nl = c.find('\n', pos);
-        const size_t stop = nl == std::string_view::npos ? c.size() : nl;
-        if (line.size() < kMaxGrepLine) line.append(c.substr(pos, std::min(stop - pos, kMaxGrepLine - line.size())));
-        if (nl == std::string_view::npos) break;
-        finish_line(off + nl);
-        pos = nl + 1;
-      }
-      off += n;
     }
-    if (line_at < end) finish_line(end);  // a last line without its newline
-    r.matches = matches;
-    return r;
   }
+  s.line.clear();
+  ++s.line_no;
+  s.line_at = line_end + 1;
+}
 
+bool GrepScan::step(const ByteSource& src, int64_t until) {
+  GrepState& s = *s_;
+  if (s.off < src.from) {  // rotated away since the last step: read on from what is held
+    r_.truncated = true;
+    s.off = s.line_at = src.from;
+    s.line_no = src.lines_before + 1;
+    s.line.clear();
+  }
+  while (s.off < s.end) {
+    size_t n = src.read(s.off, s.chunk.data(), static_cast<size_t>(std::min<uint64_t>(s.chunk.size(), s.end - s.off)));
+    if (n == 0) break;
+    std::string_view c(s.chunk.data(), n);
+    size_t pos = 0;
+    while (pos < c.size()) {
+      size_t nl = c.find('\n', pos);
+      const size_t stop = nl == std::string_view::npos ? c.size() : nl;
+      if (s.line.size() < kMaxGrepLine)
+        s.line.append(c.substr(pos, std::min(stop - pos, kMaxGrepLine - s.line.size())));
+      if (nl == std::string_view::npos) break;
+      finish_line(s.off + nl);
+      pos = nl + 1;
+    }
+    s.off += n;
+    if (s.off < s.end && until != kForever && sys::monotonic_ns() >= until) return false;
+  }
+  if (s.line_at < s.end) finish_line(s.end);  // a last line without its newline
+  s.off = s.line_at = s.end;
+  r_.matches = s.matches;
+  return true;
+}
+
+std::expected<ViewResult, Error> render_view(const ByteSource& src, const ViewParams& v, size_t max) {
+  if (v.grep) {
+    auto g = GrepScan::begin(src, v, max);
+    if (!g) return std::unexpected(g.error());
+    (void)g->step(src, kForever);
+    return std::move(g->result());
+  }
+  ViewResult r;
+  const auto [start, end] = range_of(src, v, r);
   const uint64_t len = end - start;
   const uint64_t h = v.head.value_or(0), t = v.tail.value_or(0);
   if ((v.head || v.tail) && add_capped(h, t) < len) {
@@ -249,6 +304,10 @@ std::expected<ViewResult, Error> render_view(const ByteSource& src, const ViewPa
 }
 
 std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size_t max) {
+  return render_view(view_source(j), v, max);
+}
+
+ByteSource view_source(const Job& j) {
   ByteSource src;
   if (j.spool) {
     const Spool& s = *j.spool;
@@ -267,7 +326,7 @@ std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size
       return parts[0].size() + parts[1].size();
     };
   }
-  return render_view(src, v, max);
+  return src;
 }
 
 }  // namespace pmon::serve

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <expected>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,6 +73,36 @@ std::expected<ViewResult, Error> render_view(const ByteSource& src, const ViewPa
 
 // The view of a job's output: its spool when it has one, else its buffer.
 std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size_t max);
+// Where a job's view reads (its spool, else its buffer), as it is now.
+ByteSource view_source(const Job& j);
+
+struct GrepState;
+
+// A grep view read a piece at a time (a spool of 64 MiB takes a few
+// hundred ms): each step() goes on from where the last stopped.
+class GrepScan {
+ public:
+  // The scan of `src` by `v` (whose grep is set), at most about `max`
+  // bytes of text; an invalid grep is an error naming it.
+  static std::expected<GrepScan, Error> begin(const ByteSource& src, const ViewParams& v, size_t max);
+  GrepScan(GrepScan&&) noexcept;
+  GrepScan& operator=(GrepScan&&) noexcept;
+  ~GrepScan();
+  // Reads on in `src` as it is now until the range asked (as it was at
+  // begin) is done (true) or the clock (sys::monotonic_ns) passes
+  // `until`. Lines rotated away meanwhile are left out, said as truncated.
+  bool step(const ByteSource& src, int64_t until);
+  ViewResult& result() { return r_; }
+  // What a scan holds besides its text: a chunk read, and a line (whose
+  // first 1 MiB is matched).
+  static constexpr size_t kHeld = (size_t{64} << 10) + (size_t{1} << 20);
+
+ private:
+  GrepScan() = default;
+  void finish_line(uint64_t line_end);
+  std::unique_ptr<GrepState> s_;
+  ViewResult r_;
+};
 
 // --- the pieces, for tests ---
 // ANSI escape sequences (CSI, OSC and the other string sequences, two- and

@@ -14,6 +14,8 @@
 #include <tuple>
 
 #include "sys/proc.h"
+#include "serve/poller.h"
+#include "sys/syscalls.h"
 
 namespace pmon::serve {
 
@@ -133,12 +135,20 @@ std::vector<ListeningPort> listening_ports(const std::vector<pid_t>& pids) {
 }
 
 std::vector<ListeningPort> PortTables::listening_ports(const std::vector<pid_t>& pids) {
+  Scan s;
+  s.pids = pids;
+  (void)scan(s, kForever);
+  return std::move(s.found);
+}
+
+bool PortTables::scan(Scan& s, int64_t until) {
   // Socket inode -> the first pid holding it, looked up in the tables of
   // that process's namespace (/proc/PID/net is the process's namespace,
   // /proc/net the reader's), read through the first pid that needs them.
-  std::vector<ListeningPort> out;
-  std::set<uint64_t> seen;
-  for (pid_t pid : pids) {
+  constexpr size_t kBetweenClockReads = 16;
+  while (s.next < s.pids.size()) {
+    if (s.next % kBetweenClockReads == 0 && until != kForever && sys::monotonic_ns() >= until) return false;
+    const pid_t pid = s.pids[s.next++];
     auto inodes = socket_inodes(pid);
     if (inodes.empty()) continue;
     ino_t ns = 0;
@@ -161,14 +171,14 @@ std::vector<ListeningPort> PortTables::listening_ports(const std::vector<pid_t>&
     }
     for (uint64_t ino : inodes) {
       auto l = it->second.find(ino);
-      if (l == it->second.end() || !seen.insert(ino).second) continue;
-      out.push_back({l->second.port, l->second.address, l->second.v6, pid});
+      if (l == it->second.end() || !s.seen.insert(ino).second) continue;
+      s.found.push_back({l->second.port, l->second.address, l->second.v6, pid});
     }
   }
-  std::sort(out.begin(), out.end(), [](const ListeningPort& a, const ListeningPort& b) {
+  std::sort(s.found.begin(), s.found.end(), [](const ListeningPort& a, const ListeningPort& b) {
     return std::tie(a.port, a.v6, a.address, a.pid) < std::tie(b.port, b.v6, b.address, b.pid);
   });
-  return out;
+  return true;
 }
 
 }  // namespace pmon::serve

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -38,6 +39,18 @@ class PortTables {
  public:
   // listening_ports(pids), from these tables.
   std::vector<ListeningPort> listening_ports(const std::vector<pid_t>& pids);
+
+  // The same lookup a slice at a time (a job of thousands of processes
+  // takes a while): each scan() goes on from where the last stopped, until
+  // every pid is looked at (true; `found` is then sorted) or the clock
+  // (sys::monotonic_ns) passes `until`. Any tables may go on with it.
+  struct Scan {
+    std::vector<pid_t> pids;
+    size_t next = 0;
+    std::vector<ListeningPort> found;
+    std::set<uint64_t> seen;
+  };
+  bool scan(Scan& s, int64_t until);
 
  private:
   struct Listening {

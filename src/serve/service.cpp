@@ -32,10 +32,11 @@ namespace pmon::serve {
 namespace {
 
 constexpr size_t kTidyBatch = 8;
-// While stop work is queued (serve/stops.h) events are only looked at, not
-// waited for; after a slice that took its whole time the loop waits up to
-// kStopPauseMs for events before the next: the jobs just signalled exit
-// meanwhile, and a request that comes wakes it at once.
+// While stop work is queued (serve/stops.h), or requests answered in slices
+// (Connections::defer), events are only looked at, not waited for; after a
+// slice that took its whole time the loop waits up to kStopPauseMs for
+// events before the next: the jobs just signalled exit meanwhile, other
+// processes have the CPU a moment, and a request that comes wakes it at once.
 constexpr int kStopPauseMs = 1;
 constexpr int64_t kTidySliceNs = 2'000'000;
 
@@ -50,7 +51,11 @@ class Service final : private ConnEvents {
         mcp_(jobs_, conns_),
         front_(opts_.mcp ? static_cast<FrontEnd*>(&mcp_) : &methods_) {
     jobs_.set_front(front_);
-    jobs_.answers().set_room([this] { return conns_.reply_room(); });
+    // (the jobs' stdin and streams are held within the connections' share)
+    jobs_.answers().set_room([this] {
+      const size_t room = conns_.reply_room();
+      return room - std::min(room, jobs_.io_used());
+    });
   }
   int run();
 
@@ -138,8 +143,10 @@ int Service::run() {
     // that its 1000 jobs are gone does not wait for 1000 rmdirs. While stop
     // work is queued, events are only looked at, not waited for.
     const bool tidy = backend_.cleanup_due();
-    const bool busy = conns_.resuming() || jobs_.stops_queued();
-    const int wait_ms = conns_.resuming()     ? 0
+    const bool busy = conns_.resuming() || conns_.deferred() || jobs_.stops_queued();
+    const bool full = conns_.deferred() && conns_.deferred_slice_was_full();
+    const int wait_ms = conns_.resuming()      ? 0
+                        : conns_.deferred()    ? (full ? kStopPauseMs : 0)
                         : jobs_.stops_queued() ? (jobs_.stop_slice_was_full() ? kStopPauseMs : 0)
                         : tidy                 ? 0
                                                : -1;
@@ -162,6 +169,7 @@ int Service::run() {
     // and with it its promise to stop every job, stays up.
     try {
       for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
+      conns_.run_deferred();
       conns_.resume_reading();
       jobs_.on_time();
       jobs_.run_stops();

@@ -2,6 +2,7 @@
 #include "serve/streams.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@ namespace {
 constexpr size_t kMaxStreams = 64;
 constexpr int kStreamPipe = 1 << 20;
 constexpr size_t kWriteMax = size_t{4} << 20;
+constexpr size_t kMinPipe = 4096;  // a page: the smallest pipe there is
 
 }  // namespace
 
@@ -27,16 +29,36 @@ std::expected<StreamStart, Error> Streams::open(uint64_t conn, Job& job, std::op
   if (per_conn_[conn] >= kMaxStreams)
     return std::unexpected(Error::line("too many streams on this connection (at most " +
                                           std::to_string(kMaxStreams) + "); read one to its end first"));
+  // A reader that does not read makes the kernel hold all of its pipe: it
+  // is as large as allowed, at most a sixteenth of what the budget has
+  // left (so a hundred or more fit), at least a page.
+  const size_t left = budget_.limit() - std::min(budget_.limit(), budget_.used());
+  const size_t got = budget_.take(std::clamp(left / 16, kMinPipe, size_t{kStreamPipe}));
+  size_t size = kMinPipe;
+  while (size * 2 <= got) size *= 2;
+  if (got < kMinPipe) {
+    budget_.give(got);
+    return std::unexpected(Error::line(
+        "the service's memory budget for streams and for jobs' stdin not yet read is used up (" +
+        std::to_string(budget_.limit()) +
+        " bytes, a sixteenth of --memory-budget): read your streams to their end or close them, read "
+        "without 'stream', or start the service with a larger --memory-budget"));
+  }
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    budget_.give(got);
     return std::unexpected(Error::line(std::string("cannot make a pipe: ") + std::strerror(errno)));
+  }
   int fl = ::fcntl(fds[1], F_GETFL);
   if (fl >= 0) (void)::fcntl(fds[1], F_SETFL, fl | O_NONBLOCK);
   Stream s;
   s.conn = conn;
   s.job = &job;
   s.pipe = Fd(fds[1]);
-  (void)::fcntl(s.pipe.get(), F_SETPIPE_SZ, kStreamPipe);  // as large as allowed
+  const int set = ::fcntl(s.pipe.get(), F_SETPIPE_SZ, static_cast<int>(size));
+  const int now = set > 0 ? set : ::fcntl(s.pipe.get(), F_GETPIPE_SZ);
+  s.charged = std::max<size_t>(got, now > 0 ? static_cast<size_t>(now) : got);
+  if (s.charged > got) (void)budget_.take(s.charged - got);  // (the default 64 KiB, kept where it could not be set)
   const uint64_t first = job.buffer.first_kept();
   StreamStart start;
   start.truncated = since.value_or(0) < first;
@@ -111,6 +133,13 @@ void Streams::end(uint64_t sid) {
   Stream& s = it->second;
   if (s.watched) poller_.unwatch(s.pipe.get());
   if (auto c = per_conn_.find(s.conn); c != per_conn_.end() && --c->second == 0) per_conn_.erase(c);
+  // What its reader has not read stays in the pipe after our end closes:
+  // counted until its connection closes.
+  int unread = 0;
+  if (::ioctl(s.pipe.get(), FIONREAD, &unread) != 0 || unread < 0) unread = 0;
+  const size_t left = std::min(s.charged, static_cast<size_t>(unread));
+  budget_.give(s.charged - left);
+  if (left > 0) left_unread_[s.conn] += left;
   std::erase(s.job->streams, sid);
   streams_.erase(it);  // closes the pipe: the reader sees its end
 }
@@ -124,6 +153,10 @@ void Streams::end_all_of_conn(uint64_t conn) {
   for (auto& [sid, st] : streams_)
     if (st.conn == conn) sids.push_back(sid);
   for (uint64_t sid : sids) end(sid);
+  if (auto it = left_unread_.find(conn); it != left_unread_.end()) {
+    budget_.give(it->second);
+    left_unread_.erase(it);
+  }
 }
 
 }  // namespace pmon::serve

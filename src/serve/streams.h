@@ -16,13 +16,17 @@
 
 #include "serve/job.h"
 #include "serve/job_api.h"
+#include "serve/output_buffer.h"
 #include "serve/poller.h"
 
 namespace pmon::serve {
 
 class Streams {
  public:
-  explicit Streams(Poller& poller) : poller_(poller) {}
+  // Each stream's pipe is counted in `budget` (its size: what a reader that
+  // does not read makes the kernel hold), and what is left unread in it
+  // when the stream ends, until its connection closes.
+  Streams(Poller& poller, MemoryBudget& budget) : poller_(poller), budget_(budget) {}
 
   // A stream of `job` for connection `conn`, from `since` (or the oldest
   // byte kept); with `follow` until the job's output ends.
@@ -44,13 +48,16 @@ class Streams {
     uint64_t at = 0;
     uint64_t until = std::numeric_limits<uint64_t>::max();
     bool watched = false;  // for room in the pipe
+    size_t charged = 0;    // its pipe's size, in budget_
   };
   // Writes what the stream has to write; false once it is over.
   bool pump(Stream& s);
 
   Poller& poller_;
+  MemoryBudget& budget_;
   std::map<uint64_t, Stream> streams_;
   std::map<uint64_t, size_t> per_conn_;
+  std::map<uint64_t, size_t> left_unread_;  // a connection's ended streams' bytes still in their pipes
   uint64_t next_ = 1;
 };
 

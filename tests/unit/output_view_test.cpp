@@ -151,5 +151,40 @@ TEST(RenderView, GrepAnswersAtMostMaxBytes) {
   EXPECT_EQ(r->shown, 1u);
 }
 
+// A grep made a chunk a step (its clock always past) finds what one made
+// whole does; lines rotated away between steps are left out, said as
+// truncated, and the line numbers stay the job's.
+TEST(GrepScan, StepsFindWhatOneScanFinds) {
+  std::string s;
+  for (int i = 1; i <= 40000; ++i) s += (i % 997 == 0 ? "match " : "line ") + std::to_string(i) + "\n";
+  ViewParams v;
+  v.grep = "^match";
+  auto whole = render_view(source_of(s), v, 1 << 20);
+  ASSERT_TRUE(whole);
+  auto g = GrepScan::begin(source_of(s), v, 1 << 20);
+  ASSERT_TRUE(g);
+  int steps = 1;
+  while (!g->step(source_of(s), 0)) ++steps;
+  EXPECT_GT(steps, 3);
+  EXPECT_EQ(g->result().text, whole->text);
+  EXPECT_EQ(g->result().matches, whole->matches);
+  EXPECT_EQ(*whole->matches, 40u);
+  EXPECT_EQ(whole->text.substr(0, 10), "997:match ");
+
+  // The first 300 KiB (and the lines in them) rotated away after a step.
+  auto r = GrepScan::begin(source_of(s), v, 1 << 20);
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->step(source_of(s), 0));
+  const size_t cut = s.find('\n', 300 << 10) + 1;
+  const auto lines = static_cast<uint64_t>(std::count(s.begin(), s.begin() + static_cast<ptrdiff_t>(cut), '\n'));
+  const std::string rest = s.substr(cut);
+  while (!r->step(source_of(rest, cut, lines), 0)) {
+  }
+  EXPECT_TRUE(r->result().truncated);
+  const std::string later = "\n" + std::to_string((lines / 997 + 1) * 997) + ":match";
+  EXPECT_NE(("\n" + r->result().text).find(later), std::string::npos) << r->result().text.substr(0, 200);
+  EXPECT_LT(*r->result().matches, 40u);
+}
+
 }  // namespace
 }  // namespace pmon::serve
