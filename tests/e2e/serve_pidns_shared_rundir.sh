@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+# A service in a container (its own PID namespace, the node's cgroups) and
+# one on the host share a runtime directory: the host service's start-up
+# sweep, and the host's pmon gc, must leave the container's running job and
+# its spool alone (its service is alive, in a namespace the host cannot
+# judge from its pid). The container's service, SIGKILLed, still takes its
+# job along (its crash guard).
+. "$(dirname "$0")/common.inc"
+[ "$(id -u)" = 0 ] || skip "needs root (PID namespaces, cgroups)"
+have_backend cgroup || skip "the cgroup backend is not available here"
+unshare --pid --fork --mount-proc true 2> /dev/null || skip "no PID namespaces here"
+CG=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+run=$t/run
+mkdir -m 700 "$run"
+export XDG_RUNTIME_DIR=$run
+
+# The container's service.
+unshare --pid --fork --kill-child --mount-proc "$PMON" serve -q --listen "$t/c.sock" 2> "$t/c.err" &
+box=$!
+record_pid "$box"
+for _ in $(seq 500); do [ -S "$t/c.sock" ] && break; sleep 0.02; done
+[ -S "$t/c.sock" ] || fail "the container's service did not start: $(cat "$t/c.err")"
+
+# Its job says where it runs (its cgroup, a path the host sees too).
+PMON_SOCKET=$t/c.sock "$PMON" start -- sh -c "cat /proc/self/cgroup > $t/cg.tmp && mv $t/cg.tmp $t/cg; exec sleep 1000" \
+  > /dev/null || fail "pmon start in the container's service failed"
+for _ in $(seq 500); do [ -s "$t/cg" ] && break; sleep 0.02; done
+leaf=$CG$(sed -n 's/^0:://p' "$t/cg")
+job=$(cat "$leaf/cgroup.procs" 2> /dev/null)
+[ -n "$job" ] || fail "no process in the job's leaf $leaf"
+job_st=$(start_time_of "$job")
+record_pid "$job"
+spool=$(ls -d "$run"/pmon/spool/*/)
+[ -n "$spool" ] || fail "the container's service has no spool directory in $run/pmon/spool"
+
+# The host's service starts on the same runtime directory, then gc.
+"$PMON" serve --listen "$t/h.sock" 2> "$t/h.err" &
+host=$!
+record_pid "$host"
+for _ in $(seq 500); do [ -S "$t/h.sock" ] && break; sleep 0.02; done
+[ -S "$t/h.sock" ] || fail "the host's service did not start: $(cat "$t/h.err")"
+alive "$job" "$job_st" && [ -d "$spool" ] ||
+  fail "the host service's start stopped the container's job or removed its spool: $(cat "$t/h.err")"
+echo "ok: the host service's start leaves the container's running job and its spool alone"
+"$PMON" gc > "$t/gc" 2>&1 || true
+alive "$job" "$job_st" && [ -d "$spool" ] || fail "the host's gc stopped the container's job: $(cat "$t/gc")"
+echo "ok: the host's gc leaves them alone too"
+
+kill -TERM "$host"
+wait "$host" 2> /dev/null || true
+kill -KILL "$box"
+wait "$box" 2> /dev/null || true
+for _ in $(seq 500); do alive "$job" "$job_st" || break; sleep 0.02; done
+! alive "$job" "$job_st" || fail "the container's job outlived its SIGKILLed service"
+echo "ok: the container's service SIGKILLed: its guard stopped the job"
+pass
