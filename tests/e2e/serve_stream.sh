@@ -14,34 +14,18 @@ serve_start
 # stream.py SOCKET: the scenario's socket client, one connection; each
 # step prints one JSON line of what it saw.
 cat > "$t/stream.py" <<'PY'
-import array, hashlib, json, os, select, socket, sys, time
+import hashlib, json, os, select, sys, time
+from serve_rpc import FdRpc
 sock_path, step = sys.argv[1], sys.argv[2]
 
-class Conn:
+# One connection, the fds that come with answers kept (one at most each).
+class Conn(FdRpc):
     def __init__(self):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.connect(sock_path)
-        self.buf, self.fds, self.n = b"", [], 0
+        super().__init__(sock_path)
     def call(self, method, params):
-        self.n += 1
-        self.s.sendall((json.dumps({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}) + "\n").encode())
-        while True:
-            while b"\n" not in self.buf:
-                data, anc, _, _ = self.s.recvmsg(1 << 20, socket.CMSG_SPACE(4 * 4))
-                if not data:
-                    raise SystemExit("the service closed the connection")
-                for level, kind, raw in anc:
-                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                        a = array.array("i")
-                        a.frombytes(raw[:len(raw) - len(raw) % 4])
-                        self.fds += list(a)
-                self.buf += data
-            line, self.buf = self.buf.split(b"\n", 1)
-            m = json.loads(line)
-            if m.get("id") == self.n:
-                fd = self.fds.pop(0) if self.fds else None
-                assert not self.fds, "more than one fd came with a reply"
-                return m, fd
+        m, fd = self.message(method, params)
+        assert not self.fds, "more than one fd came with a reply"
+        return m, fd
 
 def read_all(fd, h=None, deadline=30):
     got, end = 0, time.monotonic() + deadline
@@ -222,7 +206,7 @@ b = bytes(range(256)) * 4096
 for i in range(20):
     sys.stdout.buffer.write(b)'
 want=$(python3 -c "$gen" | md5sum | cut -d' ' -f1)
-r=$(python3 "$t/stream.py" "$SOCK" every-byte "$gen")
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" every-byte "$gen")
 [ "$(jf "$r" 'm["reply"]')" = '{"since": 0, "stream": true, "truncated": false}' ] || fail "every-byte: the stream's reply: $r"
 [ "$(jf "$r" 'm["bytes"]')" = $((20 << 20)) ] || fail "every-byte: not every byte came through the stream: $r"
 [ "$(jf "$r" 'm["md5"]')" = "$want" ] || fail "every-byte: the bytes differ from those the job wrote: $r"
@@ -232,7 +216,7 @@ r=$(python3 "$t/stream.py" "$SOCK" every-byte "$gen")
 
 # follow: false ends at what was there; the raw byte is kept as is; a
 # since past the end starts there; the release ends a following stream.
-r=$(python3 "$t/stream.py" "$SOCK" now)
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" now)
 [ "$(jf "$r" 'm["text"]')" = 616263ff ] || fail "now: the stream did not give the job's bytes as written: $r"
 [ "$(jf "$r" 'm["ended"]')" = true ] || fail "now: follow false did not end at what was there: $r"
 [ "$(jf "$r" 'm["beyond"]["since"] == 4 and m["beyond_bytes"] == 0')" = true ] || fail "now: a since past the end: $r"
@@ -240,25 +224,25 @@ r=$(python3 "$t/stream.py" "$SOCK" now)
   fail "now: the release did not end the stream after its bytes: $r"
 
 # A reader that falls behind: an early end, then the read says so.
-r=$(python3 "$t/stream.py" "$SOCK" behind)
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" behind)
 [ "$(jf "$r" 'm["bytes"] < 8388608 and m["md5"] == m["want_md5"]')" = true ] || fail "behind: what the stream gave: $r"
 [ "$(jf "$r" 'm["after"]["truncated"] and m["after"]["next"] == 8388608 and 0 < m["after_bytes"] <= 65536')" = true ] ||
   fail "behind: the read after an early end does not say bytes were dropped: $r"
 [ "$(jf "$r" 'm["late"]["truncated"] and m["late"]["since"] == 8388608 - 65536 and m["late_bytes"] == 65536')" = true ] ||
   fail "behind: a stream from 0 of a job that dropped bytes: $r"
 
-r=$(python3 "$t/stream.py" "$SOCK" reader-gone)
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" reader-gone)
 [ "$(jf "$r" 'm["status"]')" = '["running"]' ] || fail "reader-gone: the job or the service did not go on: $r"
 [ "$(jf "$r" 'm["again"]["stream"] and m["again_bytes"] > 0 and m["released"]')" = true ] ||
   fail "reader-gone: a second stream from where the first stopped: $r"
 
-r=$(python3 "$t/stream.py" "$SOCK" conn-gone)
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" conn-gone)
 [ "$(jf "$r" 'm["ended"] and m["released"]')" = true ] || fail "conn-gone: the stream outlived its connection: $r"
 
-r=$(python3 "$t/stream.py" "$SOCK" pty)
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" pty)
 [ "$(jf "$r" 'm["bytes"] == "from-pty\r\nagain\r\n" and m["exit"]["exitCode"] == 0')" = true ] || fail "pty: the stream of a pty job: $r"
 
-r=$(python3 "$t/stream.py" "$SOCK" bad)
+r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" bad)
 [ "$(jf "$r" 'm["not_bool"]["code"] == -32602 and "stream" in m["not_bool"]["message"]')" = true ] || fail "bad: stream not a boolean: $r"
 [ "$(jf "$r" 'm["follow_not_bool"]["code"] == -32602 and "follow" in m["follow_not_bool"]["message"]')" = true ] ||
   fail "bad: follow not a boolean: $r"
