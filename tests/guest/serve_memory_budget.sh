@@ -35,32 +35,8 @@ for _i in $(seq 200); do [ -S "$SOCK" ] && break; sleep 0.05; done
 [ -S "$SOCK" ] || fail "pmon serve did not listen: $(cat "$t/serve.err")"
 grep -qx "$SERVE_PID" "$SVC/cgroup.procs" || fail "the service is not in $SVC"
 
-PYTHONPATH="$(dirname "$0")/../e2e" python3 - "$SOCK" <<'PY' || fail "the budget did not hold (see above)"
-import json, socket, sys
-from serve_rpc import Rpc
-sock, MiB = sys.argv[1], 1 << 20
-other = Rpc(sock)
-keep = other.call("terminal/create", {"command": "sleep", "args": ["600"]})["terminalId"]
-rpc = Rpc(sock)
-cmd = "head -c 16777216 /dev/zero | tr '\\0' '\\1'"
-job = rpc.call("terminal/create", {"command": "sh", "args": ["-c", f"{cmd}; {cmd} >&2"],
-                                   "outputByteLimit": 16 * MiB})["terminalId"]
-rpc.call("terminal/wait_for_exit", {"terminalId": job})
-ask = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "terminal/output",
-                  "params": {"terminalId": job, "maxBytes": 16 * MiB}}) + "\n"
-idle = []
-for _ in range(10):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock)
-    s.sendall(ask.encode())
-    idle.append(s)
-# A request of a later connection answered: the ten were read and answered.
-Rpc(sock).call("terminal/list", {})
-jobs = {j["terminalId"]: j["status"] for j in other.call("terminal/list", {})["terminals"]}
-print(f"the other client's job: {jobs.get(keep)}")
-assert jobs.get(keep) == "running", jobs
-other.call("terminal/kill", {"terminalId": keep})
-PY
+PYTHONPATH="$(dirname "$0")/../e2e" python3 "$(dirname "$0")/../e2e/reply_flood.py" "$SOCK" 2 ||
+  fail "the budget did not hold (see above)"
 kill -0 "$SERVE_PID" 2> /dev/null || fail "the service died: $(cat "$t/serve.err")"
 oom=$(awk '$1 == "oom_kill" { print $2 }' "$SVC/memory.events")
 peak=$(cat "$SVC/memory.peak" 2> /dev/null || echo "?")
