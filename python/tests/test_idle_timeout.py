@@ -9,9 +9,12 @@ import pytest
 
 from conftest import alive, read_procs, wait_gone
 
-# Prints 20 lines 50 ms apart (a second, past a 0.6 s idle timeout), then
-# records itself and a holder ("pid start-time name") and goes quiet.
-SCRIPT = ('for i in $(seq 20); do echo "line $i"; sleep 0.05; done; '
+# Prints 30 lines 100 ms apart (3 s, past the 2 s idle timeout), then records
+# itself and a holder ("pid start-time name") and goes quiet. The idle timeout
+# is 20 times the gap between lines: a loaded machine (CI runs this beside the
+# sanitized suite) can stall a shell for a good part of a second.
+IDLE = 2.0
+SCRIPT = ('for i in $(seq 30); do echo "line $i"; sleep 0.1; done; '
           'echo "$$ $(cut -d" " -f22 /proc/$$/stat) main" >> "$0"; sleep 300 & '
           'echo "$! $(cut -d" " -f22 /proc/$!/stat) holder" >> "$0"; sleep 300')
 
@@ -19,7 +22,7 @@ SCRIPT = ('for i in $(seq 20); do echo "line $i"; sleep 0.05; done; '
 def check_stopped_when_quiet(r, procs):
     assert r.timed_out and r.idle_timed_out and r.cleanup_verified
     assert r.report["stop"]["reason"] == "idle_timeout"
-    assert r.stdout.splitlines()[-1] == b"line 20", "stopped while it still printed"
+    assert r.stdout.splitlines()[-1] == b"line 30", "stopped while it still printed"
     assert [n for _, _, n in read_procs(procs)] == ["main", "holder"]
     assert [p for p in read_procs(procs) if alive(p[0], p[1])] == [], "still running when run returned"
     assert wait_gone(read_procs(procs)) == []
@@ -28,23 +31,23 @@ def check_stopped_when_quiet(r, procs):
 def test_run_stops_a_quiet_tree(tmp, recorded):
     procs = tmp / "procs"
     recorded.add_file(procs)
-    r = pmon.run(["sh", "-c", SCRIPT, str(procs)], idle_timeout=0.6, grace=0.5, capture_output=True)
+    r = pmon.run(["sh", "-c", SCRIPT, str(procs)], idle_timeout=IDLE, grace=0.5, capture_output=True)
     check_stopped_when_quiet(r, procs)
 
 
 def test_run_async_stops_a_quiet_tree(tmp, recorded):
     procs = tmp / "procs"
     recorded.add_file(procs)
-    r = asyncio.run(pmon.run_async(["sh", "-c", SCRIPT, str(procs)], idle_timeout=0.6, grace=0.5,
+    r = asyncio.run(pmon.run_async(["sh", "-c", SCRIPT, str(procs)], idle_timeout=IDLE, grace=0.5,
                                    capture_output=True))
     check_stopped_when_quiet(r, procs)
 
 
 def test_a_printer_is_not_idle():
-    line = "for i in $(seq 20); do echo $i >&2; sleep 0.05; done"
-    r = pmon.run(["sh", "-c", line], idle_timeout=0.6, stderr=pmon.PIPE)
+    line = "for i in $(seq 30); do echo $i >&2; sleep 0.1; done"
+    r = pmon.run(["sh", "-c", line], idle_timeout=IDLE, stderr=pmon.PIPE)
     assert r.returncode == 0 and not r.timed_out and not r.idle_timed_out
-    r = asyncio.run(pmon.run_async(["sh", "-c", line], idle_timeout=0.6, stderr=pmon.PIPE))
+    r = asyncio.run(pmon.run_async(["sh", "-c", line], idle_timeout=IDLE, stderr=pmon.PIPE))
     assert r.returncode == 0 and not r.idle_timed_out
 
 
