@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # A service in a container (its own PID namespace, the node's cgroups) and
 # one on the host share a runtime directory: the host service's start-up
-# sweep, and the host's pmon gc, must leave the container's running job and
+# sweep, a host pmon mcp's start-up sweep, and the host's pmon gc, must leave the container's running job and
 # its spool alone (its service is alive, in a namespace the host cannot
 # judge from its pid). The container's service, SIGKILLed, still takes its
 # job along (its crash guard).
@@ -43,6 +43,12 @@ for _ in $(seq 500); do [ -S "$t/h.sock" ] && break; sleep 0.02; done
 alive "$job" "$job_st" && [ -d "$spool" ] ||
   fail "the host service's start stopped the container's job or removed its spool: $(cat "$t/h.err")"
 echo "ok: the host service's start leaves the container's running job and its spool alone"
+# pmon mcp sweeps the same way when it starts (it ends at its stdin's end).
+rc=0; timeout -k 5 60 "$PMON" mcp < /dev/null > /dev/null 2> "$t/mcp.err" || rc=$?
+[ $rc = 0 ] || fail "pmon mcp on the shared runtime directory: exit $rc: $(cat "$t/mcp.err")"
+alive "$job" "$job_st" && [ -d "$spool" ] ||
+  fail "pmon mcp's start stopped the container's job or removed its spool: $(cat "$t/mcp.err")"
+echo "ok: a pmon mcp's start leaves them alone too"
 "$PMON" gc > "$t/gc" 2>&1 || true
 alive "$job" "$job_st" && [ -d "$spool" ] || fail "the host's gc stopped the container's job: $(cat "$t/gc")"
 echo "ok: the host's gc leaves them alone too"
