@@ -23,6 +23,7 @@
 #include "core/units.h"
 #include "serve/call_records.h"
 #include "serve/harness.h"
+#include "serve/recorded_jobs.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 

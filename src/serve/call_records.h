@@ -4,7 +4,8 @@
 // not be made inside the call's). The service stops such a job when the
 // call ends; so that the call's own report lists it too, the service leaves
 // a record of it where that call's pmon looks when it ends, and that pmon
-// stops it through the service and adds what it stopped to its report.
+// stops it through the service (serve/recorded_jobs.h) and adds what it
+// stopped to its report.
 //
 // Where: <runtime>/calls/<pid>/<terminal id>, <runtime> being the directory
 // of the default socket as the call's pmon sees it ($XDG_RUNTIME_DIR/pmon,
@@ -19,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "core/stopper.h"
 #include "sys/result.h"
 
 namespace pmon::serve {
@@ -46,12 +46,5 @@ void remove_call_record(const std::string& path) noexcept;
 // is ours (serve/socket.h's open_runtime_dir) only. Costs two opens when
 // there are none, the common case.
 std::vector<CallRecord> take_call_records();
-
-// Stops each recorded job through its service (terminal/kill, which waits
-// until its tree is verified gone) and returns its processes as the
-// service stopped them: the job's command and what it had left, each with
-// what ended it. *verified turns false when a job could not be confirmed
-// gone (its service did not answer, or said so).
-std::vector<Leftover> stop_recorded_jobs(const std::vector<CallRecord>& records, bool* verified);
 
 }  // namespace pmon::serve

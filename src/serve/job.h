@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,7 +21,6 @@
 
 #include "core/run.h"
 #include "serve/job_api.h"
-#include "serve/jsonrpc.h"
 #include "serve/output_buffer.h"
 #include "serve/owner_call.h"
 #include "serve/poller.h"
@@ -29,6 +29,9 @@
 #include "serve/spool.h"
 
 namespace pmon::serve {
+
+// A JSON value: a request's id, a report, a spool's record.
+using Json = nlohmann::json;
 
 // Who asks: a connection, its socket (-1 for --stdio), whose peer a create
 // looks at, the tally of its requests waiting for their answer, and the

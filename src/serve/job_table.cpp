@@ -11,6 +11,7 @@
 #include "core/report.h"
 #include "core/units.h"
 #include "serve/call_records.h"
+#include "serve/json_text.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
 

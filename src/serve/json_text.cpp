@@ -302,4 +302,6 @@ size_t json_string_size(std::string_view text) noexcept {
 
 Json parse_json(std::string_view text) { return Reader(text).parse(); }
 
+std::string dump_text(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 }  // namespace pmon::serve

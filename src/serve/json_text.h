@@ -25,4 +25,7 @@ size_t json_string_size(std::string_view text) noexcept;
 // Strings must be valid UTF-8, as JSON text must be.
 nlohmann::json parse_json(std::string_view text);
 
+// dump() as every line is written: invalid UTF-8 in a value never breaks it.
+std::string dump_text(const nlohmann::json& j);
+
 }  // namespace pmon::serve

@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "serve/json_text.h"
+
 namespace pmon::serve {
 
 namespace {
@@ -128,8 +130,6 @@ std::variant<Json, BadRequest> Envelope::take_params(bool null_is_none) {
     return BadRequest{id, {rpc::kInvalidParams, "invalid params: 'params' must be an object"}, !notification};
   return std::move(params);
 }
-
-std::string dump_text(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 // What dump() makes of {"jsonrpc", "id", "result"} (keys sorted), written
 // around the result's own dump: no copy of a large result (a report).

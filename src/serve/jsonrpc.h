@@ -81,7 +81,4 @@ std::string result_line_of_text(const Json& id, std::string_view result);
 std::string error_line(const Json& id, const RpcError& error);
 std::string notification_line(std::string_view method, const Json& params);
 
-// dump() as every line is written: invalid UTF-8 in a value never breaks it.
-std::string dump_text(const Json& j);
-
 }  // namespace pmon::serve
