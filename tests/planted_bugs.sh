@@ -14,10 +14,10 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 BUGS=(
   'hook-lets-through|src/cli/shell_cmd.cpp|/hook_refusal(hook_harness(input))/{n;s/return 2;/return 0;/}|e2e:die_with_parent'
   'hook-answers-harness|src/cli/shell_cmd.cpp|s/std::fprintf(stderr, "%s\\n", hook_refusal/std::fprintf(stdout, "%s\\n", hook_refusal/|e2e:die_with_parent'
-  'dead-service-by-pid|src/serve/spool.cpp|s/if (o.start) return !process_alive(o.pid, \*o.start);/if (o.start) return ::kill(o.pid, 0) != 0 \&\& errno == ESRCH;/|e2e:serve_predecessor'
+  'dead-service-by-pid|src/jobs/spool.cpp|s/if (o.start) return !process_alive(o.pid, \*o.start);/if (o.start) return ::kill(o.pid, 0) != 0 \&\& errno == ESRCH;/|e2e:serve_predecessor'
   'start-timeout-0|src/serve/mcp.cpp|s/if (auto s = a.seconds("timeout_s"); s \&\& \*s > 0) c.timeout_ms = s;/if (auto s = a.seconds("timeout_s"); s) c.timeout_ms = s;/|e2e:serve_job_status'
-  'grep-cap-in-lines|src/serve/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|e2e:serve_spool'
-  'grep-cap-in-lines-unit|src/serve/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|unit:RenderView.GrepAnswersAtMostMaxBytes'
+  'grep-cap-in-lines|src/jobs/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|e2e:serve_spool'
+  'grep-cap-in-lines-unit|src/jobs/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|unit:RenderView.GrepAnswersAtMostMaxBytes'
   'cancel-answered-early|src/serve/mcp_adapter.cpp|s/^  if (\*stopped) return reply(cancelled(j, rev.modern));/  return reply(cancelled(j, rev.modern));/|node:test/mcp_tasks.test.mjs'
 )
 

@@ -9,7 +9,7 @@
 #include "core/inventory.h"
 #include "core/printable.h"
 #include "core/units.h"
-#include "serve/spool.h"
+#include "jobs/spool.h"
 
 namespace pmon::cli {
 

@@ -20,9 +20,9 @@
 #include "cli/cli.h"
 #include "core/printable.h"
 #include "core/units.h"
-#include "serve/json_text.h"
-#include "serve/output_buffer.h"
-#include "serve/socket.h"
+#include "jobs/json_text.h"
+#include "jobs/output_buffer.h"
+#include "jobs/socket.h"
 
 namespace pmon::cli::jobs {
 

@@ -21,7 +21,7 @@
 #include "core/report.h"
 #include "core/run.h"
 #include "core/units.h"
-#include "serve/call_records.h"
+#include "jobs/call_records.h"
 #include "serve/harness.h"
 #include "serve/recorded_jobs.h"
 #include "sys/fd.h"
@@ -277,7 +277,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
   if (relay) relay->finish();  // the command's last output before any line of ours
   // Jobs a service started for this call that its boundary does not hold
-  // (see serve/call_records.h): stopped through their service now, with
+  // (see jobs/call_records.h): stopped through their service now, with
   // the call, and listed with what the call left.
   if (res) {
     std::vector<serve::CallRecord> records = serve::take_call_records();

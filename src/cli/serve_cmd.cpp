@@ -11,8 +11,8 @@
 #include "cli/cli.h"
 #include "cli/call_flags.h"
 #include "core/units.h"
+#include "jobs/socket.h"
 #include "serve/service.h"
-#include "serve/socket.h"
 
 namespace pmon::cli {
 

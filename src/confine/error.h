@@ -98,7 +98,7 @@ int exit_status(const Error& e) noexcept;
 std::string setting_token(Setting s);
 
 // The text with every setting named in `words`. The job faults are worded
-// by the service (serve/job_api.h), which knows what its clients call a job.
+// by the service (jobs/job_api.h), which knows what its clients call a job.
 std::string render(const Error& e, const SettingWords& words = kCommandLineWords);
 std::string render_text(std::string_view text, const SettingWords& words = kCommandLineWords);
 std::vector<std::string> render_all(const std::vector<Error>& errors, const SettingWords& words = kCommandLineWords);

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
+#include "jobs/options.h"
+#include "jobs/poller.h"
+#include "jobs/request_budget.h"
 #include "serve/jsonrpc.h"
-#include "serve/options.h"
-#include "serve/poller.h"
-#include "serve/request_budget.h"
 #include "sys/fd.h"
 
 namespace pmon::serve {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "confine/limits.h"
-#include "serve/job_api.h"
+#include "jobs/job_api.h"
 #include "serve/jsonrpc.h"
 
 namespace pmon::serve {

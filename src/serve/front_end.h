@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "serve/answers.h"
+#include "jobs/answers.h"
+#include "jobs/job_table.h"
 #include "serve/connections.h"
-#include "serve/job_table.h"
 
 namespace pmon::serve {
 

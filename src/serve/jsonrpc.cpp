@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "serve/json_text.h"
+#include "jobs/json_text.h"
 
 namespace pmon::serve {
 

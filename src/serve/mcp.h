@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "serve/job_api.h"
+#include "jobs/job_api.h"
 #include "serve/jsonrpc.h"
 #include "serve/mcp_tools.h"
 

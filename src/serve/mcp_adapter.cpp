@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "serve/job_list.h"
+#include "jobs/job_list.h"
 
 namespace pmon::serve {
 

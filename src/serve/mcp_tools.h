@@ -14,7 +14,7 @@
 #include <string_view>
 #include <tuple>
 
-#include "serve/job_api.h"
+#include "jobs/job_api.h"
 #include "serve/table.h"
 
 namespace pmon::serve::mcp {

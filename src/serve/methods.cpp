@@ -4,7 +4,7 @@
 #include <memory>
 #include <new>
 
-#include "serve/job_list.h"
+#include "jobs/job_list.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {

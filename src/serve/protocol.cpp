@@ -6,7 +6,7 @@
 #include <map>
 
 #include "core/units.h"
-#include "serve/json_text.h"
+#include "jobs/json_text.h"
 
 namespace pmon::serve {
 

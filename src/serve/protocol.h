@@ -15,10 +15,10 @@
 #include <variant>
 #include <vector>
 
+#include "jobs/job_api.h"
+#include "jobs/output_buffer.h"
 #include "serve/fields.h"
-#include "serve/job_api.h"
 #include "serve/jsonrpc.h"
-#include "serve/output_buffer.h"
 #include "serve/table.h"
 
 namespace pmon::serve {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "serve/socket.h"
+#include "jobs/socket.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 

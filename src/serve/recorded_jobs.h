@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pmon that ran a call stops the jobs recorded for it (the records of
-// serve/call_records.h) through the services that run them, as a client
+// jobs/call_records.h) through the services that run them, as a client
 // of their JSON-RPC methods.
 #pragma once
 
 #include <vector>
 
 #include "core/stopper.h"
-#include "serve/call_records.h"
+#include "jobs/call_records.h"
 
 namespace pmon::serve {
 

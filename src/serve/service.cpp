@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "jobs/job_table.h"
+#include "jobs/poller.h"
 #include "serve/connections.h"
-#include "serve/job_table.h"
 #include "serve/mcp_adapter.h"
 #include "serve/methods.h"
-#include "serve/poller.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {
@@ -32,7 +32,7 @@ namespace pmon::serve {
 namespace {
 
 constexpr size_t kTidyBatch = 8;
-// While stop work is queued (serve/stops.h), or requests answered in slices
+// While stop work is queued (jobs/stops.h), or requests answered in slices
 // (Connections::defer), events are only looked at, not waited for; after a
 // slice that took its whole time the loop waits up to kStopPauseMs for
 // events before the next: the jobs just signalled exit meanwhile, other

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "confine/boundary.h"
-#include "serve/options.h"
+#include "jobs/options.h"
 
 namespace pmon::serve {
 

@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "serve/job_api.h"
+#include "jobs/job_api.h"
 
 namespace pmon {
 namespace {

@@ -2,14 +2,14 @@
 // serve::append_json_string and serve::parse_json: the fast writer and
 // reader of the output strings, held to what nlohmann::json makes of the
 // same text.
-#include "serve/json_text.h"
+#include "jobs/json_text.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 
-#include "serve/output_buffer.h"
+#include "jobs/output_buffer.h"
 #include "serve/protocol.h"
 
 namespace pmon::serve {

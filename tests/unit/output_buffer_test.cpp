@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // serve::OutputBuffer: the newest `limit` bytes of a job's output, cut at a
 // character start, read as valid UTF-8 by byte offset.
-#include "serve/output_buffer.h"
+#include "jobs/output_buffer.h"
 
 #include <gtest/gtest.h>
 

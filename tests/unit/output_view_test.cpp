@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shaping of output for an agent: ANSI stripped, lines cut, head and
 // tail joined with the count of what was left out, pages and grep.
-#include "serve/output_view.h"
+#include "jobs/output_view.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // serve::listening_ports on real sockets of a forked child: listening v4 and
 // v6 sockets are found with their port and address, a bound socket that does
 // not listen is not, and a child in its own network namespace is read there.
-#include "serve/ports.h"
+#include "jobs/ports.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

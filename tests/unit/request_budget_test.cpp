@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // serve::RequestBudget: requests waiting for their answer, capped per
 // connection and in bytes for all, each given back once however it ends.
-#include "serve/request_budget.h"
+#include "jobs/request_budget.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/spool.h"
+#include "jobs/spool.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #include "core/inventory.h"
 #include "core/printable.h"
 #include "core/units.h"
-#include "serve/job.h"
-#include "serve/socket.h"
+#include "jobs/job.h"
+#include "jobs/socket.h"
 #include "sys/proc.h"
 
 namespace pmon::serve {

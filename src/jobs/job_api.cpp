@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/job_api.h"
+#include "jobs/job_api.h"
 
 namespace pmon::serve {
 

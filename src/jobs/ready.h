@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// A job's readiness probe (serve/job_api.h ReadyProbe) as it runs in the
+// A job's readiness probe (jobs/job_api.h ReadyProbe) as it runs in the
 // service's one loop: lines of its output matched as they come, its
 // listening ports looked up while it waits (as terminal/wait_for_port's
 // are), and an HTTP/1.0 GET on a non-blocking socket to 127.0.0.1 or ::1,
@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/job_api.h"
-#include "serve/poller.h"
-#include "serve/ports.h"
+#include "jobs/job_api.h"
+#include "jobs/poller.h"
+#include "jobs/ports.h"
 #include "sys/fd.h"
 
 namespace re2 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/owner_call.h"
+#include "jobs/owner_call.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
-#include "serve/call_records.h"
+#include "jobs/call_records.h"
 #include "sys/exe_note.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"

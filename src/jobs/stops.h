@@ -11,7 +11,7 @@
 #include <deque>
 #include <string>
 
-#include "serve/job.h"
+#include "jobs/job.h"
 
 namespace pmon::serve {
 

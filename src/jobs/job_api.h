@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the job service is asked and what it answers, as types: both front
 // ends (JSON-RPC's terminal/* methods, MCP's tools) read their requests
-// into these, call the job table (serve/job_table.h) with them, and word
+// into these, call the job table (jobs/job_table.h) with them, and word
 // its typed results and errors each in its own terms.
 #pragma once
 
@@ -14,9 +14,9 @@
 
 #include "confine/error.h"
 #include "confine/limits.h"
-#include "serve/output_buffer.h"
-#include "serve/output_view.h"
-#include "serve/ports.h"
+#include "jobs/output_buffer.h"
+#include "jobs/output_view.h"
+#include "jobs/ports.h"
 
 namespace pmon::serve {
 
@@ -118,7 +118,7 @@ struct OutputParams {
   // says when kept bytes were left for the next read, from `next`).
   uint64_t max_bytes = kDefaultMaxBytes;
   // pmon's: the whole output (its spool) seen through head and tail, a
-  // page at an offset, grep, ANSI stripped, lines cut (serve/output_view.h).
+  // page at an offset, grep, ANSI stripped, lines cut (jobs/output_view.h).
   ViewParams view;
   static constexpr uint64_t kDefaultMaxBytes = uint64_t{4} << 20;
   static constexpr uint64_t kMaxMaxBytes = uint64_t{16} << 20;

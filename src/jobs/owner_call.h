@@ -69,7 +69,7 @@ struct CallTie {
   uint64_t owner_job = 0;  // the job's number, 0: none
   Fd owner_pidfd;          // watched by the job table
   std::string owner_leaf;
-  // The record of the job left for that call's pmon (serve/call_records.h),
+  // The record of the job left for that call's pmon (jobs/call_records.h),
   // which stops it and lists it in its report; removed once it is over.
   std::string record;
   pid_t record_for = 0;  // that pmon: its kill is its call's end

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/stops.h"
+#include "jobs/stops.h"
 
 #include "sys/syscalls.h"
 

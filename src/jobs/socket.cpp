@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/socket.h"
+#include "jobs/socket.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

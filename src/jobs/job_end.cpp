@@ -5,8 +5,8 @@
 #include <chrono>
 #include <utility>
 
-#include "serve/call_records.h"
-#include "serve/job_table.h"
+#include "jobs/call_records.h"
+#include "jobs/job_table.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {

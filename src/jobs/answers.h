@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What is owed to the requests that wait on a job (serve/job.h Waiter):
+// What is owed to the requests that wait on a job (jobs/job.h Waiter):
 // settled as the job changes (new output, its end, a port, a deadline),
 // each handed as a typed result to the front end that took the request,
 // which words and sends it. Also the output reads that answer them.
@@ -12,9 +12,9 @@
 #include <string>
 #include <variant>
 
-#include "serve/job.h"
-#include "serve/job_api.h"
-#include "serve/ports.h"
+#include "jobs/job.h"
+#include "jobs/job_api.h"
+#include "jobs/ports.h"
 
 namespace pmon::serve {
 

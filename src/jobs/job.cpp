@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/job.h"
+#include "jobs/job.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 #include <span>
 
 #include "core/units.h"
-#include "serve/json_text.h"
+#include "jobs/json_text.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
 

@@ -47,7 +47,7 @@ struct ServeOptions {
   // For the report of every job.
   std::vector<Error> passed_over;
   // The socket's path (with listen_fd), named in the records of jobs asked
-  // for from inside a pmon call (serve/call_records.h).
+  // for from inside a pmon call (jobs/call_records.h).
   std::string socket_path;
 
   // The budget's shares: the jobs' output buffers, and the connections

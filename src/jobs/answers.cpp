@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/answers.h"
+#include "jobs/answers.h"
 
 #include <algorithm>
 

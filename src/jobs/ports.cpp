@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/ports.h"
+#include "jobs/ports.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -13,8 +13,8 @@
 #include <set>
 #include <tuple>
 
+#include "jobs/poller.h"
 #include "sys/proc.h"
-#include "serve/poller.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/job_list.h"
+#include "jobs/job_list.h"
 
-#include "serve/job_table.h"
-#include "serve/poller.h"
+#include "jobs/job_table.h"
+#include "jobs/poller.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/ready.h"
+#include "jobs/ready.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

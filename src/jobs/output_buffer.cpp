@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/output_buffer.h"
+#include "jobs/output_buffer.h"
 
 #include <algorithm>
 #include <cstring>

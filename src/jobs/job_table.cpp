@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/job_table.h"
+#include "jobs/job_table.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,8 +10,8 @@
 
 #include "core/report.h"
 #include "core/units.h"
-#include "serve/call_records.h"
-#include "serve/json_text.h"
+#include "jobs/call_records.h"
+#include "jobs/json_text.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
 

@@ -3,7 +3,7 @@
 // background, its output read from its pipes (or pty) into bounded
 // buffers, its stdin written as the client sends it, the requests waiting
 // on it, and the fds of its stop's watch. What one job does with its own
-// fds is here; the job table (serve/job_table.h) holds them all.
+// fds is here; the job table (jobs/job_table.h) holds them all.
 #pragma once
 
 #include <signal.h>
@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "core/run.h"
-#include "serve/job_api.h"
-#include "serve/output_buffer.h"
-#include "serve/owner_call.h"
-#include "serve/poller.h"
-#include "serve/ready.h"
-#include "serve/request_budget.h"
-#include "serve/spool.h"
+#include "jobs/job_api.h"
+#include "jobs/output_buffer.h"
+#include "jobs/owner_call.h"
+#include "jobs/poller.h"
+#include "jobs/ready.h"
+#include "jobs/request_budget.h"
+#include "jobs/spool.h"
 
 namespace pmon::serve {
 
@@ -127,7 +127,7 @@ struct Job {
   OutputBuffer buffer;
   Fd err;  // separateStderr: stderr, kept in err_buffer
   std::unique_ptr<OutputBuffer> err_buffer;
-  // The whole output on disk (serve/spool.h), none with a spool limit of
+  // The whole output on disk (jobs/spool.h), none with a spool limit of
   // 0; stderr's own with separateStderr.
   std::unique_ptr<Spool> spool, err_spool;
   std::unique_ptr<Spool> record;  // ID.job (write_job_record)
@@ -154,7 +154,7 @@ struct Job {
   std::chrono::system_clock::time_point ended;  // once done
   bool task = false;  // MCP: answered as a task (tasks/list lists it)
   std::string ended_by;  // why pmon stopped it: "kill", "release", ...
-  // Stop work waiting in the stop queue (serve/stops.h) for its turn: the
+  // Stop work waiting in the stop queue (jobs/stops.h) for its turn: the
   // stop is to begin (why, and who asked), or its next step is due (its
   // watch fired, or its deadline passed). A stop asked for while the end
   // of a main process that exited on its own waits is asked again after.

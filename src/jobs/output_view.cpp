@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/output_view.h"
+#include "jobs/output_view.h"
 
 #include <re2/re2.h>
 
@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
-#include "serve/job.h"
-#include "serve/output_buffer.h"
-#include "serve/poller.h"
+#include "jobs/job.h"
+#include "jobs/output_buffer.h"
+#include "jobs/poller.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {

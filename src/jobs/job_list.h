@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "serve/job_api.h"
-#include "serve/ports.h"
+#include "jobs/job_api.h"
+#include "jobs/ports.h"
 
 namespace pmon::serve {
 

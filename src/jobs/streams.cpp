@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/streams.h"
+#include "jobs/streams.h"
 
 #include <fcntl.h>
 #include <sys/ioctl.h>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/json_text.h"
+#include "jobs/json_text.h"
 
 #include <bit>
 #include <cstdint>
 #include <cstring>
 
-#include "serve/output_buffer.h"
+#include "jobs/output_buffer.h"
 
 namespace pmon::serve {
 

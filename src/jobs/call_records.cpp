@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "serve/call_records.h"
+#include "jobs/call_records.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
-#include "serve/socket.h"
+#include "jobs/socket.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"

@@ -14,10 +14,10 @@
 #include <map>
 #include <optional>
 
-#include "serve/job.h"
-#include "serve/job_api.h"
-#include "serve/output_buffer.h"
-#include "serve/poller.h"
+#include "jobs/job.h"
+#include "jobs/job_api.h"
+#include "jobs/output_buffer.h"
+#include "jobs/poller.h"
 
 namespace pmon::serve {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The service's jobs: each one created for a client, read, written,
 // waited on and stopped through this table's API, which speaks the typed
-// requests, results and errors of serve/job_api.h and knows no protocol.
+// requests, results and errors of jobs/job_api.h and knows no protocol.
 // What is owed to requests that wait goes to the front end (Answers).
 #pragma once
 
@@ -14,16 +14,16 @@
 #include <vector>
 
 #include "confine/boundary.h"
-#include "serve/answers.h"
-#include "serve/job.h"
-#include "serve/job_api.h"
-#include "serve/options.h"
-#include "serve/owner_call.h"
-#include "serve/poller.h"
-#include "serve/request_budget.h"
-#include "serve/spool.h"
-#include "serve/stops.h"
-#include "serve/streams.h"
+#include "jobs/answers.h"
+#include "jobs/job.h"
+#include "jobs/job_api.h"
+#include "jobs/options.h"
+#include "jobs/owner_call.h"
+#include "jobs/poller.h"
+#include "jobs/request_budget.h"
+#include "jobs/spool.h"
+#include "jobs/stops.h"
+#include "jobs/streams.h"
 
 namespace pmon::serve {
 

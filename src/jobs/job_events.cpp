@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "serve/job_table.h"
+#include "jobs/job_table.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {
