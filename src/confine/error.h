@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one error type above the syscall layer: a code and the facts. Below it
-// sys/ speaks errno (sys/result.h); confine/, core/ and serve/ return an
+// sys/ speaks errno (sys/result.h); confine/, core/, jobs/ and serve/ return an
 // Error, and each front end turns it into its own words once, at its edge:
 // the CLI as "pmon: ..." and an exit status, the service as a JSON-RPC error
 // or an MCP tool error naming a "terminal" or a "job", the Python module as
