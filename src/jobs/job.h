@@ -22,6 +22,7 @@
 #include "core/run.h"
 #include "jobs/job_api.h"
 #include "jobs/output_buffer.h"
+#include "jobs/output_view.h"
 #include "jobs/owner_call.h"
 #include "jobs/poller.h"
 #include "jobs/ready.h"
@@ -244,6 +245,11 @@ void add_spool_paths(Json& o, const Job& j);
 // The job's record beside its spool (ID.job: id, name, command, cgroup
 // leaf), once it has started; removed with the job. None without a spool.
 void write_job_record(Job& j, SpoolDir& dir);
+
+// The view of a job's output: its spool when it has one, else its buffer.
+std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size_t max);
+// Where a job's view reads (its spool, else its buffer), as it is now.
+ByteSource view_source(const Job& j);
 
 // How a job that is over ended, in words ("the job exited with status 1"):
 // why it never became ready.

@@ -4,12 +4,10 @@
 #include <re2/re2.h>
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <tuple>
 #include <vector>
 
-#include "jobs/job.h"
 #include "jobs/output_buffer.h"
 #include "jobs/poller.h"
 #include "sys/syscalls.h"
@@ -301,32 +299,6 @@ std::expected<ViewResult, Error> render_view(const ByteSource& src, const ViewPa
   r.next = start + bytes.size();
   r.text = shaped(bytes, v);
   return r;
-}
-
-std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size_t max) {
-  return render_view(view_source(j), v, max);
-}
-
-ByteSource view_source(const Job& j) {
-  ByteSource src;
-  if (j.spool) {
-    const Spool& s = *j.spool;
-    src.from = s.first_held();
-    src.end = s.total();
-    src.lines_before = s.lines_before_held();
-    src.read = [&s](uint64_t off, char* buf, size_t n) { return s.read_at(off, buf, n); };
-  } else {
-    const OutputBuffer& b = j.buffer;
-    src.from = b.first_kept();
-    src.end = b.total();
-    src.read = [&b](uint64_t off, char* buf, size_t n) {
-      auto parts = b.bytes_from(off, n);
-      std::memcpy(buf, parts[0].data(), parts[0].size());
-      std::memcpy(buf + parts[0].size(), parts[1].data(), parts[1].size());
-      return parts[0].size() + parts[1].size();
-    };
-  }
-  return src;
 }
 
 }  // namespace pmon::serve

@@ -18,8 +18,6 @@
 
 namespace pmon::serve {
 
-struct Job;
-
 struct ViewParams {
   std::optional<uint64_t> head;    // the first N bytes of the range
   std::optional<uint64_t> tail;    // the last N bytes of the range
@@ -70,11 +68,6 @@ struct ViewResult {
 // The view of `src` by `v`; at most about `max` bytes of text. An invalid
 // `grep` is an error naming it.
 std::expected<ViewResult, Error> render_view(const ByteSource& src, const ViewParams& v, size_t max);
-
-// The view of a job's output: its spool when it has one, else its buffer.
-std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size_t max);
-// Where a job's view reads (its spool, else its buffer), as it is now.
-ByteSource view_source(const Job& j);
 
 struct GrepState;
 

@@ -13,19 +13,21 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
 #include "core/printable.h"
 #include "core/units.h"
-#include "jobs/job.h"
 #include "jobs/socket.h"
 #include "sys/proc.h"
 
 namespace pmon::serve {
 
 namespace {
+
+using Json = nlohmann::json;
 
 std::string errno_words(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -321,39 +323,6 @@ size_t Spool::read_at(uint64_t off, char* buf, size_t n) const {
     if (r < 0 && errno == EINTR) continue;
     return r < 0 ? 0 : static_cast<size_t>(r);
   }
-}
-
-void open_spools(Job& j, uint64_t limit, SpoolDir& dir) {
-  if (limit == 0) return;
-  auto out = Spool::open(dir, j.id + ".out", limit);
-  if (!out) {
-    j.spool_error = out.error();
-    return;
-  }
-  j.spool = std::move(*out);
-  if (!j.err_buffer) return;
-  auto err = Spool::open(dir, j.id + ".err", limit);
-  if (err) j.err_spool = std::move(*err);
-  else j.spool_error = err.error();
-}
-
-void write_job_record(Job& j, SpoolDir& dir) {
-  if (!j.spool || !j.call) return;  // (no spool: no directory of spools either)
-  Json rec = {{"id", j.id}, {"name", j.name}, {"command", j.command},
-              {"cgroup", j.call->cgroup() ? Json(*j.call->cgroup()) : Json(nullptr)}};
-  auto r = Spool::open(dir, j.id + ".job", uint64_t{1} << 20);
-  if (!r) return;  // (the job runs without one: a dead service's leaves are still pmon gc's)
-  (*r)->write(rec.dump() + "\n");
-  j.record = std::move(*r);
-}
-
-void add_spool_paths(Json& o, const Job& j) {
-  o["spoolPath"] = j.spool ? Json(j.spool->path()) : Json(nullptr);
-  if (j.err_spool) o["stderrSpoolPath"] = j.err_spool->path();
-  std::string error = j.spool_error;
-  if (error.empty() && j.spool && j.spool->error()) error = *j.spool->error();
-  if (error.empty() && j.err_spool && j.err_spool->error()) error = *j.err_spool->error();
-  if (!error.empty()) o["spoolError"] = error;
 }
 
 }  // namespace pmon::serve

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// A job's output as files and views: its spools and its record beside
+// them (jobs/spool.h), and the views of its output (jobs/output_view.h) as
+// its spool, else its buffer, holds it. Here, so that neither of those
+// files needs the job: each stays below it.
+#include <cstring>
+
+#include "jobs/job.h"
+#include "jobs/output_view.h"
+#include "jobs/spool.h"
+
+namespace pmon::serve {
+
+void open_spools(Job& j, uint64_t limit, SpoolDir& dir) {
+  if (limit == 0) return;
+  auto out = Spool::open(dir, j.id + ".out", limit);
+  if (!out) {
+    j.spool_error = out.error();
+    return;
+  }
+  j.spool = std::move(*out);
+  if (!j.err_buffer) return;
+  auto err = Spool::open(dir, j.id + ".err", limit);
+  if (err) j.err_spool = std::move(*err);
+  else j.spool_error = err.error();
+}
+
+void write_job_record(Job& j, SpoolDir& dir) {
+  if (!j.spool || !j.call) return;  // (no spool: no directory of spools either)
+  Json rec = {{"id", j.id}, {"name", j.name}, {"command", j.command},
+              {"cgroup", j.call->cgroup() ? Json(*j.call->cgroup()) : Json(nullptr)}};
+  auto r = Spool::open(dir, j.id + ".job", uint64_t{1} << 20);
+  if (!r) return;  // (the job runs without one: a dead service's leaves are still pmon gc's)
+  (*r)->write(rec.dump() + "\n");
+  j.record = std::move(*r);
+}
+
+void add_spool_paths(Json& o, const Job& j) {
+  o["spoolPath"] = j.spool ? Json(j.spool->path()) : Json(nullptr);
+  if (j.err_spool) o["stderrSpoolPath"] = j.err_spool->path();
+  std::string error = j.spool_error;
+  if (error.empty() && j.spool && j.spool->error()) error = *j.spool->error();
+  if (error.empty() && j.err_spool && j.err_spool->error()) error = *j.err_spool->error();
+  if (!error.empty()) o["spoolError"] = error;
+}
+
+std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size_t max) {
+  return render_view(view_source(j), v, max);
+}
+
+ByteSource view_source(const Job& j) {
+  ByteSource src;
+  if (j.spool) {
+    const Spool& s = *j.spool;
+    src.from = s.first_held();
+    src.end = s.total();
+    src.lines_before = s.lines_before_held();
+    src.read = [&s](uint64_t off, char* buf, size_t n) { return s.read_at(off, buf, n); };
+  } else {
+    const OutputBuffer& b = j.buffer;
+    src.from = b.first_kept();
+    src.end = b.total();
+    src.read = [&b](uint64_t off, char* buf, size_t n) {
+      auto parts = b.bytes_from(off, n);
+      std::memcpy(buf, parts[0].data(), parts[0].size());
+      std::memcpy(buf + parts[0].size(), parts[1].data(), parts[1].size());
+      return parts[0].size() + parts[1].size();
+    };
+  }
+  return src;
+}
+
+}  // namespace pmon::serve
