@@ -23,6 +23,8 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev libgtest-dev lib
       qemu-system-arm cpio   # scripts/guest-aarch64.sh: the aarch64 pmon in an arm64 guest
       libre2-dev:arm64    # (its RE2, from Debian's arm64 archive: the architecture is added for it)
       python3-build lintian podman containerd             # the artifacts: wheel, .deb check, container scenarios
+      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # pmon-sandboxd (gRPC)
+      python3-grpcio python3-protobuf   # its tests' gRPC client
       clang-19 libclang-rt-19-dev)  # scripts/fuzz.sh: libFuzzer (clang 14 cannot compile GCC 12's <expected>)
 [ $build_only = 0 ] || pkgs=("${build_pkgs[@]}")
 missing=()

@@ -69,6 +69,9 @@ int ps_main(const std::vector<std::string>& args);
 int doctor_main(const std::vector<std::string>& args);
 int serve_main(const std::vector<std::string>& args);
 int mcp_main(const std::vector<std::string>& args);
+// pmon sandboxd: the program pmon-sandboxd, next to pmon or in
+// ../libexec/pmon/, started in pmon's place with the same arguments.
+int sandboxd_main(const std::vector<std::string>& args);
 int start_main(const std::vector<std::string>& args);
 int jobs_main(const std::vector<std::string>& args);
 int logs_main(const std::vector<std::string>& args);

@@ -30,4 +30,21 @@ class FrontEnd : public Front {
   Connections& conns_;
 };
 
+// A front end whose requests come from threads of its own (sandboxd's gRPC
+// handlers) instead of the service's connections: they post work, which
+// runs on the service's thread, where the job table is.
+class ThreadedFront : public Front {
+ public:
+  // Readable when work has been posted.
+  virtual int wake_fd() const = 0;
+  // On the service's thread, before any work runs: the table to work on.
+  virtual void attach(JobTable& jobs) = 0;
+  // On the service's thread: what was posted.
+  virtual void run_posted() = 0;
+  // The service is stopping (a signal, its parent's death): every job is
+  // being stopped, and nothing new is started.
+  virtual void closing() = 0;
+  bool backed_up(uint64_t) const override { return false; }
+};
+
 }  // namespace pmon::serve
