@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     std::puts("pmon sandboxd " PMON_VERSION);
     return 0;
   }
-  if (grpc_port < 1 || grpc_port > 65535) die("sandboxd: --grpc-port must be from 1 to 65535");
+  if (grpc_port < 0 || grpc_port > 65535) die("sandboxd: --grpc-port must be from 0 (any free port) to 65535");
   if (chunk < 1 || chunk > (size_t{4} << 20)) die("sandboxd: --stream-chunk-size must be from 1 to 4194304");
   if (max_streams < 1) die("sandboxd: --max-streams must be at least 1");
   auto grace = pmon::parse_duration(shutdown_timeout);
@@ -114,13 +114,19 @@ int main(int argc, char** argv) {
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound == 0) die("sandboxd: cannot listen on " + addr + " (--listen-host, --grpc-port)");
-  if (!quiet) std::fprintf(stderr, "pmon: sandboxd: process service on %s; sandbox root %s\n", addr.c_str(), root.c_str());
+  // (the port bound: --grpc-port 0 asks for any free one)
+  if (!quiet)
+    std::fprintf(stderr, "pmon: sandboxd: process service on %s:%d; sandbox root %s\n",
+                 addr.substr(0, addr.rfind(':')).c_str(), bound, root.c_str());
 
   int rc = pmon::serve::serve(*sel.backend, opts);
   // Every command is stopped: the handlers still open end now (each Start
   // has its exit event), within --shutdown-timeout.
   engine.stop();
-  server->Shutdown(std::chrono::system_clock::now() + *grace);
+  const auto deadline = std::chrono::system_clock::now() + *grace;
+  service.wait_answered(deadline);
+  // (then at once: gRPC would otherwise wait for idle clients to hang up)
+  server->Shutdown(std::chrono::system_clock::now());
   server->Wait();
   if (rc != 0) std::fprintf(stderr, "pmon: sandboxd: a command's tree could not be confirmed gone\n");
   return rc;

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <thread>
 
 #include "serve/job_api.h"
 #include "sys/fd.h"
@@ -262,6 +263,11 @@ static grpc::Status drive(Engine& engine, grpc::ServerContext* ctx, const serve:
       return grpc::Status::OK;
     }
   }
+}
+
+void ProcessService::wait_answered(std::chrono::system_clock::time_point deadline) const {
+  while (active_.load() > 0 && std::chrono::system_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 grpc::Status ProcessService::Start(grpc::ServerContext* ctx, const process::v1::StartRequest* req,

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -39,6 +41,10 @@ class ProcessService final : public process::v1::ProcessService::Service {
                           process::v1::SendSignalResponse* out) override;
   grpc::Status ResizeTTY(grpc::ServerContext* ctx, const process::v1::ResizeTTYRequest* req,
                          process::v1::ResizeTTYResponse* out) override;
+
+  // Once the engine is stopped: waits until every Start and Execute has
+  // answered (each had its command's end), or `deadline`.
+  void wait_answered(std::chrono::system_clock::time_point deadline) const;
 
  private:
   Engine& engine_;
