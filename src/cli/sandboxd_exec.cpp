@@ -32,7 +32,8 @@ int sandboxd_main(const std::vector<std::string>& args) {
     die("sandboxd: cannot start " + p + ": " + std::strerror(errno));
   }
   die("sandboxd: pmon-sandboxd is neither in " + dir + " nor in " + dir +
-      "/../libexec/pmon (this pmon was built without gRPC; install the package that has it)");
+      "/../libexec/pmon: the release archives and the .deb do not carry it yet; build pmon from source with "
+      "gRPC's development files (scripts/deps.sh installs them)");
 }
 
 }  // namespace pmon::cli
