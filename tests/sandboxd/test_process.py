@@ -132,13 +132,16 @@ def test_sigint_reaches_a_setsid_daemon(sandboxd, recorded):
               "if os.fork(): sys.exit(0)\n"
               "os.setsid()\n"
               f"signal.signal(signal.SIGINT, lambda *a: open({str(flag)!r}, 'w').write('int'))\n"
-              f"open({str(sandboxd.root / 'd')!r}, 'w').write(str(os.getpid()))\n"
+              f"open({str(sandboxd.root / 'd.tmp')!r}, 'w').write(str(os.getpid()))\n"
+              f"os.rename({str(sandboxd.root / 'd.tmp')!r}, {str(sandboxd.root / 'd')!r})\n"
               "time.sleep(300)\n")
     # (the main process waits: the call, and its daemon, run until stopped)
     # (its shell catches SIGINT and runs on)
     line = f"trap 'echo int' INT; {sys.executable} -c \"$1\"; echo ready; while :; do sleep 0.2; done"
     stream, pid = start(sandboxd, config("/bin/sh", "-c", line, "sh", daemon))
     assert next(stream).stdout == b"ready\n"
+    # (its pid is written once its handler is set)
+    assert wait_until(lambda: (sandboxd.root / "d").exists() and (sandboxd.root / "d").read_text() != "", 10)
     d = int((sandboxd.root / "d").read_text())
     d_st = start_time(d)
     sandboxd.stub.SendSignal(pb.SendSignalRequest(process_id=pid, signal=pb.SIGNAL_SIGINT))
