@@ -52,6 +52,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // A pidns call's PID 1 is this program again (the backend starts itself).
   if (!args.empty() && args[0] == "__nsinit") return pmon::nsinit_main({args.begin() + 1, args.end()});
+  // As a container's first process (PID 1), pmon init holds that place: it
+  // reaps whatever is reparented to it and hands SIGTERM and SIGINT to this
+  // daemon, run again as its child, which stops every command itself.
+  if (::getpid() == 1 && (args.empty() || (args[0] != "-h" && args[0] != "--help" && args[0] != "--version"))) {
+    std::vector<std::string> init{"--forward", "child", "--", "/proc/self/exe"};
+    init.insert(init.end(), args.begin(), args.end());
+    return pmon::cli::init_main(init);
+  }
   CLI::App app{"Serve a Kubernetes agent-sandbox pod's commands as pmon calls.", "pmon sandboxd"};
   app.footer(std::string(kFooter) + pmon::cli::kDurationWords + pmon::cli::kSizeWords + pmon::cli::kBackendWords);
   std::string host = "0.0.0.0", root = "/workspace", shutdown_timeout = "10s";

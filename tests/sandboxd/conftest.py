@@ -107,11 +107,11 @@ def recorded():
 class Sandboxd:
     """pmon sandboxd on 127.0.0.1, a free port, a root of its own."""
 
-    def __init__(self, root, recorded, *extra):
+    def __init__(self, root, recorded, *extra, prefix=()):
         self.root = root
         self.err = root.parent / "sandboxd.err"
         self.proc = subprocess.Popen(
-            [PMON, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--root-dir", str(root),
+            [*prefix, PMON, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--root-dir", str(root),
              "--grace", "1s", *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.err, "w"))
         self.st = None

@@ -6,6 +6,7 @@
 # whole tree, and a command's end stops what it left without losing a byte
 # or waiting on a grandchild that holds its pipe.
 import os
+import pathlib
 import signal
 import sys
 import time
@@ -239,3 +240,41 @@ def test_too_many_at_once_is_refused(tmp_path, recorded):
     a.cancel()
     b.cancel()
     assert s.stop() == 0
+
+
+def test_as_a_pid_namespace_s_first_process(tmp_path, recorded):
+    # As a container's PID 1 it reaps what is reparented to it (orphans that
+    # exit), and SIGTERM to it still ends every stream with its exit event.
+    root = tmp_path / "ws"
+    root.mkdir()
+    s = Sandboxd(root, recorded, prefix=("unshare", "--pid", "--fork", "--kill-child", "--mount-proc"))
+    procs = root / "orphans"
+    stream, _ = start(s, sh(f"for i in 1 2 3 4 5; do (sh -c 'echo $$ $PPID >> {procs}; exec sleep 0.2' &); done; "
+                            "echo up; exec sleep 300"))
+    assert next(stream).stdout == b"up\n"
+    assert wait_until(lambda: procs.exists() and len(procs.read_text().split()) == 10)
+    # The namespace's processes as its PID 1 sees them: no zombie stays.
+    # (unshare's one child is the namespace's PID 1)
+    init = [int(c) for c in pathlib.Path(f"/proc/{s.proc.pid}/task/{s.proc.pid}/children").read_text().split()]
+    assert len(init) == 1, init
+    nspid = [line for line in pathlib.Path(f"/proc/{init[0]}/status").read_text().splitlines() if line.startswith("NSpid:")]
+    assert nspid[0].split()[-1] == "1", nspid
+    def zombies():
+        out = []
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                st = pathlib.Path(f"/proc/{p}/stat").read_text()
+            except OSError:
+                continue
+            f = st[st.rindex(")") + 2:].split()
+            if f[0] == "Z" and int(f[1]) == init[0]:
+                out.append(int(p))
+        return out
+    assert wait_until(lambda: zombies() == [], 10), f"zombies left under the namespace's first process: {zombies()}"
+    os.kill(init[0], signal.SIGTERM)
+    _, _, code = drain(stream)
+    assert code == 143
+    assert s.proc.wait(60) == 0, s.err.read_text()
+    s.channel.close()
