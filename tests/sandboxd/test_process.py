@@ -8,6 +8,7 @@
 import os
 import pathlib
 import signal
+import subprocess
 import sys
 import time
 
@@ -278,3 +279,76 @@ def test_as_a_pid_namespace_s_first_process(tmp_path, recorded):
     assert code == 143
     assert s.proc.wait(60) == 0, s.err.read_text()
     s.channel.close()
+
+
+def status_line(pid):
+    return {k: v for k, v in (l.split(":", 1) for l in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines())}
+
+
+def test_a_client_killed_mid_stream_stops_the_tree(sandboxd, recorded, tmp_path):
+    # The client is a process of its own, SIGKILLed while its Start streams:
+    # its connection drops, and the command's tree is stopped.
+    procs = sandboxd.root / "procs"
+    recorded.add_file(procs)
+    client = tmp_path / "client.py"
+    client.write_text(
+        "import sys, grpc\n"
+        "from process.v1 import process_pb2 as pb, process_pb2_grpc as pbg\n"
+        f"s = pbg.ProcessServiceStub(grpc.insecure_channel('127.0.0.1:{sandboxd.port}'))\n"
+        f"line = 'exec {escaper()} {procs} -x sleep name=d,orphan,setsid'\n"
+        "for ev in s.Start(pb.StartRequest(config=pb.ProcessConfig(command=['/bin/sh', '-c', line]))):\n"
+        "    print(ev.WhichOneof('event'), flush=True)\n")
+    c = subprocess.Popen([sys.executable, str(client)], stdout=subprocess.PIPE, env=os.environ)
+    recorded.add(c.pid, start_time(c.pid))
+    assert c.stdout.readline() == b"init\n"
+    assert wait_until(lambda: len(read_procs(procs)) == 2)
+    c.kill()
+    c.wait()
+    assert gone(read_procs(procs)) == [], "the tree of a Start whose client was killed is still running"
+
+
+def test_a_client_that_never_reads_holds_memory_bounded(sandboxd, recorded):
+    # A command writing flat out to a Start stream nobody reads: the
+    # daemon's memory stays bounded (the job's pipe is not read while its
+    # output waits), and the command waits for its reader.
+    pidfile = sandboxd.root / "cat.pid"
+    stream = sandboxd.stub.Start(pb.StartRequest(config=sh(f"echo $$ > {pidfile}; exec cat /dev/zero")))
+    assert next(stream).WhichOneof("event") == "init"
+    pid = sandboxd.proc.pid
+    def hwm():
+        return int(status_line(pid)["VmHWM"].split()[0])
+    before = hwm()
+    assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 10)
+    cat = int(pidfile.read_text())
+    recorded.add(cat, start_time(cat))
+    # Until the command is held up (its output stops moving): an unbounded
+    # relay would have taken gigabytes by then.
+    def written():
+        return int(pathlib.Path(f"/proc/{cat}/io").read_text().split("wchar:")[1].split()[0])
+    last = [-1]
+    def held():
+        w = written()
+        still = w == last[0]
+        last[0] = w
+        return still and w > 0
+    assert wait_until(lambda: (time.sleep(0.2), held())[1], 30), "the command's writes never waited for its reader"
+    assert last[0] < (512 << 20), f"the command wrote {last[0]} bytes that nobody read"
+    grown = hwm() - before
+    assert grown < 64 * 1024, f"the daemon grew by {grown} KiB for a stream nobody reads"
+    stream.cancel()
+
+
+def test_oversized_and_odd_requests_get_a_status(sandboxd):
+    S = grpc.StatusCode
+    with pytest.raises(grpc.RpcError) as e:
+        sandboxd.stub.Execute(pb.ExecuteRequest(config=config("true", env={"BIG": "x" * (8 << 20)})), timeout=30)
+    assert e.value.code() == S.RESOURCE_EXHAUSTED
+    # A thousand variables within the message limit are fine.
+    r = sandboxd.stub.Execute(pb.ExecuteRequest(config=sh('echo "$V999"', env={f"V{i}": str(i) for i in range(1000)})),
+                              timeout=30)
+    assert r.stdout == b"999\n"
+    with pytest.raises(grpc.RpcError) as e:
+        sandboxd.stub.Execute(pb.ExecuteRequest(config=config("tr\0ue")), timeout=30)
+    assert e.value.code() == S.INVALID_ARGUMENT
+    # The daemon is still there for the next client.
+    assert sandboxd.stub.Execute(pb.ExecuteRequest(config=config("true")), timeout=30).exit_code == 0
