@@ -37,6 +37,22 @@ bool Engine::run(const std::function<void(serve::JobTable&)>& work) {
   }
 }
 
+bool Engine::post(std::function<void(serve::JobTable&)> work) {
+  {
+    std::lock_guard lock(mu_);
+    if (over_ || !wake_) return false;
+    posted_.push_back([this, work = std::move(work)] {
+      try {
+        work(*jobs_);
+      } catch (...) {  // (out of memory: the service stays up)
+      }
+    });
+  }
+  const uint64_t one = 1;
+  (void)!::write(wake_.get(), &one, sizeof one);
+  return true;
+}
+
 uint64_t Engine::new_conn() {
   std::lock_guard lock(mu_);
   return next_conn_++;

@@ -61,6 +61,8 @@ class Engine final : public serve::ThreadedFront {
   // Runs `work` on the service's thread and returns once it has run; false
   // when the service is over (nothing runs any more).
   bool run(const std::function<void(serve::JobTable&)>& work);
+  // The same without waiting for it to run.
+  bool post(std::function<void(serve::JobTable&)> work);
   // A fresh connection id (a job's owner) and a fresh wait id.
   uint64_t new_conn();
   uint64_t new_wait_id();

@@ -152,13 +152,14 @@ static grpc::Status drive(Engine& engine, grpc::ServerContext* ctx, const serve:
   if (failed) return failed->text == "the sandbox is shutting down" ? kOver : status_of(*failed, "cannot start the command");
 
   // The job's owner is this call: its end stops whatever is left.
+  // (not waited for: the answer does not wait on the bookkeeping)
   struct Closer {
     Engine& e;
     std::shared_ptr<Process> p;
     ~Closer() {
-      e.run([&](serve::JobTable& t) {
+      e.post([e = &e, p = p](serve::JobTable& t) {
         t.connection_closed(p->conn);
-        e.remove_process(p->id);
+        e->remove_process(p->id);
       });
     }
   } closer{engine, proc};
