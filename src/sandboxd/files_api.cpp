@@ -143,6 +143,11 @@ std::expected<Location, std::error_code> resolve(const Root& root, std::string_v
   if (auto rel = inside_root(root.path(), path)) path = *rel;
   std::deque<std::string> todo;
   prepend(todo, path);
+  // A ".." above the root is refused as written, whether or not the
+  // directories before it exist (as the reference, which cleans the path first).
+  int depth = 0;
+  for (const std::string& c : todo)
+    if ((depth += c == ".." ? -1 : 1) < 0) return std::unexpected(err(EXDEV));
   // The directories walked into below the root, each held open: ".." goes
   // back to the one it came from, even if someone renames it meanwhile.
   std::vector<Fd> stack;
