@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -59,8 +61,10 @@ int main(int argc, char** argv) {
                root->path().c_str());
 
   const pthread_t main_thread = pthread_self();
+  std::atomic<bool> listening_done{false};
   std::thread listener([&] {
     (void)server.listen();
+    listening_done.store(true);
     (void)pthread_kill(main_thread, SIGUSR1);
   });
   int sig = 0;
@@ -79,7 +83,12 @@ int main(int argc, char** argv) {
     if (!server.wait_idle(deadline))
       std::fprintf(stderr, "pmon sandboxd: requests still in flight after --shutdown-timeout; ending them\n");
   }
-  server.stop();
+  // Again until the listener is gone: a signal that came before it was
+  // running found nothing to stop.
+  while (!listening_done.load()) {
+    server.stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   listener.join();
   return status;
 }

@@ -4,8 +4,10 @@
 // reads more than a bounded amount into memory (a PUT streams to disk).
 #include "sandboxd/rest_server.h"
 
+#include <dirent.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,6 +164,25 @@ std::optional<mode_t> parse_mode(const std::string& s) {
   return m;
 }
 
+// Ends every connection of this process (its only sockets are the API's):
+// a worker blocked reading a body that does not come, or waiting on an idle
+// keep-alive connection, returns at once instead of after its timeout.
+void shutdown_connections() {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (e->d_name[0] == '.' || fd == ::dirfd(d)) continue;
+    struct stat st {};
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening == 0)
+      (void)::shutdown(fd, SHUT_RDWR);
+  }
+  (void)::closedir(d);
+}
+
 }  // namespace
 
 std::map<std::string, std::string> metadata_env(char** environ, std::string_view prefix) {
@@ -213,9 +234,13 @@ struct RestServer::Impl {
     routes();
   }
 
-  // Starts a file request; nothing (and a 503) while shutting down.
+  // Starts a file request; nothing (and a 503) while shutting down. The
+  // request counts as in flight until its Response is destroyed, which
+  // httplib does after the response was written (its destructor calls the
+  // releaser): so shutdown does not cut a reply that was not yet sent.
   std::shared_ptr<Busy> admit(httplib::Response& res) {
     auto busy = std::make_shared<Busy>(*this);
+    res.content_provider_resource_releaser_ = [busy](bool) {};
     if (draining.load()) {
       send_error(res, 503, "UNAVAILABLE", "sandboxd is shutting down");
       return nullptr;
@@ -311,7 +336,8 @@ struct RestServer::Impl {
           // connection is dropped rather than sending less than promised.
           if (n <= 0) return false;
           return sink.write(buf, static_cast<size_t>(n));
-        });
+        },
+        [busy](bool) {});
   }
 
   void remove(const httplib::Request& req, httplib::Response& res) {
@@ -409,6 +435,7 @@ bool RestServer::wait_idle(std::chrono::steady_clock::time_point deadline) {
 void RestServer::stop() {
   impl_->cancelled.store(true);
   impl_->http.stop();
+  shutdown_connections();
 }
 
 }  // namespace pmon::sandboxd

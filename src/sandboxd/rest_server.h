@@ -52,8 +52,8 @@ class RestServer {
   void begin_shutdown();
   // Waits until no file request is in flight, or `deadline`; true when none is.
   bool wait_idle(std::chrono::steady_clock::time_point deadline);
-  // Ends the transfers still going (their temporary files are removed) and
-  // makes listen() return.
+  // Ends the transfers still going (their temporary files are removed),
+  // closes every connection and makes listen() return.
   void stop();
 
  private:
