@@ -131,7 +131,10 @@ head -c 4194304 /dev/zero | tr '\0' A > "$t/A"
 head -c 4194304 /dev/zero | tr '\0' B > "$t/B"
 curl -sf -T "$t/A" "$B/files/race"
 (
-  for i in $(seq 15); do curl -sf -T "$t/B" "$B/files/race"; curl -sf -T "$t/A" "$B/files/race"; done
+  for i in $(seq 15); do
+    curl -sf -T "$t/B" "$B/files/race" && curl -sf -T "$t/A" "$B/files/race" || break
+  done
+  [ "$i" = 15 ] && touch "$t/writer-ok"
   touch "$t/writer-done"
 ) &
 writer=$!
@@ -143,6 +146,7 @@ while [ ! -e "$t/writer-done" ]; do
 done
 wait "$writer"
 [ $reads -gt 0 ] || fail "no GET ran during the PUTs"
+[ -e "$t/writer-ok" ] || fail "a PUT of the writer failed"
 [ "$(find "$t/ws" -name '.pmon-sandboxd-*' | wc -l)" = 0 ] || fail "temporary files left: $(ls -a "$t/ws")"
 
 # 1 GiB from a pipe (chunked, no length known), to disk in bounded memory.
