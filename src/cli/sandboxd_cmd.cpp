@@ -79,7 +79,11 @@ std::string helper_path() {
 std::optional<SandboxdConfig> parse_sandboxd(const std::vector<std::string>& args) {
   CLI::App app{"Serve the files of a Kubernetes agent sandbox over its REST API (the runtime daemon sandboxd).",
                "pmon sandboxd"};
-  app.footer(std::string(kSandboxdFooter) + kDurationWords + "  N         a whole number\n");
+  app.footer(std::string(kSandboxdFooter) + kDurationWords +
+             "  N         a whole number\n"
+             "  HOST      an IP address of this host, or a name that resolves to one\n"
+             "  DIR       a directory\n"
+             "  PREFIX    the start of a name\n");
   SandboxdConfig c;
   std::string shutdown_timeout = "10s", idle_timeout = "60s";
   bool version = false;

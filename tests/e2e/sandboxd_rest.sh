@@ -9,6 +9,16 @@
 command -v curl > /dev/null || skip "curl is not installed"
 [ -x "$(dirname "$PMON")/pmon-sandboxd" ] || skip "pmon-sandboxd was not built (no cpp-httplib)"
 
+# Its own help in full; not in pmon's list until the process service is there.
+"$PMON" sandboxd --help > "$t/help"
+for o in --listen-host --grpc-port --rest-port --root-dir --metadata-env-prefix --shutdown-timeout \
+         --http-idle-timeout --stream-chunk-size --version; do
+  grep -q -- "$o" "$t/help" || fail "pmon sandboxd --help does not name $o"
+done
+! "$PMON" --help | grep -q sandboxd || fail "pmon --help lists sandboxd"
+rc=0; "$PMON" sandboxd --rest-port 9090 --grpc-port 9090 2> "$t/err" || rc=$?
+[ $rc = 125 ] && grep -q "must differ" "$t/err" || fail "equal ports: $rc $(cat "$t/err")"
+
 # Starts the daemon on a free port with root $t/ws: $pid, $B (the API's URL).
 start_daemon() {
   local try i
