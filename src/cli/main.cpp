@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   if (sub == "stop") return pmon::cli::stop_main(rest);
   if (sub == "wait") return pmon::cli::wait_main(rest);
   if (sub == "rm") return pmon::cli::rm_main(rest);
+  if (sub == "sandboxd") return pmon::cli::sandboxd_main(rest);  // not listed until its process service is there
   if (sub == "__nsinit") return pmon::nsinit_main(rest);  // a pidns call's PID 1 (hidden)
   if (sub.size() > 1 && sub[0] == '-')
     pmon::cli::die("unknown option '" + sub + "'; a subcommand comes first, as in 'pmon run [options] -- CMD'; "
