@@ -2,7 +2,6 @@
 // The command line: parsing and printing only; the work is in libpmon.
 #pragma once
 
-#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,9 +69,6 @@ int ps_main(const std::vector<std::string>& args);
 int doctor_main(const std::vector<std::string>& args);
 int serve_main(const std::vector<std::string>& args);
 int mcp_main(const std::vector<std::string>& args);
-// pmon sandboxd: the program pmon-sandboxd, next to pmon or in
-// ../libexec/pmon/, started in pmon's place with the same arguments.
-int sandboxd_main(const std::vector<std::string>& args);
 int start_main(const std::vector<std::string>& args);
 int jobs_main(const std::vector<std::string>& args);
 int logs_main(const std::vector<std::string>& args);
@@ -80,20 +76,8 @@ int stop_main(const std::vector<std::string>& args);
 int wait_main(const std::vector<std::string>& args);
 int rm_main(const std::vector<std::string>& args);
 
-// pmon sandboxd's options, as the reference sandboxd names them.
-struct SandboxdConfig {
-  std::string listen_host = "0.0.0.0";
-  int grpc_port = 9090;
-  int rest_port = 8080;
-  std::string root_dir = "/workspace";
-  std::string metadata_env_prefix = "SANDBOX_";
-  std::chrono::nanoseconds shutdown_timeout{};
-  std::chrono::nanoseconds http_idle_timeout{};
-  int stream_chunk_size = 0;
-};
-// Nothing after --help or --version was printed; bad input ends with die().
-std::optional<SandboxdConfig> parse_sandboxd(const std::vector<std::string>& args);
-// pmon sandboxd: parses, then runs the helper pmon-sandboxd that serves.
+// pmon sandboxd: its options checked (cli/sandboxd_flags.h), then the
+// program that serves, pmon-sandboxd, run in pmon's place.
 int sandboxd_main(const std::vector<std::string>& args);
 
 }  // namespace pmon::cli

@@ -42,8 +42,8 @@ constexpr const char* kUsage =
     "  pmon gc [--dry-run] [-v]                  clean up after a pmon that was killed\n"
     "  pmon serve [--stdio|--listen PATH]        a service that runs background jobs (JSON-RPC)\n"
     "  pmon mcp                                  the same jobs as MCP tools on stdin/stdout, for any agent\n"
-    "  pmon sandboxd [options]                   a Kubernetes agent-sandbox pod's runtime daemon (gRPC), each\n"
-    "                                            command a pmon call\n"
+    "  pmon sandboxd [options]                   a Kubernetes agent-sandbox pod's runtime daemon (gRPC and\n"
+    "                                            REST), each command a pmon call\n"
     "  pmon start [options] -- CMD [ARG...]      start CMD as a background job of the service; prints its id\n"
     "  pmon jobs [--json]                        list the service's jobs\n"
     "  pmon logs [-f] ID                         print a job's output\n"
@@ -105,7 +105,6 @@ int main(int argc, char** argv) {
   if (sub == "stop") return pmon::cli::stop_main(rest);
   if (sub == "wait") return pmon::cli::wait_main(rest);
   if (sub == "rm") return pmon::cli::rm_main(rest);
-  if (sub == "sandboxd") return pmon::cli::sandboxd_main(rest);  // not listed until its process service is there
   if (sub == "__nsinit") return pmon::nsinit_main(rest);  // a pidns call's PID 1 (hidden)
   if (sub.size() > 1 && sub[0] == '-')
     pmon::cli::die("unknown option '" + sub + "'; a subcommand comes first, as in 'pmon run [options] -- CMD'; "

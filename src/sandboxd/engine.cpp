@@ -80,8 +80,11 @@ void Engine::run_posted() {
 }
 
 void Engine::closing() {
-  std::lock_guard lock(mu_);
-  closing_ = true;
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+  }
+  if (on_closing_) on_closing_();
 }
 
 void Engine::stop() {

@@ -67,6 +67,8 @@ class Engine final : public serve::ThreadedFront {
   uint64_t new_conn();
   uint64_t new_wait_id();
   bool closing_down() const;
+  // Called on the service's thread when it starts to stop.
+  void on_closing(std::function<void()> f) { on_closing_ = std::move(f); }
 
   // --- on the service's thread (inside run()'s work) ---
   // Answers for wait `id` go to `slot`.
@@ -97,6 +99,7 @@ class Engine final : public serve::ThreadedFront {
   std::vector<std::function<void()>> posted_;
   bool over_ = false;
   bool closing_ = false;
+  std::function<void()> on_closing_;
   uint64_t next_conn_ = uint64_t{1} << 40;  // (apart from any connection's id)
   uint64_t next_wait_ = 1;
   // The service's thread's own.

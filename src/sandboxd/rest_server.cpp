@@ -208,6 +208,7 @@ struct RestServer::Impl {
   json metadata;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   httplib::Server http;
+  int port = 0;  // bound
 
   std::atomic<bool> draining{false};
   std::atomic<bool> cancelled{false};
@@ -421,7 +422,17 @@ RestServer::RestServer(const Root& root, RestOptions opts, std::map<std::string,
 
 RestServer::~RestServer() = default;
 
-bool RestServer::bind() { return impl_->http.bind_to_port(impl_->opts.host, impl_->opts.port); }
+bool RestServer::bind() {
+  if (impl_->opts.port != 0) {
+    if (!impl_->http.bind_to_port(impl_->opts.host, impl_->opts.port)) return false;
+    impl_->port = impl_->opts.port;
+    return true;
+  }
+  impl_->port = impl_->http.bind_to_any_port(impl_->opts.host);
+  return impl_->port > 0;
+}
+
+int RestServer::port() const { return impl_->port; }
 
 bool RestServer::listen() { return impl_->http.listen_after_bind(); }
 

@@ -43,8 +43,11 @@ class RestServer {
   RestServer(const RestServer&) = delete;
   RestServer& operator=(const RestServer&) = delete;
 
-  // Binds the port; false when it cannot (in use, no such address).
+  // Binds the port (0: any free one); false when it cannot (in use, no
+  // such address).
   bool bind();
+  // The port bound.
+  int port() const;
   // Serves until stop(); false when the server ended on its own.
   bool listen();
   // Shutting down: /v1/health answers 503, new file requests too; the

@@ -9,13 +9,13 @@
 command -v curl > /dev/null || skip "curl is not installed"
 [ -x "$(dirname "$PMON")/pmon-sandboxd" ] || skip "pmon-sandboxd was not built (no cpp-httplib)"
 
-# Its own help in full; not in pmon's list until the process service is there.
+# Its own help in full, and a line in pmon's.
 "$PMON" sandboxd --help > "$t/help"
 for o in --listen-host --grpc-port --rest-port --root-dir --metadata-env-prefix --shutdown-timeout \
          --http-idle-timeout --stream-chunk-size --version; do
   grep -q -- "$o" "$t/help" || fail "pmon sandboxd --help does not name $o"
 done
-! "$PMON" --help | grep -q sandboxd || fail "pmon --help lists sandboxd"
+"$PMON" --help | grep -q "pmon sandboxd" || fail "pmon --help does not list sandboxd"
 rc=0; "$PMON" sandboxd --rest-port 9090 --grpc-port 9090 2> "$t/err" || rc=$?
 [ $rc = 125 ] && grep -q "must differ" "$t/err" || fail "equal ports: $rc $(cat "$t/err")"
 
@@ -25,7 +25,7 @@ start_daemon() {
   for try in 1 2 3 4 5; do
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     SANDBOX_ID=sb-1 SANDBOX_API_TOKEN=hidden NOT_SANDBOX=no "$PMON" sandboxd --listen-host 127.0.0.1 \
-      --rest-port "$port" --grpc-port 1 --root-dir "$t/ws" "$@" 2> "$t/err" &
+      --rest-port "$port" --grpc-port 0 --root-dir "$t/ws" "$@" 2> "$t/err" &
     pid=$!
     record_pid "$pid"
     B=http://127.0.0.1:$port/v1
@@ -58,7 +58,8 @@ expect() {
 }
 
 start_daemon
-grep -q "process service (gRPC, port 1) is not available yet" "$t/err" || fail "no word of the process service: $(cat "$t/err")"
+grep -Eq "process service on 127\.0\.0\.1:[0-9]+, REST API on 127\.0\.0\.1:$port; sandbox root " "$t/err" ||
+  fail "the daemon does not say where it serves: $(cat "$t/err")"
 
 # Health and metadata.
 [ "$(curl -s "$B/health" | jq -r .status)" = ok ] || fail "health: $(curl -s "$B/health")"
