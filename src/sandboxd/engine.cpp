@@ -124,6 +124,12 @@ std::shared_ptr<Process> Engine::process(int32_t id) const {
   return it == processes_.end() ? nullptr : it->second;
 }
 
+std::vector<std::shared_ptr<Process>> Engine::processes() const {
+  std::vector<std::shared_ptr<Process>> all;
+  for (const auto& [id, p] : processes_) all.push_back(p);
+  return all;
+}
+
 void Engine::remove_process(int32_t id) {
   auto it = processes_.find(id);
   if (it == processes_.end()) return;

@@ -77,6 +77,7 @@ class Engine final : public serve::ThreadedFront {
   serve::Asker asker(uint64_t conn, std::optional<uint64_t> wait_id) const;
   void add_process(std::shared_ptr<Process> p);
   std::shared_ptr<Process> process(int32_t id) const;
+  std::vector<std::shared_ptr<Process>> processes() const;
   void remove_process(int32_t id);
   int32_t next_process_id() { return next_process_++; }
 

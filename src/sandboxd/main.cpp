@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
   ropts.port = cfg->rest_port;
   ropts.idle_timeout = std::max(std::chrono::seconds(1),
                                 std::chrono::duration_cast<std::chrono::seconds>(cfg->http_idle_timeout));
+  // (the process service, made below, answers pmon's reset)
+  sandboxd::ProcessService* processes = nullptr;
+  ropts.reset = [&processes] { return processes->reset(); };
   sandboxd::RestServer rest(*root, ropts, sandboxd::metadata_env(environ, cfg->metadata_env_prefix));
   if (!rest.bind())
     cli::die("sandboxd: cannot listen on " + cfg->listen_host + ":" + std::to_string(cfg->rest_port) +
@@ -79,6 +82,7 @@ int main(int argc, char** argv) {
   popts.chunk = cfg->stream_chunk_size > 0 ? static_cast<size_t>(cfg->stream_chunk_size) : 4096;
   popts.max_streams = cfg->max_streams;
   sandboxd::ProcessService service(engine, popts);
+  processes = &service;
   grpc::ServerBuilder builder;
   const std::string host = cfg->listen_host.find(':') != std::string::npos ? "[" + cfg->listen_host + "]" : cfg->listen_host;
   int bound = 0;

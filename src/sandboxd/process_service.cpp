@@ -9,9 +9,11 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "serve/job_api.h"
+#include "serve/ports.h"
 #include "sys/fd.h"
 
 namespace pmon::sandboxd {
@@ -264,6 +266,76 @@ static grpc::Status drive(Engine& engine, grpc::ServerContext* ctx, const serve:
       return grpc::Status::OK;
     }
   }
+}
+
+std::pair<int, std::string> ProcessService::reset() {
+  struct Stopping {
+    int32_t id = 0;
+    std::vector<std::string> command;
+    size_t processes = 0;
+    std::vector<serve::ListeningPort> ports;
+    std::shared_ptr<Slot> slot = std::make_shared<Slot>();
+  };
+  std::vector<Stopping> all;
+  bool ran = engine_.run([&](serve::JobTable& t) {
+    serve::PortTables tables;
+    for (const std::shared_ptr<Process>& p : engine_.processes()) {
+      auto j = t.get(p->job);
+      if (!j || (*j)->done) continue;
+      Stopping s;
+      s.id = p->id;
+      s.command = (*j)->command;
+      const std::vector<pid_t> pids = (*j)->running_pids();
+      s.processes = pids.size();
+      s.ports = tables.listening_ports(pids);
+      const uint64_t wid = engine_.new_wait_id();
+      engine_.expect(wid, s.slot);
+      auto r = t.kill(engine_.asker(engine_.new_conn(), wid), **j, false);
+      if (!r || *r) {
+        engine_.forget_wait(wid);
+        if (!r) s.slot->fill(r.error());
+        else s.slot->fill(**r);
+      }
+      all.push_back(std::move(s));
+    }
+  });
+  if (!ran) return {503, R"({"code":"UNAVAILABLE","message":"the sandbox is shutting down"})" "\n"};
+  const auto until = Clock::now() + kStopWait;
+  serve::Json stopped = serve::Json::array();
+  bool all_verified = true;
+  for (Stopping& s : all) {
+    std::unique_lock lock(s.slot->mu);
+    s.slot->cv.wait_until(lock, until, [&] { return s.slot->due.has_value(); });
+    const auto* done = s.slot->due ? std::get_if<serve::Stopped>(&*s.slot->due) : nullptr;
+    const bool verified = done && done->cleanup_verified;
+    all_verified = all_verified && verified;
+    serve::Json ports = serve::Json::array();
+    for (const serve::ListeningPort& l : s.ports) ports.push_back(l.port);
+    stopped.push_back({{"process_id", s.id}, {"command", s.command}, {"processes", s.processes},
+                       {"ports", ports}, {"cleanup_verified", verified}});
+  }
+  // Each port they listened on: no socket listens on it any more (what was
+  // gone with its process is released with it).
+  std::set<uint16_t> still;
+  for (auto [file, v6] : {std::pair{"/proc/self/net/tcp", false}, std::pair{"/proc/self/net/tcp6", true}}) {
+    std::string text;
+    if (FILE* f = std::fopen(file, "re")) {
+      char buf[65536];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+      std::fclose(f);
+    }
+    for (const serve::TcpEntry& e : serve::parse_tcp_table(text, v6))
+      if (e.listening) still.insert(e.port);
+  }
+  bool released = true;
+  for (serve::Json& s : stopped) {
+    bool mine = true;
+    for (const serve::Json& port : s["ports"]) mine = mine && !still.contains(port.get<uint16_t>());
+    s["ports_released"] = mine;
+    released = released && mine;
+  }
+  serve::Json out = {{"stopped", stopped}, {"cleanup_verified", all_verified}, {"ports_released", released}};
+  return {all_verified && released ? 200 : 500, out.dump() + "\n"};
 }
 
 void ProcessService::wait_answered(std::chrono::system_clock::time_point deadline) const {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "process/v1/process.grpc.pb.h"
 #include "sandboxd/engine.h"
@@ -41,6 +42,11 @@ class ProcessService final : public process::v1::ProcessService::Service {
                           process::v1::SendSignalResponse* out) override;
   grpc::Status ResizeTTY(grpc::ServerContext* ctx, const process::v1::ResizeTTYRequest* req,
                          process::v1::ResizeTTYResponse* out) override;
+
+  // pmon's (POST /v1/reset): every command any client started and that
+  // runs is stopped, each tree verified gone and each TCP port it listened
+  // on checked released; the HTTP status and, as JSON, what was stopped.
+  std::pair<int, std::string> reset();
 
   // Once the engine is stopped: waits until every Start and Execute has
   // answered (each had its command's end), or `deadline`.

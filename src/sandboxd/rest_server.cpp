@@ -271,6 +271,16 @@ struct RestServer::Impl {
     http.Get("/v1/metadata", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metadata.dump() + "\n", "application/json");
     });
+    if (opts.reset)
+      http.Post("/v1/reset", [this](const httplib::Request&, httplib::Response& res) {
+        if (draining.load()) {
+          send_error(res, 503, "UNAVAILABLE", "shutting down");
+          return;
+        }
+        auto [status, body] = opts.reset();
+        res.status = status;
+        res.set_content(body, "application/json");
+      });
     // GET also answers HEAD (httplib sends no body for it).
     http.Get("/v1/files(/.*)?", [this](const httplib::Request& req, httplib::Response& res) { get(req, res); });
     http.Delete("/v1/files(/.*)?",

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <utility>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +31,8 @@ struct RestOptions {
   // The largest body a request other than PUT /v1/files/... may carry
   // (none of them reads one).
   size_t max_other_body = 64 * 1024;
+  // pmon's POST /v1/reset, when set: its HTTP status and JSON body.
+  std::function<std::pair<int, std::string>()> reset;
 };
 
 // The variables of `environ` whose names start with `prefix`, without

@@ -111,7 +111,8 @@ class Sandboxd:
         self.root = root
         self.err = root.parent / "sandboxd.err"
         self.proc = subprocess.Popen(
-            [*prefix, PMON, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--root-dir", str(root),
+            [*prefix, PMON, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--rest-port", "0",
+             "--root-dir", str(root),
              "--grace", "1s", *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.err, "w"))
         self.st = None
@@ -121,12 +122,14 @@ class Sandboxd:
         m = None
         def bound():
             nonlocal m
-            m = re.search(r"process service on 127\.0\.0\.1:(\d+)", self.err.read_text())
+            m = re.search(r"process service on 127\.0\.0\.1:(\d+), REST API on 127\.0\.0\.1:(\d+)",
+                          self.err.read_text())
             return m is not None or self.proc.poll() is not None
         wait_until(bound, 30)
         if not m:
             raise AssertionError(f"pmon sandboxd did not start: {self.err.read_text()}")
         self.port = int(m.group(1))
+        self.rest = f"http://127.0.0.1:{m.group(2)}"
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
         self.stub = pbg.ProcessServiceStub(self.channel)
 

@@ -352,3 +352,42 @@ def test_oversized_and_odd_requests_get_a_status(sandboxd):
     assert e.value.code() == S.INVALID_ARGUMENT
     # The daemon is still there for the next client.
     assert sandboxd.stub.Execute(pb.ExecuteRequest(config=config("true")), timeout=30).exit_code == 0
+
+
+def test_reset_stops_everything_and_releases_ports(sandboxd, recorded):
+    # pmon's POST /v1/reset: every command of every client stopped, each tree
+    # verified gone, each port it listened on released.
+    import json
+    import socket
+    import urllib.request
+    procs = sandboxd.root / "procs"
+    recorded.add_file(procs)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = (f"import os, socket, time\n"
+              f"if os.fork(): os._exit(0)\n"
+              f"os.setsid()\n"
+              f"s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+              f"s.bind(('127.0.0.1', {port})); s.listen()\n"
+              f"st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\n"
+              f"open({str(procs)!r}, 'a').write(f'{{os.getpid()}} {{st}} server\\n')\n"
+              f"time.sleep(300)\n")
+    a, a_id = start(sandboxd, config("/bin/sh", "-c", f"{sys.executable} -c \"$1\"; exec sleep 300", "sh", server))
+    b, b_id = start(sandboxd, sh(f"exec {escaper()} {procs} -x sleep name=d,orphan,setsid,ignore"))
+    assert wait_until(lambda: len(read_procs(procs)) == 3)
+    req = urllib.request.Request(sandboxd.rest + "/v1/reset", method="POST", data=b"")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.status == 200
+        answer = json.loads(r.read())
+    assert answer["cleanup_verified"] and answer["ports_released"], answer
+    by_id = {s["process_id"]: s for s in answer["stopped"]}
+    assert set(by_id) == {a_id, b_id}, answer
+    assert by_id[a_id]["ports"] == [port], answer
+    assert [p for p in read_procs(procs) if alive(p[0], p[1])] == [], "reset left processes running"
+    assert drain(a)[2] == 143 and drain(b)[2] == 143
+    # The port is free again.
+    s = socket.socket()
+    s.bind(("127.0.0.1", port))
+    s.close()
