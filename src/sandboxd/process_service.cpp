@@ -410,16 +410,23 @@ grpc::Status ProcessService::Execute(grpc::ServerContext* ctx, const process::v1
 
 namespace {
 
-// The job of a started process, on the service's thread.
-serve::Job* job_of(Engine& e, serve::JobTable& t, int32_t id) {
-  std::shared_ptr<Process> p = e.process(id);
-  if (!p) return nullptr;
-  auto j = t.get(p->job);
-  return j ? *j : nullptr;
-}
-
-grpc::Status no_process(int32_t id) {
-  return {grpc::StatusCode::NOT_FOUND, "no running process has the id " + std::to_string(id) + " (process_id)"};
+// `act` on the running job of process `id`, on the service's thread: its
+// status (OK when it returns none); NOT_FOUND when no command of that id
+// runs; UNAVAILABLE once the service is over.
+grpc::Status on_running(Engine& e, int32_t id,
+                        const std::function<std::optional<grpc::Status>(serve::JobTable&, serve::Job&)>& act) {
+  std::optional<grpc::Status> s;
+  bool ran = e.run([&](serve::JobTable& t) {
+    std::shared_ptr<Process> p = e.process(id);
+    auto j = p ? t.get(p->job) : std::unexpected(Error{});
+    if (!j || (*j)->done) {
+      s = grpc::Status(grpc::StatusCode::NOT_FOUND, "no running process has the id " + std::to_string(id) + " (process_id)");
+      return;
+    }
+    s = act(t, **j);
+  });
+  if (!ran) return kOver;
+  return s.value_or(grpc::Status::OK);
 }
 
 }  // namespace
@@ -428,18 +435,11 @@ grpc::Status ProcessService::WriteStdin(grpc::ServerContext*, const process::v1:
                                         process::v1::WriteStdinResponse*) {
   if (req->payload_case() == process::v1::WriteStdinRequest::PAYLOAD_NOT_SET)
     return {grpc::StatusCode::INVALID_ARGUMENT, "input or eof: one of them is required"};
-  std::optional<grpc::Status> s;
-  bool ran = engine_.run([&](serve::JobTable& t) {
-    serve::Job* j = job_of(engine_, t, req->process_id());
-    if (!j || j->done) {
-      s = no_process(req->process_id());
-      return;
-    }
-    const bool eof = req->payload_case() == process::v1::WriteStdinRequest::kEof;
-    if (auto e = t.write(*j, eof ? std::string() : req->input(), eof)) s = status_of(*e, "cannot write to its stdin");
+  const bool eof = req->payload_case() == process::v1::WriteStdinRequest::kEof;
+  return on_running(engine_, req->process_id(), [&](serve::JobTable& t, serve::Job& j) -> std::optional<grpc::Status> {
+    if (auto e = t.write(j, eof ? std::string() : req->input(), eof)) return status_of(*e, "cannot write to its stdin");
+    return std::nullopt;
   });
-  if (!ran) return kOver;
-  return s.value_or(grpc::Status::OK);
 }
 
 grpc::Status ProcessService::SendSignal(grpc::ServerContext*, const process::v1::SendSignalRequest* req,
@@ -447,47 +447,33 @@ grpc::Status ProcessService::SendSignal(grpc::ServerContext*, const process::v1:
   const int sig = req->signal();
   if (sig != SIGINT && sig != SIGTERM && sig != SIGKILL)
     return {grpc::StatusCode::INVALID_ARGUMENT, "signal: SIGNAL_SIGINT, SIGNAL_SIGTERM or SIGNAL_SIGKILL"};
-  std::optional<grpc::Status> s;
-  bool ran = engine_.run([&](serve::JobTable& t) {
-    serve::Job* j = job_of(engine_, t, req->process_id());
-    if (!j || j->done) {
-      s = no_process(req->process_id());
-      return;
-    }
+  return on_running(engine_, req->process_id(), [&](serve::JobTable& t, serve::Job& j) -> std::optional<grpc::Status> {
     if (sig == SIGINT) {
       // To every process of it, setsid daemons too; it may go on.
-      if (auto r = j->call->signal_tree(SIGINT); !r)
-        s = grpc::Status(grpc::StatusCode::INTERNAL, "cannot signal the process: " + r.error().message());
-      return;
+      if (auto r = j.call->signal_tree(SIGINT); !r)
+        return grpc::Status(grpc::StatusCode::INTERNAL, "cannot signal the process: " + r.error().message());
+      return std::nullopt;
     }
     // SIGTERM: pmon's stop (TERM, a grace, then KILL, verified empty);
     // SIGKILL: the kill at once. Its Start stream ends with the exit.
-    if (sig == SIGKILL) j->call->set_stop_plan(StopPlan::standard(SIGKILL, Nanos{0}));
-    if (auto r = t.kill(engine_.asker(engine_.new_conn(), std::nullopt), *j, false); !r)
-      s = status_of(r.error(), "cannot stop the process");
+    if (sig == SIGKILL) j.call->set_stop_plan(StopPlan::standard(SIGKILL, Nanos{0}));
+    if (auto r = t.kill(engine_.asker(engine_.new_conn(), std::nullopt), j, false); !r)
+      return status_of(r.error(), "cannot stop the process");
+    return std::nullopt;
   });
-  if (!ran) return kOver;
-  return s.value_or(grpc::Status::OK);
 }
 
 grpc::Status ProcessService::ResizeTTY(grpc::ServerContext*, const process::v1::ResizeTTYRequest* req,
                                        process::v1::ResizeTTYResponse*) {
   if (req->cols() == 0 || req->rows() == 0 || req->cols() > 0xffff || req->rows() > 0xffff)
     return {grpc::StatusCode::INVALID_ARGUMENT, "cols and rows: each from 1 to 65535"};
-  std::optional<grpc::Status> s;
-  bool ran = engine_.run([&](serve::JobTable& t) {
-    serve::Job* j = job_of(engine_, t, req->process_id());
-    if (!j || j->done) {
-      s = no_process(req->process_id());
-      return;
-    }
-    serve::PtySize size;
-    size.rows = static_cast<uint16_t>(req->rows());
-    size.cols = static_cast<uint16_t>(req->cols());
-    if (auto e = t.resize(*j, size)) s = status_of(*e, "cannot resize its terminal");
+  serve::PtySize size;
+  size.rows = static_cast<uint16_t>(req->rows());
+  size.cols = static_cast<uint16_t>(req->cols());
+  return on_running(engine_, req->process_id(), [&](serve::JobTable& t, serve::Job& j) -> std::optional<grpc::Status> {
+    if (auto e = t.resize(j, size)) return status_of(*e, "cannot resize its terminal");
+    return std::nullopt;
   });
-  if (!ran) return kOver;
-  return s.value_or(grpc::Status::OK);
 }
 
 }  // namespace pmon::sandboxd
