@@ -11,9 +11,10 @@ case ${1:-} in
   "") ;;
   *) echo "usage: $0 [--build]" >&2; exit 2 ;;
 esac
-build_pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev pkg-config libsystemd-dev python3)
+build_pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev pkg-config libsystemd-dev python3 libcpp-httplib-dev)
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev libgtest-dev libgmock-dev
       libbenchmark-dev tini strace hyperfine python3 jq
+      libcpp-httplib-dev curl   # pmon sandboxd's REST API, and its scenario's client
       pybind11-dev python3-dev python3-pytest python3-venv util-linux passwd procps
       pkg-config libsystemd-dev runc busybox-static file help2man man-db dpkg-dev
       python3-setuptools python3-wheel
@@ -23,6 +24,8 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev libgtest-dev lib
       qemu-system-arm cpio   # scripts/guest-aarch64.sh: the aarch64 pmon in an arm64 guest
       libre2-dev:arm64    # (its RE2, from Debian's arm64 archive: the architecture is added for it)
       python3-build lintian podman containerd             # the artifacts: wheel, .deb check, container scenarios
+      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # pmon-sandboxd (gRPC)
+      python3-grpcio python3-protobuf   # its tests' gRPC client
       clang-19 libclang-rt-19-dev)  # scripts/fuzz.sh: libFuzzer (clang 14 cannot compile GCC 12's <expected>)
 [ $build_only = 0 ] || pkgs=("${build_pkgs[@]}")
 missing=()

@@ -3,9 +3,11 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <limits>
 
 #include "cli/cli.h"
 #include "core/units.h"
+#include "jobs/options.h"
 
 namespace pmon::cli {
 
@@ -115,6 +117,47 @@ StopPlan StopFlags::parse(const std::string& sub, const std::string& grace_from)
   if (!sig || *sig == SIGKILL || *sig == SIGSTOP)
     die(sub + ": --signal: '" + signal + "' is not a signal pmon can stop with (use e.g. TERM, INT, HUP, 15)");
   return StopPlan::standard(*sig, *g);
+}
+
+void JobFlags::add_to(CLI::App& app) {
+  confine.add_to(app);
+  app.add_option("--max-jobs", max_jobs,
+                 "most jobs at once, running or ended but not yet removed (pmon rm) (default 1024)")
+      ->type_name("N");
+  stop.add_to(app, /*with_signal=*/false);
+  app.add_option("--memory-budget", memory_budget,
+                 "memory for the jobs' output and what clients make the service hold, e.g. 512M "
+                 "(default 256M, at least 16M)")
+      ->type_name("SIZE");
+  app.add_option("--spool-limit", spool_limit,
+                 "bytes of a job's whole output kept on disk before its file is rotated (one older file "
+                 "is kept), e.g. 16M (default 64M; 0: no spool files); a job may ask for less, never more")
+      ->type_name("SIZE");
+}
+
+Selection JobFlags::apply(const std::string& sub, bool quiet, serve::ServeOptions& opts) const {
+  if (max_jobs == 0) die(sub + ": --max-jobs must be at least 1");
+  auto budget = parse_size(memory_budget);
+  if (!budget) die(sub + ": --memory-budget: " + budget.error());
+  if (*budget < serve::ServeOptions::kMinMemoryBudget) die(sub + ": --memory-budget must be at least 16M");
+  if (*budget > std::numeric_limits<size_t>::max() / 2) die(sub + ": --memory-budget is too large");
+  Selection sel = confine.select(sub, false, quiet);
+  // A subreaper boundary is everything reparented to this process: with
+  // many jobs in one process it cannot tell whose orphan is whose.
+  if (sel.backend->kind() == ConfineKind::subreaper)
+    die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
+  opts.max_jobs = max_jobs;
+  opts.memory_budget = static_cast<size_t>(*budget);
+  if (spool_limit == "0") {
+    opts.spool_limit = 0;  // no spool files
+  } else {
+    auto spool = parse_size(spool_limit);
+    if (!spool) die(sub + ": --spool-limit: " + spool.error());
+    opts.spool_limit = *spool;
+  }
+  opts.stop = stop.parse(sub);
+  opts.passed_over = sel.passed_over;
+  return sel;
 }
 
 }  // namespace pmon::cli

@@ -15,6 +15,10 @@ class App;
 class Option;
 }
 
+namespace pmon::serve {
+struct ServeOptions;
+}
+
 namespace pmon::cli {
 
 struct ConfineFlags {
@@ -65,6 +69,21 @@ struct StopFlags {
   // The plan they ask for; a bad value ends with die(), naming the
   // subcommand and `grace_from` (the flag, or the variable it came from).
   StopPlan parse(const std::string& sub, const std::string& grace_from = "--grace") const;
+};
+
+// What the job services share (serve, mcp, sandboxd): the confinement, how
+// many jobs, the grace, the memory budget, the spool limit.
+struct JobFlags {
+  StopFlags stop;
+  size_t max_jobs = 1024;
+  std::string memory_budget = "256M";
+  std::string spool_limit = "64M";
+  ConfineFlags confine;
+
+  void add_to(CLI::App& app);
+  // After parsing: bad values end with die(), naming `sub`; the backend
+  // chosen (kept by the caller while the service runs) and `opts` filled.
+  Selection apply(const std::string& sub, bool quiet, serve::ServeOptions& opts) const;
 };
 
 }  // namespace pmon::cli

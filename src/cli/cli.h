@@ -76,4 +76,8 @@ int stop_main(const std::vector<std::string>& args);
 int wait_main(const std::vector<std::string>& args);
 int rm_main(const std::vector<std::string>& args);
 
+// pmon sandboxd: its options checked (cli/sandboxd_flags.h), then the
+// program that serves, pmon-sandboxd, run in pmon's place.
+int sandboxd_main(const std::vector<std::string>& args);
+
 }  // namespace pmon::cli

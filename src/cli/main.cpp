@@ -42,6 +42,8 @@ constexpr const char* kUsage =
     "  pmon gc [--dry-run] [-v]                  clean up after a pmon that was killed\n"
     "  pmon serve [--stdio|--listen PATH]        a service that runs background jobs (JSON-RPC)\n"
     "  pmon mcp                                  the same jobs as MCP tools on stdin/stdout, for any agent\n"
+    "  pmon sandboxd [options]                   a Kubernetes agent-sandbox pod's runtime daemon (gRPC and\n"
+    "                                            REST), each command a pmon call\n"
     "  pmon start [options] -- CMD [ARG...]      start CMD as a background job of the service; prints its id\n"
     "  pmon jobs [--json]                        list the service's jobs\n"
     "  pmon logs [-f] ID                         print a job's output\n"
@@ -96,6 +98,7 @@ int main(int argc, char** argv) {
   if (sub == "doctor") return pmon::cli::doctor_main(rest);
   if (sub == "serve") return pmon::cli::serve_main(rest);
   if (sub == "mcp") return pmon::cli::mcp_main(rest);
+  if (sub == "sandboxd") return pmon::cli::sandboxd_main(rest);
   if (sub == "start") return pmon::cli::start_main(rest);
   if (sub == "jobs") return pmon::cli::jobs_main(rest);
   if (sub == "logs") return pmon::cli::logs_main(rest);

@@ -42,7 +42,9 @@ void Answers::settle(Job& j) {
         }
         if (front_->backed_up(w.conn)) return false;
         // (A notification's is never answered: nothing is read for it.)
-        if (!w.id.is_discarded()) front_->answer(w, j, read(j, w.since, w.stderr_since, w.max_bytes));
+        if (!w.id.is_discarded())
+          front_->answer(w, j, w.bytes ? j.read_bytes(w.since, w.stderr_since, w.max_bytes)
+                                       : read(j, w.since, w.stderr_since, w.max_bytes));
         return true;
       case Waiter::Kind::port: {
         if (!j.done && now < w.next_scan) return false;

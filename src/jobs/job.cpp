@@ -317,6 +317,31 @@ OutputRead Job::read(std::optional<uint64_t> since, std::optional<uint64_t> stde
   return r;
 }
 
+namespace {
+
+OutputBuffer::Read bytes_of(const OutputBuffer& b, std::optional<uint64_t> since, size_t max) {
+  OutputBuffer::Read r;
+  const uint64_t end = b.total();
+  r.truncated = since ? *since < b.first_kept() : b.first_kept() > 0;
+  const uint64_t start = std::min(std::max(since.value_or(b.first_kept()), b.first_kept()), end);
+  const size_t len = static_cast<size_t>(std::min<uint64_t>(end - start, max));
+  r.more = start + len < end;
+  for (std::span<const char> piece : b.bytes_from(start, len)) r.text.append(piece.data(), piece.size());
+  r.next = start + r.text.size();
+  return r;
+}
+
+}  // namespace
+
+OutputRead Job::read_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, size_t max) {
+  OutputRead r;
+  r.out = bytes_of(buffer, since, max);
+  if (err_buffer) r.err = bytes_of(*err_buffer, stderr_since, max);
+  if (done) r.exit = exit_status();
+  note_delivered(r.out.next, r.err ? std::optional(r.err->next) : std::nullopt);
+  return r;
+}
+
 // The command first while it runs: a boundary may leave it out of its
 // members (pidns, whose main process is the status relay).
 std::vector<pid_t> Job::running_pids() {

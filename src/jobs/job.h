@@ -67,6 +67,7 @@ struct Waiter {
   std::optional<uint64_t> since;  // Kind::output
   std::optional<uint64_t> stderr_since;
   size_t max_bytes = 0;           // Kind::output
+  bool bytes = false;             // Kind::output: OutputParams::bytes
   int64_t hold_until = 0;         // Kind::output: a few new bytes wait for more until then
   std::optional<uint16_t> port;   // Kind::port: this one, or any
   int64_t next_scan = 0;          // Kind::port
@@ -209,6 +210,9 @@ struct Job {
   // six there), made in `storage`; counts as delivered.
   OutputRead read(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, size_t max,
                   std::string storage, size_t json_cap = SIZE_MAX);
+  // The same as the job wrote them (any bytes, not text): each stream's
+  // kept bytes from `since`, at most `max` of each; counts as delivered.
+  OutputRead read_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, size_t max);
   // The TCP ports its processes listen on, in `tables`.
   std::vector<ListeningPort> listening(PortTables& tables);
   // A process of it sleeps reading the stdin the service holds the other

@@ -114,6 +114,9 @@ struct OutputParams {
   // with `follow` until the job's output ends, else what is there now.
   bool stream = false;
   bool follow = true;
+  // The bytes as the job wrote them, not text (a front end whose wire
+  // carries bytes: sandboxd's gRPC).
+  bool bytes = false;
   // pmon's: at most this many bytes of each stream in one reply (`more`
   // says when kept bytes were left for the next read, from `next`).
   uint64_t max_bytes = kDefaultMaxBytes;

@@ -280,8 +280,8 @@ std::expected<StreamStart, Error> JobTable::open_stream(uint64_t conn, Job& j, s
 }
 
 OutputRead JobTable::read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since,
-                                 uint64_t max) {
-  return answers_.read(j, since, stderr_since, max);
+                                 uint64_t max, bool bytes) {
+  return bytes ? j.read_bytes(since, stderr_since, max) : answers_.read(j, since, stderr_since, max);
 }
 
 // Its share: about its bookkeeping, twice (for the vector it is kept in),
@@ -317,6 +317,7 @@ std::optional<Error> JobTable::wait_output(const Asker& a, Job& j, const OutputP
   w.since = p.since;
   w.stderr_since = p.stderr_since;
   w.max_bytes = p.max_bytes;
+  w.bytes = p.bytes;
   if (auto e = admit(a, w)) return e;
   j.waiters.push_back(std::move(w));
   return std::nullopt;

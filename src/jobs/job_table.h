@@ -52,7 +52,9 @@ class JobTable : private StopHost {
   // then means there is no more).
   void catch_up(Job& j);
   std::expected<StreamStart, Error> open_stream(uint64_t conn, Job& j, std::optional<uint64_t> since, bool follow);
-  OutputRead read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, uint64_t max);
+  // (`bytes`: as the job wrote them, OutputParams::bytes)
+  OutputRead read_output(Job& j, std::optional<uint64_t> since, std::optional<uint64_t> stderr_since, uint64_t max,
+                         bool bytes = false);
   Answers& answers() { return answers_; }
   // What the jobs' stdin not yet taken and the streams' pipes hold.
   size_t io_used() const { return io_budget_.used(); }

@@ -14,6 +14,8 @@
 
 namespace pmon::serve {
 
+class ThreadedFront;
+
 struct ServeOptions {
   // The listening socket (already bound and listening), or -1 for --stdio.
   int listen_fd = -1;
@@ -22,6 +24,9 @@ struct ServeOptions {
   bool quiet = false;  // -q: no warnings (errors, and what the service stopped, are said)
   // Speak MCP (pmon mcp) instead of the terminal/* methods, on the same jobs.
   bool mcp = false;
+  // Take requests from this front end's threads instead (pmon sandboxd):
+  // no connection of its own then (no listen_fd, no stdio).
+  ThreadedFront* threaded = nullptr;
   size_t max_jobs = 1024;
   // pmon mcp: what the spool files of one session's jobs that are over may
   // hold in all (two full spools, four times --spool-limit); past it the

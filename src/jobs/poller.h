@@ -18,7 +18,7 @@ inline constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 
 enum class Tag : uint64_t {
   listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop, job_err, stream, job_ready,
-  guard
+  guard, threaded
 };
 inline uint64_t tag(Tag t, uint64_t id = 0) { return (static_cast<uint64_t>(t) << 56) | id; }
 inline Tag tag_kind(uint64_t v) { return static_cast<Tag>(v >> 56); }

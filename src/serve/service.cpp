@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "jobs/job_table.h"
+#include "jobs/threaded_front.h"
 #include "jobs/poller.h"
 #include "serve/connections.h"
 #include "serve/mcp_adapter.h"
@@ -50,7 +51,7 @@ class Service final : private ConnEvents {
         methods_(jobs_, conns_),
         mcp_(jobs_, conns_),
         front_(opts_.mcp ? static_cast<FrontEnd*>(&mcp_) : &methods_) {
-    jobs_.set_front(front_);
+    jobs_.set_front(opts_.threaded ? static_cast<Front*>(opts_.threaded) : front_);
     // (the jobs' stdin and streams are held within the connections' share)
     jobs_.answers().set_room([this] {
       const size_t room = conns_.reply_room();
@@ -115,6 +116,10 @@ bool Service::setup() {
   // with -q too: what was found running and stopped is no chatter.
   SpoolDir::sweep_dead([](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); });
   if (opts_.listen_fd >= 0 && !conns_.open_listener()) return false;
+  if (opts_.threaded) {
+    opts_.threaded->attach(jobs_);
+    poller_.watch(opts_.threaded->wake_fd(), EPOLLIN, tag(Tag::threaded));
+  }
   if (opts_.die_with_parent) {
     pid_t ppid = ::getppid();
     auto pfd = sys::pidfd_open(ppid);
@@ -195,6 +200,7 @@ void Service::on_event(uint64_t t, uint32_t events) {
     }
     case Tag::parent: poller_.unwatch(parent_.get()); begin_shutdown(); return;
     case Tag::guard: on_guard_end(); return;
+    case Tag::threaded: opts_.threaded->run_posted(); return;
     case Tag::conn_in:
     case Tag::conn_out: conns_.on_event(t, events); return;
     default: jobs_.on_event(t, events); return;
@@ -209,6 +215,7 @@ void Service::on_signals() {
 void Service::begin_shutdown() {
   if (jobs_.shutting_down()) return;
   conns_.stop_accepting();
+  if (opts_.threaded) opts_.threaded->closing();
   jobs_.shutdown();
 }
 

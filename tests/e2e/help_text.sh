@@ -52,7 +52,7 @@ for sub in $subs; do
   ! grep -Eq "$raw" "$t/h.$sub" || fail "pmon $sub --help: $(grep -E "$raw" "$t/h.$sub")"
   # An option's value: one of the names the Values section explains.
   for v in $(sed -n 's/^  -[-a-z,]* \([A-Z][A-Z|-]*\) .*/\1/p' "$t/h.$sub" | sort -u); do
-    case $v in DURATION | SIZE | N | CORES | SIGNAL | BACKEND | REGEX) grep -q "^  $v " "$t/h.$sub" ||
+    case $v in DURATION | SIZE | N | CORES | SIGNAL | BACKEND | REGEX | HOST | PREFIX) grep -q "^  $v " "$t/h.$sub" ||
       fail "pmon $sub --help: $v is not explained" ;;
     PATH | DIR | FILE\|- | NAME | MODE | ENGINE | PORT) ;;
     *) fail "pmon $sub --help: value name $v says nothing of what it accepts" ;;
