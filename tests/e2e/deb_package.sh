@@ -39,6 +39,13 @@ p=$root/usr/bin/pmon
 out=$("$p" run -q -- sh -c 'echo from-the-package; exit 3') && rc=0 || rc=$?
 [ "$rc" = 3 ] && [ "$out" = from-the-package ] || fail "pmon run from the package: exit $rc, output '$out'"
 echo "ok: installed pmon $version runs (doctor, run)"
+# pmon sandboxd's daemon, when this build has it (cpp-httplib): the packaged
+# pmon finds it (it gets as far as listening, on an address no host has).
+if [ -z "${PMON_DIST:-}" ] && [ -x "$BUILD/pmon-sandboxd" ]; then
+  [ -x "$root/usr/libexec/pmon/pmon-sandboxd" ] || fail "no usr/libexec/pmon/pmon-sandboxd"
+  "$p" sandboxd --listen-host 192.0.2.1 --rest-port 1 --grpc-port 2 --root-dir "$t/sandbox" 2> "$t/sandboxd" && fail "pmon sandboxd listened on 192.0.2.1"
+  grep -q "cannot listen on 192.0.2.1:1" "$t/sandboxd" || fail "the packaged pmon sandboxd: $(cat "$t/sandboxd")"
+fi
 
 grep -q "^License: Apache-2.0$" "$root/usr/share/doc/pmon/copyright" || fail "the copyright file does not name Apache-2.0"
 subs=$("$p" --help | grep -oE '^  pmon [a-z][a-z-]*|/ [a-z][a-z-]* [A-Z]' | sed -E 's/^(  pmon |\/ )//; s/ [A-Z]$//' | sort -u)

@@ -83,6 +83,8 @@ jq -e '.path == "/src" and (.entries | map(.name) == ["form.txt", "main.py"])
        and .entries[1].type == "file" and .entries[1].size == 12 and .entries[1].mode == "0755"
        and (.entries[1].modified_at | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$"))' "$t/body" > /dev/null ||
   fail "listing: $(cat "$t/body")"
+expect 200 - GET /files//src
+[ "$(jq -r .path "$t/body")" = /src ] || fail "listing of //src: $(cat "$t/body")"
 expect 200 - GET /files/
 jq -e '.path == "/" and .entries[0].type == "directory" and .entries[0].name == "src"' "$t/body" > /dev/null ||
   fail "root listing: $(cat "$t/body")"
