@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
   opts.port = cfg->rest_port;
   opts.idle_timeout = std::max(std::chrono::seconds(1),
                                std::chrono::duration_cast<std::chrono::seconds>(cfg->http_idle_timeout));
-  sandboxd::RestServer server(*root, opts, sandboxd::metadata_env(environ, cfg->metadata_env_prefix));
+  // An empty prefix is the default one, as the reference takes it (not every variable).
+  const std::string prefix = cfg->metadata_env_prefix.empty() ? "SANDBOX_" : cfg->metadata_env_prefix;
+  sandboxd::RestServer server(*root, opts, sandboxd::metadata_env(environ, prefix));
   if (!server.bind())
     cli::die("sandboxd: cannot listen on " + cfg->listen_host + ":" + std::to_string(cfg->rest_port) +
              " (in use, or not an address of this host)");

@@ -196,7 +196,9 @@ wait "$pid" || rc=$?
 [ $rc = 0 ] || fail "exit status $rc after SIGTERM: $(cat "$t/err")"
 
 # --shutdown-timeout bounds a request that does not finish; its temporary file goes.
-start_daemon --shutdown-timeout 500ms
+# (An empty --metadata-env-prefix is the default one, as in the reference.)
+start_daemon --shutdown-timeout 500ms --metadata-env-prefix ""
+[ "$(curl -s "$B/metadata" | jq -c .env)" = '{"SANDBOX_ID":"sb-1"}' ] || fail "metadata, empty prefix: $(curl -s "$B/metadata")"
 rm -f "$t/fifo"; mkfifo "$t/fifo"
 curl -s -o /dev/null -T - "$B/files/stuck" < "$t/fifo" &
 curl_pid=$!
