@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
   // (the process service, made below, answers pmon's reset)
   sandboxd::ProcessService* processes = nullptr;
   ropts.reset = [&processes] { return processes->reset(); };
-  sandboxd::RestServer rest(*root, ropts, sandboxd::metadata_env(environ, cfg->metadata_env_prefix));
+  // An empty prefix is the default one, as the reference takes it (not every variable).
+  const std::string prefix = cfg->metadata_env_prefix.empty() ? "SANDBOX_" : cfg->metadata_env_prefix;
+  sandboxd::RestServer rest(*root, ropts, sandboxd::metadata_env(environ, prefix));
   if (!rest.bind())
     cli::die("sandboxd: cannot listen on " + cfg->listen_host + ":" + std::to_string(cfg->rest_port) +
              " (--listen-host, --rest-port: in use, or not an address of this host)");

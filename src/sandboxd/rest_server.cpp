@@ -330,7 +330,8 @@ struct RestServer::Impl {
                         {"type", e.directory ? "directory" : "file"},
                         {"modified_at", rfc3339(e.mtime)},
                         {"mode", mode_text(e.mode)}});
-      res.set_content(json{{"path", "/" + path}, {"entries", std::move(list)}}.dump() + "\n", "application/json");
+      const std::string shown = path.starts_with('/') ? path : "/" + path;
+      res.set_content(json{{"path", shown}, {"entries", std::move(list)}}.dump() + "\n", "application/json");
       return;
     }
     // The file is read through the fd opened here: a PUT that renames a new

@@ -84,6 +84,8 @@ jq -e '.path == "/src" and (.entries | map(.name) == ["form.txt", "main.py"])
        and .entries[1].type == "file" and .entries[1].size == 12 and .entries[1].mode == "0755"
        and (.entries[1].modified_at | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$"))' "$t/body" > /dev/null ||
   fail "listing: $(cat "$t/body")"
+expect 200 - GET /files//src
+[ "$(jq -r .path "$t/body")" = /src ] || fail "listing of //src: $(cat "$t/body")"
 expect 200 - GET /files/
 jq -e '.path == "/" and .entries[0].type == "directory" and .entries[0].name == "src"' "$t/body" > /dev/null ||
   fail "root listing: $(cat "$t/body")"
@@ -195,7 +197,9 @@ wait "$pid" || rc=$?
 [ $rc = 0 ] || fail "exit status $rc after SIGTERM: $(cat "$t/err")"
 
 # --shutdown-timeout bounds a request that does not finish; its temporary file goes.
-start_daemon --shutdown-timeout 500ms
+# (An empty --metadata-env-prefix is the default one, as in the reference.)
+start_daemon --shutdown-timeout 500ms --metadata-env-prefix ""
+[ "$(curl -s "$B/metadata" | jq -c .env)" = '{"SANDBOX_ID":"sb-1"}' ] || fail "metadata, empty prefix: $(curl -s "$B/metadata")"
 rm -f "$t/fifo"; mkfifo "$t/fifo"
 curl -s -o /dev/null -T - "$B/files/stuck" < "$t/fifo" &
 curl_pid=$!
