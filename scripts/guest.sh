@@ -208,7 +208,12 @@ flock 8
 if [ $fresh = 1 ] || [ ! -f "$guestdir/ok" ]; then
   rm -rf --one-file-system "$guestdir"
   # Roots of other keys are not used any more, nor builds a killed run left.
-  for old in "$cache"/root-* "$cache"/build.*; do [ -d "$old" ] && rm -rf --one-file-system "$old"; done
+  # (a build killed during debootstrap leaves its /proc mounted there)
+  for old in "$cache"/root-* "$cache"/build.*; do
+    [ -d "$old" ] || continue
+    awk -v d="$old/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+    rm -rf --one-file-system "$old"
+  done
   tmpb=$(mktemp -d "$cache/build.XXXXXX")
   trap 'rm -rf --one-file-system "$tmpb"' EXIT
   echo "guest: building the root (debootstrap $suite from $mirror)"

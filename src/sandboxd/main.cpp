@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   sandboxd::RestOptions ropts;
   ropts.host = cfg->listen_host;
   ropts.port = cfg->rest_port;
+  ropts.confinement = std::string(to_string(sel.backend->kind()));
   ropts.idle_timeout = std::max(std::chrono::seconds(1),
                                 std::chrono::duration_cast<std::chrono::seconds>(cfg->http_idle_timeout));
   // (the process service, made below, answers pmon's reset)
@@ -107,8 +108,9 @@ int main(int argc, char** argv) {
   });
   // (the ports bound: 0 asks for any free one)
   if (!cfg->quiet)
-    std::fprintf(stderr, "pmon: sandboxd: process service on %s:%d, REST API on %s:%d; sandbox root %s\n",
-                 host.c_str(), bound, host.c_str(), rest.port(), root->path().c_str());
+    std::fprintf(stderr, "pmon: sandboxd: process service on %s:%d, REST API on %s:%d; sandbox root %s; "
+                 "each command held by %s\n",
+                 host.c_str(), bound, host.c_str(), rest.port(), root->path().c_str(), ropts.confinement.c_str());
 
   // Until SIGTERM or SIGINT: every command is then stopped and verified
   // gone (each Start's handler has its exit event), and health says 503.

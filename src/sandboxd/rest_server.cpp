@@ -310,7 +310,9 @@ struct RestServer::Impl {
   void health(httplib::Response& res) {
     if (draining.load()) return send_error(res, 503, "UNAVAILABLE", "sandboxd is shutting down");
     const auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
-    res.set_content(json{{"status", "ok"}, {"uptime_seconds", up.count()}}.dump() + "\n", "application/json");
+    json body{{"status", "ok"}, {"uptime_seconds", up.count()}};
+    if (!opts.confinement.empty()) body["confinement"] = opts.confinement;
+    res.set_content(body.dump() + "\n", "application/json");
   }
 
   void get(const httplib::Request& req, httplib::Response& res) {

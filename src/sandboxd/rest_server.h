@@ -31,6 +31,9 @@ struct RestOptions {
   // The largest body a request other than PUT /v1/files/... may carry
   // (none of them reads one).
   size_t max_other_body = 64 * 1024;
+  // pmon's: how each command's processes are held together ("cgroup",
+  // "pidns"), said in /v1/health's "confinement" when set.
+  std::string confinement;
   // pmon's POST /v1/reset, when set: its HTTP status and JSON body.
   std::function<std::pair<int, std::string>()> reset;
 };

@@ -391,3 +391,13 @@ def test_reset_stops_everything_and_releases_ports(sandboxd, recorded):
     s = socket.socket()
     s.bind(("127.0.0.1", port))
     s.close()
+
+
+def test_health_says_how_commands_are_held(sandboxd):
+    import json
+    import urllib.request
+    with urllib.request.urlopen(sandboxd.rest + "/v1/health", timeout=30) as r:
+        h = json.loads(r.read())
+    assert h["status"] == "ok"
+    assert h["confinement"] in ("cgroup", "pidns"), h
+    assert f"each command held by {h['confinement']}" in sandboxd.err.read_text()
