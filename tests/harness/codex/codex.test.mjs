@@ -124,7 +124,7 @@ async function session({ via, kill }) {
     cwd,
     timeoutMs: 30000,
     env: {
-      HOME: home, CODEX_HOME: codexHome, PMON_TEST_MODEL_KEY: 'dummy',
+      HOME: home, CODEX_HOME: codexHome, PMON_TEST_MODEL_KEY: 'dummy', TMPDIR: dir,
       XDG_CONFIG_HOME: join(home, '.config'), XDG_DATA_HOME: join(home, '.local', 'share'),
       XDG_STATE_HOME: join(home, '.local', 'state'), XDG_CACHE_HOME: join(home, '.cache'),
     },

@@ -63,6 +63,7 @@ async function run(t, { settings = {}, policy, call, rec, port, kill = false }) 
   const home = tmp.path('home');
   const cwd = tmp.path('work');
   mkdirSync(join(home, '.gemini'), { recursive: true });
+  mkdirSync(join(home, 'tmp'));
   mkdirSync(cwd);
   writeFileSync(join(home, '.gemini', 'settings.json'), JSON.stringify({
     security: { auth: { selectedType: 'gemini-api-key' } },
@@ -83,6 +84,8 @@ async function run(t, { settings = {}, policy, call, rec, port, kill = false }) 
     timeoutMs: 60000,
     env: {
       HOME: home,
+      // (its shell tool's temporary directories, removed with the scratch)
+      TMPDIR: join(home, 'tmp'),
       XDG_CONFIG_HOME: join(home, '.config'),
       XDG_CACHE_HOME: join(home, '.cache'),
       XDG_DATA_HOME: join(home, '.local', 'share'),
