@@ -13,6 +13,7 @@ import os
 import pathlib
 import re
 import subprocess
+import tempfile
 import sys
 
 import pytest
@@ -105,9 +106,11 @@ def run_checked(block, argv, cwd):
     """Runs a snippet under pmon run (whatever it leaves is stopped), with
     pmon first on PATH; asserts it exits 0 and prints what its text block shows."""
     pmon = pmon_executable()
-    env = dict(os.environ, PATH=f"{os.path.dirname(pmon)}:{os.environ['PATH']}")
-    r = subprocess.run([pmon, "run", "-q", "--timeout", "240s", "--", *argv], cwd=cwd, env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    # (what a snippet makes with mktemp is removed with this directory)
+    with tempfile.TemporaryDirectory() as scratch:
+        env = dict(os.environ, PATH=f"{os.path.dirname(pmon)}:{os.environ['PATH']}", TMPDIR=scratch)
+        r = subprocess.run([pmon, "run", "-q", "--timeout", "240s", "--", *argv], cwd=cwd, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     assert r.returncode == 0, f"{block.id}: exit {r.returncode}:\n{r.stdout}"
     if block.expect is not None:
         assert expect_match(block.expect, r.stdout), \
