@@ -4,6 +4,11 @@
 #   pmon-VERSION-x86_64-linux.tar.gz, pmon-VERSION-aarch64-linux.tar.gz
 #       bin/pmon (static, stripped), bin/pmon-shell (a link to it), libexec/pmon/pmon-systemd (the helper,
 #       stripped), share/man/man1/*.1.gz, LICENSE, README.md
+#   pmon-VERSION-x86_64-linux-sandboxd.tar.gz
+#       what 'pmon sandboxd' runs, to unpack over the same directory as the
+#       x86_64 tarball: libexec/pmon/pmon-sandboxd (stripped), libexec/pmon/lib/
+#       (the shared libraries it needs, all but the C library's own) and
+#       share/doc/pmon-sandboxd/ (their copyright files)
 #   pmon_VERSION_amd64.deb           the Debian package (cpack)
 #   pmon-runtime-VERSION.tgz, pmon-runtime-linux-x64-VERSION.tgz,
 #   pmon-runtime-linux-arm64-VERSION.tgz   the npm packages (npm pack)
@@ -108,7 +113,8 @@ if [ -z "$build" ]; then
   cmake -S . -B "$build" "${release_flags[@]}" -DBUILD_TESTING=OFF "${launcher[@]}" >/dev/null
 fi
 case $build in /*) ;; *) build=$repo/$build ;; esac
-nice cmake --build "$build" -j"$(nproc)" --target pmon pmon-systemd >/dev/null
+nice cmake --build "$build" -j"$(nproc)" --target pmon pmon-systemd pmon-sandboxd >/dev/null ||
+  die "cannot build pmon, its helper and pmon-sandboxd in $build (pmon-sandboxd needs gRPC's, protobuf's and cpp-httplib's development files: scripts/deps.sh)"
 stamp "x86_64 build" "$s"
 [ "$("$build/pmon" --version)" = "pmon $version" ] ||
   die "$build/pmon says '$("$build/pmon" --version)', want 'pmon $version' (a stale build? build it again)"
@@ -134,11 +140,48 @@ tarball() { # $1: arch, $2: pmon, $3: pmon-systemd, $4: tarball path
   cp packaging/README.tarball.md "$d/$name/README.md"
   chmod 755 "$d/$name/bin/pmon" "$d/$name/libexec/pmon/pmon-systemd"
   chmod 644 "$d/$name/LICENSE" "$d/$name/README.md" "$d/$name"/share/man/man1/*
-  find "$d" -type d -exec chmod 755 {} +
-  find "$d" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
-  tar -C "$d" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+  pack "$d" "$name" "$4"
+}
+
+# pack STAGE NAME OUT: STAGE/NAME as a tarball, the same bytes for the same
+# files.
+pack() {
+  find "$1" -type d -exec chmod 755 {} +
+  find "$1" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+  tar -C "$1" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime --format=posix \
-    -cf - "$name" | gzip -9n > "$4"
+    -cf - "$2" | gzip -9n > "$3"
+}
+
+# pmon-sandboxd's tarball: the program, and beside it in lib/ every shared
+# library it loads except the C library's own (libc, libm, the loader...),
+# which any system with a C library as new as the build machine's has.
+# Named by their sonames, so its search path (lib/ next to it, then the
+# system's) finds them. Their packages' copyright files go with them.
+sandboxd_tarball() { # $1: arch, $2: pmon-sandboxd, $3: tarball path
+  local name=pmon-$version-$1-linux d=$work/stage-sandboxd-$1 soname path pkg n=0
+  rm -rf "$d"; mkdir -p "$d/$name/libexec/pmon/lib" "$d/$name/share/doc/pmon-sandboxd"
+  cp "$2" "$d/$name/libexec/pmon/pmon-sandboxd"
+  chmod 755 "$d/$name/libexec/pmon/pmon-sandboxd"
+  while read -r soname path; do
+    case $soname in
+      ld-linux*|libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libresolv.so.*|libutil.so.*|libanl.so.*) continue ;;
+    esac
+    cp -L "$path" "$d/$name/libexec/pmon/lib/$soname"
+    chmod 644 "$d/$name/libexec/pmon/lib/$soname"
+    # (the package names the file as it was packaged: /lib or /usr/lib, the
+    # soname's link or the file)
+    pkg=$(for p in "$path" "/usr$path" "$(readlink -f "$path")" "/usr$(readlink -f "$path")"; do
+            dpkg -S "$p" 2> /dev/null || true; done | head -1 | cut -d: -f1)
+    [ -n "$pkg" ] || die "no Debian package owns $path (its copyright cannot go with it)"
+    [ -f "/usr/share/doc/$pkg/copyright" ] || die "no copyright file for $path ($pkg)"
+    cp "/usr/share/doc/$pkg/copyright" "$d/$name/share/doc/pmon-sandboxd/$pkg.copyright"
+    n=$((n + 1))
+  done < <(ldd "$2" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }')
+  [ $n -gt 0 ] || die "ldd listed no library of $2"
+  cp LICENSE "$d/$name/share/doc/pmon-sandboxd/LICENSE"
+  chmod 644 "$d/$name"/share/doc/pmon-sandboxd/*
+  pack "$d" "$name" "$3"
 }
 
 strip_to() { # $1: strip program, $2: input, $3: output
@@ -149,7 +192,9 @@ s=$(date +%s)
 mkdir -p "$work/x86_64" "$work/aarch64"
 strip_to strip "$build/pmon" "$work/x86_64/pmon"
 strip_to strip "$build/pmon-systemd" "$work/x86_64/pmon-systemd"
+strip_to strip "$build/pmon-sandboxd" "$work/x86_64/pmon-sandboxd"
 tarball x86_64 "$work/x86_64/pmon" "$work/x86_64/pmon-systemd" "$out/pmon-$version-x86_64-linux.tar.gz"
+sandboxd_tarball x86_64 "$work/x86_64/pmon-sandboxd" "$out/pmon-$version-x86_64-linux-sandboxd.tar.gz"
 stamp "x86_64 tarball" "$s"
 
 # The Debian package, from the x86_64 build (cpack strips it).
@@ -173,15 +218,19 @@ if [ $check_repro = 1 ]; then
   rb=$repo/build-repro
   rm -rf "$rb"
   cmake -S . -B "$rb" "${release_flags[@]}" -DBUILD_TESTING=OFF "${launcher[@]}" >/dev/null
-  CCACHE_RECACHE=1 nice cmake --build "$rb" -j"$(nproc)" --target pmon pmon-systemd >/dev/null
+  CCACHE_RECACHE=1 nice cmake --build "$rb" -j"$(nproc)" --target pmon pmon-systemd pmon-sandboxd >/dev/null
   strip_to strip "$rb/pmon" "$work/pmon-x86_64-again"
   strip_to strip "$rb/pmon-systemd" "$work/pmon-systemd-x86_64-again"
+  strip_to strip "$rb/pmon-sandboxd" "$work/pmon-sandboxd-x86_64-again"
   tarball x86_64 "$work/pmon-x86_64-again" "$work/pmon-systemd-x86_64-again" "$work/again.tar.gz"
-  if cmp "$out/pmon-$version-x86_64-linux.tar.gz" "$work/again.tar.gz"; then
-    echo "release: reproducible: a second build of pmon (build-repro/, every object compiled afresh) made the same tarball, sha256 $(sha256sum < "$work/again.tar.gz" | cut -c1-16)..."
+  sandboxd_tarball x86_64 "$work/pmon-sandboxd-x86_64-again" "$work/again-sandboxd.tar.gz"
+  if cmp "$out/pmon-$version-x86_64-linux.tar.gz" "$work/again.tar.gz" &&
+     cmp "$out/pmon-$version-x86_64-linux-sandboxd.tar.gz" "$work/again-sandboxd.tar.gz"; then
+    echo "release: reproducible: a second build of pmon (build-repro/, every object compiled afresh) made the same tarballs, sha256 $(cat "$work/again.tar.gz" "$work/again-sandboxd.tar.gz" | sha256sum | cut -c1-16)..."
   else
     cmp -l "$work/x86_64/pmon" "$work/pmon-x86_64-again" | head -5 || true
-    die "not reproducible: the second build's x86_64 tarball differs"
+    cmp -l "$work/x86_64/pmon-sandboxd" "$work/pmon-sandboxd-x86_64-again" | head -5 || true
+    die "not reproducible: the second build's x86_64 tarballs differ"
   fi
   rm -rf "$rb"
   stamp "reproducibility check" "$s"
