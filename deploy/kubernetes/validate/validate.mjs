@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // node validate.mjs FILE.yaml...: each document of each file is checked
 // against the schema of its apiVersion/kind (kubernetes-models: types,
-// required fields, enums; it does not reject unknown fields). One line per
-// document; exit 1 when any is invalid or of an unknown kind.
+// required fields, enums; it does not reject unknown fields; agent-sandbox's
+// Sandbox and SandboxTemplate: agent-sandbox.mjs). One line per document;
+// exit 1 when any is invalid or of an unknown kind.
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
+import { Pod } from "kubernetes-models/v1";
+import { check } from "./agent-sandbox.mjs";
 
 let bad = 0;
 for (const file of process.argv.slice(2)) {
@@ -17,6 +20,13 @@ for (const file of process.argv.slice(2)) {
     const obj = doc.toJS();
     if (obj === null) continue;
     const { apiVersion, kind } = obj;
+    const sandbox = check(obj, Pod);
+    if (sandbox) {
+      const name = `${file}: ${kind} ${obj.metadata && obj.metadata.name}`;
+      console.log(sandbox.length ? `${name}: invalid: ${sandbox.join("; ")}` : `${name}: valid`);
+      if (sandbox.length) bad++;
+      continue;
+    }
     const group = apiVersion && apiVersion.includes("/") ? apiVersion : `v1`;
     let model;
     try {
