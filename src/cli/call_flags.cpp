@@ -135,17 +135,52 @@ void JobFlags::add_to(CLI::App& app) {
       ->type_name("SIZE");
 }
 
-Selection JobFlags::apply(const std::string& sub, bool quiet, serve::ServeOptions& opts) const {
+namespace {
+
+// A job under a pmon of its own (ServeOptions::job_wrapper): that pmon
+// stops the job's processes itself when it gets TERM (the first signal,
+// --grace, SIGKILL, confirmed gone, then it exits), and a second stop
+// signal skips its grace: INT, not TERM again, as two of one signal sent
+// close together can arrive as one. The service's SIGKILL is only for a
+// pmon that did neither (it would leave the job's processes to the system).
+StopPlan wrapped_stop(Nanos grace, bool at_once) {
+  StopPlan p;
+  p.steps.push_back({StopStep::Action::signal, SIGTERM, false, at_once ? Nanos{0} : grace + std::chrono::seconds(2)});
+  p.steps.push_back({StopStep::Action::signal, SIGINT, false, std::chrono::seconds(5)});
+  p.steps.push_back({StopStep::Action::kill, SIGKILL, false, std::chrono::seconds(5)});
+  return p;
+}
+
+}  // namespace
+
+Selection JobFlags::apply(const std::string& sub, bool quiet, serve::ServeOptions& opts,
+                          const std::string& own_pmon) const {
   if (max_jobs == 0) die(sub + ": --max-jobs must be at least 1");
   auto budget = parse_size(memory_budget);
   if (!budget) die(sub + ": --memory-budget: " + budget.error());
   if (*budget < serve::ServeOptions::kMinMemoryBudget) die(sub + ": --memory-budget must be at least 16M");
   if (*budget > std::numeric_limits<size_t>::max() / 2) die(sub + ": --memory-budget is too large");
   Selection sel = confine.select(sub, false, quiet);
+  opts.stop = stop.parse(sub);
   // A subreaper boundary is everything reparented to this process: with
-  // many jobs in one process it cannot tell whose orphan is whose.
-  if (sel.backend->kind() == ConfineKind::subreaper)
-    die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
+  // many jobs in one process it cannot tell whose orphan is whose. So each
+  // job gets a pmon of its own, the subreaper of the job's processes, which
+  // the service holds by its process group.
+  if (sel.backend->kind() == ConfineKind::subreaper) {
+    if (own_pmon.empty())
+      die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
+    ConfineRequest req;
+    req.kind = ConfineKind::pgroup;
+    auto held = select_backend(req);
+    if (!held) die(sub + ": confinement unavailable: " + render(held.error()));
+    sel.backend = std::move(held->backend);
+    // (--die-with-parent: if the service dies, each job's pmon stops its job)
+    opts.job_wrapper = {own_pmon, "run", "--confine", "subreaper", "--die-with-parent", "-q",
+                        "--grace", stop.grace, "--signal", stop.signal};
+    const Nanos grace = parse_duration(stop.grace).value_or(Nanos{0});
+    opts.stop = wrapped_stop(grace, grace.count() == 0);
+    opts.stop_at_once = wrapped_stop(grace, true);
+  }
   opts.max_jobs = max_jobs;
   opts.memory_budget = static_cast<size_t>(*budget);
   if (spool_limit == "0") {
@@ -155,7 +190,6 @@ Selection JobFlags::apply(const std::string& sub, bool quiet, serve::ServeOption
     if (!spool) die(sub + ": --spool-limit: " + spool.error());
     opts.spool_limit = *spool;
   }
-  opts.stop = stop.parse(sub);
   opts.passed_over = sel.passed_over;
   return sel;
 }

@@ -83,7 +83,11 @@ struct JobFlags {
   void add_to(CLI::App& app);
   // After parsing: bad values end with die(), naming `sub`; the backend
   // chosen (kept by the caller while the service runs) and `opts` filled.
-  Selection apply(const std::string& sub, bool quiet, serve::ServeOptions& opts) const;
+  // Where the subreaper backend is what there is, each job runs under a
+  // pmon of its own, `own_pmon` (a path to exec); without one that backend
+  // is refused.
+  Selection apply(const std::string& sub, bool quiet, serve::ServeOptions& opts,
+                  const std::string& own_pmon = "/proc/self/exe") const;
 };
 
 }  // namespace pmon::cli

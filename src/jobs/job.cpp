@@ -14,7 +14,9 @@
 #include <span>
 
 #include "core/units.h"
+#include "confine/scan.h"
 #include "jobs/json_text.h"
+#include "sys/proc.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
 
@@ -120,6 +122,17 @@ std::expected<JobStdio, Error> open_stdio(const CreateParams& p) {
 
 RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBase& base, const StopPlan& stop) {
   RunOptions ro;
+  if (!base.wrapper.empty()) {
+    // The job's own pmon gets the job's first signal, and on a terminal
+    // gives the command one of its own (copying, and passing on a resize).
+    ro.spawn.argv = base.wrapper;
+    if (p.kill_signal) {
+      ro.spawn.argv.push_back("--signal");
+      ro.spawn.argv.push_back(std::to_string(*p.kill_signal));
+    }
+    if (p.pty) ro.spawn.argv.push_back("--pty");
+    ro.spawn.argv.push_back("--");
+  }
   ro.spawn.argv.push_back(p.command);
   ro.spawn.argv.insert(ro.spawn.argv.end(), p.args.begin(), p.args.end());
   if (p.cwd) ro.spawn.cwd = *p.cwd;
@@ -141,13 +154,64 @@ RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBas
   ro.spawn.start_on_this_cpu = true;
   if (base.nofile_raised) ro.spawn.nofile = &base.nofile;
   ro.stop = stop;
-  if (p.kill_signal && !ro.stop.steps.empty() && ro.stop.steps[0].action == StopStep::Action::signal)
+  if (p.kill_signal && base.wrapper.empty() && !ro.stop.steps.empty() &&
+      ro.stop.steps[0].action == StopStep::Action::signal)
     ro.stop.steps[0].signal = *p.kill_signal;
   ro.wait_tree = p.wait_tree;
   if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
   if (p.idle_timeout_ms) ro.idle_timeout = std::chrono::milliseconds(*p.idle_timeout_ms);
   ro.limits = p.limits;
   return ro;
+}
+
+std::optional<Error> check_runnable(const CreateParams& p) {
+  const std::string& cmd = p.command;
+  Error e;
+  e.code = Errc::not_found;
+  e.err = ENOENT;
+  if (cmd.empty()) {
+    e.text = "cannot run '': the command name is empty";
+    return e;
+  }
+  auto runnable = [](const std::string& path) -> int {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode)) return EISDIR;
+    return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
+  };
+  auto failed = [&](int err, const std::string& why) {
+    e.err = err;
+    e.code = (err == ENOENT || err == ENOTDIR) ? Errc::not_found : Errc::not_executable;
+    e.text = "cannot run '" + cmd + "': " + why;
+    return e;
+  };
+  if (cmd.find('/') != std::string::npos) {
+    const std::string path = cmd[0] == '/' || !p.cwd ? cmd : *p.cwd + "/" + cmd;
+    const int err = runnable(path);
+    if (err == 0) return std::nullopt;
+    return failed(err, err == EISDIR ? "is a directory" : std::strerror(err));
+  }
+  std::string path_var;
+  bool from_job = false;
+  for (const EnvVar& v : p.env)
+    if (v.name == "PATH") path_var = v.value, from_job = true;
+  if (!from_job) {
+    const char* env_path = p.clear_env ? nullptr : ::getenv("PATH");
+    path_var = env_path ? env_path : "/usr/local/bin:/usr/bin:/bin";
+  }
+  bool denied = false;
+  for (size_t at = 0; at <= path_var.size();) {
+    size_t end = path_var.find(':', at);
+    if (end == std::string::npos) end = path_var.size();
+    std::string dir = path_var.substr(at, end - at);
+    if (dir.empty()) dir = ".";
+    const int err = runnable(dir + "/" + cmd);
+    if (err == 0) return std::nullopt;
+    if (err == EACCES) denied = true;
+    at = end + 1;
+  }
+  if (denied) return failed(EACCES, std::strerror(EACCES));
+  return failed(ENOENT, "command not found in PATH");
 }
 
 void Job::watch_started() {
@@ -347,6 +411,11 @@ OutputRead Job::read_bytes(std::optional<uint64_t> since, std::optional<uint64_t
 std::vector<pid_t> Job::running_pids() {
   std::vector<pid_t> pids;
   if (done) return pids;
+  if (own_pmon) {
+    // Every process of the command is below its own pmon, the subreaper of them all.
+    for (const sys::ProcStat& p : confine::live_only(sys::descendants_by_children(call->pid()))) pids.push_back(p.pid);
+    return pids;
+  }
   if (main_watched) pids.push_back(call->command_pid());
   // A cgroup's listing, where there is one: one read, not one a process
   // (a job of 2000 processes takes tens of ms to read each /proc stat).

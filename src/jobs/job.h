@@ -98,8 +98,14 @@ struct SpawnBase {
   sigset_t changed_signals{};
   rlimit nofile{};
   bool nofile_raised = false;
+  std::vector<std::string> wrapper;  // ServeOptions::job_wrapper
 };
 RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBase& base, const StopPlan& stop);
+// Under a wrapper (SpawnBase::wrapper) the command is started by the
+// wrapper, whose failure to find it would only be an exit status: this
+// looks first, as execvp would (PATH from the job's environment, the cwd
+// for a name with a slash), and says what the spawn would have said.
+std::optional<Error> check_runnable(const CreateParams& p);
 
 // A job that cannot start for want of fds (its pipes, pty, pidfd, leaf):
 // said as such, with what to do. Any other errno: `what` and its words.
@@ -122,6 +128,7 @@ struct Job {
   std::optional<std::string> session;
   bool keep = false;
   bool pty = false;  // out and in are the pty's master (two fds of it)
+  bool own_pmon = false;  // its command runs under a pmon of its own (ServeOptions::job_wrapper)
   const char* stdin_kind = "pipe";  // "pipe", "null" (/dev/null) or "pty", for the report
   std::unique_ptr<Call> call;
   Fd out;  // stdout and stderr of the job, one pipe (stdout alone with separateStderr)

@@ -172,6 +172,8 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
                                                   "); stop some with kill first"
                                             : "too many jobs (at most " + std::to_string(opts_.max_jobs) +
                                                   "); release some first"));
+  if (!spawn_base_.wrapper.empty())
+    if (auto cannot = check_runnable(p)) return unexpected(*cannot);
   auto io = open_stdio(p);
   if (!io) return unexpected(io.error());
   RunOptions ro = run_options(p, *io, spawn_base_, opts_.stop);
@@ -213,7 +215,9 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   open_spools(j, std::min(p.spool_byte_limit.value_or(opts_.spool_limit), opts_.spool_limit), spool_dir_);
   j.name = p.name.value_or("");
   j.tell_end = p.tell_end;
-  j.command = ro.spawn.argv;
+  j.own_pmon = !spawn_base_.wrapper.empty();
+  j.command = {p.command};
+  j.command.insert(j.command.end(), p.args.begin(), p.args.end());
   j.creator = a.conn;
   j.owner = p.keep ? 0 : a.conn;
   j.keep = p.keep;

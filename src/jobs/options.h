@@ -38,6 +38,16 @@ struct ServeOptions {
   uint64_t spool_limit = kDefaultSpoolLimit;
   static constexpr uint64_t kDefaultSpoolLimit = uint64_t{64} << 20;
   StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
+  // A stop with no grace (pmon sandboxd's SendSignal SIGKILL).
+  StopPlan stop_at_once = StopPlan::standard(SIGKILL, Nanos{0});
+  // Where no boundary keeps jobs apart in one process (the subreaper
+  // backend: every orphan comes to the service, whoever's it was), each
+  // job's command runs under this command line, a pmon of the job's own
+  // that is the subreaper of its processes ('pmon run --confine subreaper
+  // ...'; the engine adds a job's first signal, --pty, '--' and the
+  // command), and the service holds that pmon by its process group. Empty:
+  // none.
+  std::vector<std::string> job_wrapper;
   size_t max_line = 1 << 20;            // longer requests are refused
   size_t max_queue = size_t{16} << 20;  // replies behind one being sent before a client is dropped
   // What the service may hold for its jobs and clients (--memory-budget):

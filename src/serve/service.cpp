@@ -97,6 +97,7 @@ bool Service::setup() {
   (void)::sigprocmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   spawn_base_.changed_signals = sys::non_default_dispositions();
+  spawn_base_.wrapper = opts_.job_wrapper;
   const bool polling = poller_.open();
   sig_ = Fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   timer_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+# pmon serve where the subreaper backend is all there is (as in a container
+# with neither cgroup2 nor PID namespaces; here asked for with --confine
+# subreaper): each job runs under a pmon of its own, the subreaper of its
+# processes, so jobs stay apart. Two jobs each start a setsid daemon that
+# ignores TERM: a kill of one stops all of its processes (checked by pid
+# and start time) and none of the other's; a third job's main exiting stops
+# what it left, and its output and exit status come back as the command
+# gave them; a job's command is the client's, and the port a setsid
+# grandchild listens on is found below the job's own pmon; a command that
+# is not there is refused as on any backend. The service's SIGTERM stops
+# the running job, and so does its SIGKILL (each job's pmon sees it go).
+. "$(dirname "$0")/common.inc"
+. "$(dirname "$0")/serve.inc"
+
+serve_start --confine subreaper --grace 1s
+PYTHONPATH="$(dirname "$0")" python3 - "$SOCK" "$HELPERS/escaper" "$t" <<'PY' || fail "see above"
+import os, socket, sys, time
+from serve_rpc import Rpc
+sock, escaper, t = sys.argv[1], sys.argv[2], sys.argv[3]
+rpc = Rpc(sock)
+call = rpc.call
+state = os.environ["PMON_TEST_STATE"] + "/pids"
+
+def procs(path):
+    out = []
+    for line in open(path):
+        pid, st, name = line.split()
+        out.append((int(pid), int(st), name))
+        with open(state, "a") as f:
+            f.write("%s %s\n" % (pid, st))
+    return out
+
+def alive(pid, st):
+    try:
+        s = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        return False
+    f = s[s.rindex(")") + 2:].split()
+    return int(f[19]) == st and f[0] != "Z"
+
+def wait_file(path, n):
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        if os.path.exists(path) and len(open(path).read().splitlines()) >= n:
+            return
+        time.sleep(0.02)
+    sys.exit("%s never got %d lines" % (path, n))
+
+a_out, b_out, c_out = t + "/a", t + "/b", t + "/c"
+spec = "name=d,orphan,setsid,ignore"
+a = call("terminal/create", {"command": escaper, "args": [a_out, "-x", "sleep", spec]})["terminalId"]
+b = call("terminal/create", {"command": escaper, "args": [b_out, "-x", "sleep", spec]})["terminalId"]
+wait_file(a_out, 2)
+wait_file(b_out, 2)
+pa, pb = procs(a_out), procs(b_out)
+with open(t + "/b.procs", "w") as f:
+    f.writelines("%d %d\n" % (p[0], p[1]) for p in pb)
+commands = sorted(j["command"][0] for j in call("terminal/list", {})["terminals"])
+if commands != [escaper, escaper]:
+    sys.exit("the jobs' commands are not the client's: %s" % commands)
+
+if not call("terminal/kill", {"terminalId": a})["cleanupVerified"]:
+    sys.exit("kill of a job: not verified gone")
+left = [p for p in pa if alive(p[0], p[1])]
+if left:
+    sys.exit("kill of a job left %s" % left)
+if not all(alive(p[0], p[1]) for p in pb):
+    sys.exit("kill of one job stopped the other's processes")
+print("ok: a kill stopped its job's %d processes (a setsid daemon ignoring TERM too), not the other's" % len(pa))
+
+c = call("terminal/create", {"command": "sh", "args": ["-c", '"$0" "$@"; echo done; exit 7', escaper, c_out, "-x", "exit:0", spec]})["terminalId"]
+st = call("terminal/wait_for_exit", {"terminalId": c, "timeoutMs": 30000})
+if st.get("exitCode") != 7:
+    sys.exit("job c: %s, want exit code 7" % st)
+out = call("terminal/output", {"terminalId": c})["output"]
+if out != "done\n":
+    sys.exit("job c's output: %r" % out)
+pc = procs(c_out)
+end = time.monotonic() + 10
+while any(alive(p[0], p[1]) for p in pc) and time.monotonic() < end:
+    time.sleep(0.02)
+left = [p for p in pc if alive(p[0], p[1])]
+if left:
+    sys.exit("job c's main exited, and %s still runs" % left)
+print("ok: a job whose main exited: its output and exit status, and what it left (a setsid daemon) stopped")
+
+# Ports: found below the job's own pmon.
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+c = call("terminal/create", {"command": "python3", "args": ["-c", "import os, socket, time\nif os.fork(): time.sleep(300); os._exit(0)\nos.setsid()\ns = socket.socket(); s.bind(('127.0.0.1', %d)); s.listen()\ntime.sleep(300)" % port]})["terminalId"]
+found = call("terminal/wait_for_port", {"terminalId": c, "timeoutMs": 20000})
+if found.get("port") != port:
+    sys.exit("wait_for_port: %s, want port %d" % (found, port))
+print("ok: the port a setsid grandchild listens on is the job's")
+
+m = rpc.message("terminal/create", {"command": "/no/such/program"})
+if "No such file" not in str(m.get("error")):
+    sys.exit("a command that is not there: %s" % m)
+m = rpc.message("terminal/create", {"command": "no-such-program-here"})
+if "command not found in PATH" not in str(m.get("error")):
+    sys.exit("a command that is not in PATH: %s" % m)
+print("ok: a command that is not there is refused")
+PY
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "pmon serve exited $? (see $(cat "$t/serve.err"))"
+while read -r pid st; do
+  ! alive "$pid" "$st" || fail "the service's SIGTERM left process $pid of a running job"
+done < "$t/b.procs"
+echo "ok: the service's SIGTERM stopped the running job's processes"
+
+# SIGKILL of the service: each job's pmon sees its parent go and stops its job.
+rm -f "$SOCK"
+serve_start --confine subreaper --grace 1s
+PYTHONPATH="$(dirname "$0")" python3 - "$SOCK" "$HELPERS/escaper" "$t/k" <<'PY' || fail "see above"
+import os, sys, time
+from serve_rpc import Rpc
+sock, escaper, out = sys.argv[1:]
+rpc = Rpc(sock)
+tid = rpc.call("terminal/create", {"command": escaper, "args": [out, "-x", "sleep", "name=d,orphan,setsid,ignore"]})["terminalId"]
+end = time.monotonic() + 30
+while not (os.path.exists(out) and len(open(out).read().splitlines()) >= 2):
+    if time.monotonic() > end:
+        sys.exit("the job never started its daemon: %s" % rpc.call("terminal/output", {"terminalId": tid}))
+    time.sleep(0.02)
+PY
+record_file "$t/k"
+kill -KILL "$SERVE_PID"
+wait "$SERVE_PID" 2> /dev/null || true
+for _ in $(seq 200); do
+  left=0
+  while read -r pid st _; do alive "$pid" "$st" && left=1; done < "$t/k"
+  [ $left = 0 ] && break
+  sleep 0.05
+done
+[ $left = 0 ] || fail "a SIGKILLed service's job is still running: $(cat "$t/k")"
+echo "ok: SIGKILL of the service: the job's own pmon stopped it (its setsid daemon too)"
+pass "each job under a pmon of its own: jobs stay apart, nothing is left"
