@@ -87,7 +87,8 @@ std::string helper_path() {
     if (::access(p.c_str(), X_OK) == 0) return p;
   die("sandboxd: pmon-sandboxd, the program that serves it, is neither in " + dir + " nor in " + dir +
       "/../libexec/pmon: it is built where gRPC's, protobuf's and cpp-httplib's development files are "
-      "(scripts/deps.sh installs them); the release archives and the .deb do not carry it yet");
+      "(scripts/deps.sh installs them), and the release's sandboxd tarball carries it (unpacked over pmon's); "
+      "the .deb does not");
 }
 
 }  // namespace
@@ -158,6 +159,14 @@ int sandboxd_main(const std::vector<std::string>& args) {
   argv.push_back(const_cast<char*>("pmon-sandboxd"));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The pmon it runs a command under where no boundary keeps commands apart
+  // in one process (the subreaper backend): this one.
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    (void)::setenv("PMON_SANDBOXD_PMON", self, 1);
+  }
   ::execv(helper.c_str(), argv.data());
   die("sandboxd: cannot run " + helper + ": " + std::strerror(errno));
 }

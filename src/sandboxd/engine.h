@@ -6,6 +6,7 @@
 // and handed back to the handler that waits for it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -51,6 +52,8 @@ struct Process {
   uint64_t out_next = 0, err_next = 0;  // what the handler has been given
   std::optional<serve::OutputRead> tail;  // once over: the rest, and the exit
   uint64_t tail_out_from = 0, tail_err_from = 0;  // where the tail's bytes start
+  // SendSignal SIGKILL was asked for it (ProcessOptions::own_pmon).
+  std::atomic<bool> killed_at_once{false};
 };
 
 class Engine final : public serve::ThreadedFront {

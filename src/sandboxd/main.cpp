@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +31,29 @@
 
 extern char** environ;
 
+namespace {
+
+// The pmon that a command runs under where each needs one of its own (the
+// subreaper backend, cli::JobFlags::apply): the one 'pmon sandboxd' was
+// (PMON_SANDBOXD_PMON, which the commands do not inherit), else one beside
+// this program (a build directory) or the release's bin/pmon; "" when none.
+std::string own_pmon() {
+  std::string found;
+  if (const char* p = ::getenv("PMON_SANDBOXD_PMON"); p && *p && ::access(p, X_OK) == 0) found = p;
+  (void)::unsetenv("PMON_SANDBOXD_PMON");
+  if (!found.empty()) return found;
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string dir(buf, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/'));
+  for (const std::string& p : {dir + "/pmon", dir + "/../../bin/pmon"})
+    if (::access(p.c_str(), X_OK) == 0) return p;
+  return "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace pmon;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -48,7 +73,7 @@ int main(int argc, char** argv) {
   auto root = sandboxd::Root::open(cfg->root_dir);
   if (!root) cli::die("sandboxd: --root-dir " + cfg->root_dir + ": " + root.error().message());
   serve::ServeOptions opts;
-  Selection sel = cfg->jobs.apply("sandboxd", cfg->quiet, opts);
+  Selection sel = cfg->jobs.apply("sandboxd", cfg->quiet, opts, own_pmon());
   opts.quiet = cfg->quiet;
 
   // Signals are the service loop's (a signalfd): blocked before any thread
@@ -63,7 +88,8 @@ int main(int argc, char** argv) {
   sandboxd::RestOptions ropts;
   ropts.host = cfg->listen_host;
   ropts.port = cfg->rest_port;
-  ropts.confinement = std::string(to_string(sel.backend->kind()));
+  ropts.confinement = opts.job_wrapper.empty() ? std::string(to_string(sel.backend->kind()))
+                                              : "subreaper, a pmon of each command's own";
   ropts.idle_timeout = std::max(std::chrono::seconds(1),
                                 std::chrono::duration_cast<std::chrono::seconds>(cfg->http_idle_timeout));
   // (the process service, made below, answers pmon's reset)
@@ -84,6 +110,8 @@ int main(int argc, char** argv) {
   popts.root = root->path();
   popts.chunk = cfg->stream_chunk_size > 0 ? static_cast<size_t>(cfg->stream_chunk_size) : 4096;
   popts.max_streams = cfg->max_streams;
+  popts.kill_plan = opts.stop_at_once;
+  popts.own_pmon = !opts.job_wrapper.empty();
   sandboxd::ProcessService service(engine, popts);
   processes = &service;
   grpc::ServerBuilder builder;

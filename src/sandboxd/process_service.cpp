@@ -12,9 +12,11 @@
 #include <set>
 #include <thread>
 
+#include "confine/scan.h"
 #include "jobs/job_api.h"
 #include "jobs/ports.h"
 #include "sys/fd.h"
+#include "sys/proc.h"
 
 namespace pmon::sandboxd {
 
@@ -263,6 +265,9 @@ static grpc::Status drive(Engine& engine, grpc::ServerContext* ctx, const serve:
     const bool more = now->out.more || (now->err && now->err->more);
     if (now->exit && !more) {
       *exit_code = shell_code(*now->exit);
+      // (the command's own pmon, stopped, says how it was asked: the
+      // command's processes were killed)
+      if (o.own_pmon && proc->killed_at_once.load()) *exit_code = 128 + SIGKILL;
       return grpc::Status::OK;
     }
   }
@@ -448,6 +453,12 @@ grpc::Status ProcessService::SendSignal(grpc::ServerContext*, const process::v1:
   if (sig != SIGINT && sig != SIGTERM && sig != SIGKILL)
     return {grpc::StatusCode::INVALID_ARGUMENT, "signal: SIGNAL_SIGINT, SIGNAL_SIGTERM or SIGNAL_SIGKILL"};
   return on_running(engine_, req->process_id(), [&](serve::JobTable& t, serve::Job& j) -> std::optional<grpc::Status> {
+    if (sig == SIGINT && opts_.own_pmon) {
+      // To every process below the command's own pmon (the subreaper of
+      // them all), not to that pmon: for it SIGINT is a stop.
+      (void)confine::signal_listed(confine::live_only(sys::descendants_by_children(j.call->pid())), SIGINT);
+      return std::nullopt;
+    }
     if (sig == SIGINT) {
       // To every process of it, setsid daemons too; it may go on.
       if (auto r = j.call->signal_tree(SIGINT); !r)
@@ -456,7 +467,10 @@ grpc::Status ProcessService::SendSignal(grpc::ServerContext*, const process::v1:
     }
     // SIGTERM: pmon's stop (TERM, a grace, then KILL, verified empty);
     // SIGKILL: the kill at once. Its Start stream ends with the exit.
-    if (sig == SIGKILL) j.call->set_stop_plan(StopPlan::standard(SIGKILL, Nanos{0}));
+    if (sig == SIGKILL) {
+      j.call->set_stop_plan(opts_.kill_plan);
+      if (auto p = engine_.process(req->process_id())) p->killed_at_once.store(true);
+    }
     if (auto r = t.kill(engine_.asker(engine_.new_conn(), std::nullopt), j, false); !r)
       return status_of(r.error(), "cannot stop the process");
     return std::nullopt;

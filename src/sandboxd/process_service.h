@@ -26,6 +26,10 @@ struct ProcessOptions {
   size_t max_streams = 1024;  // Start and Execute calls at once, past which RESOURCE_EXHAUSTED
   // The most an Execute keeps of each stream (its answer is one message).
   size_t execute_output_limit = size_t{64} << 20;
+  // SendSignal SIGKILL: the stop with no grace (ServeOptions::stop_at_once).
+  StopPlan kill_plan = StopPlan::standard(SIGKILL, Nanos{0});
+  // Each command runs under a pmon of its own (ServeOptions::job_wrapper).
+  bool own_pmon = false;
 };
 
 class ProcessService final : public process::v1::ProcessService::Service {

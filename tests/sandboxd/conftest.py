@@ -142,11 +142,18 @@ class Sandboxd:
             self.channel.close()
 
 
-@pytest.fixture
-def sandboxd(tmp_path, recorded):
+# Each test on the host's strongest boundary, and again as in a container
+# that has neither cgroup2 nor PID namespaces to give: the subreaper
+# backend, where every command runs under a pmon of its own.
+HOLDS = {"boundary": (), "own-pmon": ("--confine", "subreaper")}
+
+
+@pytest.fixture(params=list(HOLDS))
+def sandboxd(request, tmp_path, recorded):
     root = tmp_path / "ws"
     root.mkdir()
-    s = Sandboxd(root, recorded)
+    s = Sandboxd(root, recorded, *HOLDS[request.param])
+    s.holds = request.param
     yield s
     rc = s.stop()
     assert rc == 0, f"pmon sandboxd exit {rc}: {s.err.read_text()}"

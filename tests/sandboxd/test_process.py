@@ -16,7 +16,7 @@ import grpc
 import pytest
 from google.protobuf import empty_pb2
 
-from conftest import alive, config, escaper, gone, pb, read_procs, sh, start_time, wait_until, Sandboxd
+from conftest import HOLDS, alive, config, escaper, gone, pb, read_procs, sh, start_time, wait_until, Sandboxd
 
 
 def start(s, cfg, **kw):
@@ -192,10 +192,11 @@ def test_errors_are_status_codes(sandboxd, tmp_path):
     stream.cancel()
 
 
-def test_sigterm_of_sandboxd_ends_every_stream_and_tree(tmp_path, recorded):
+@pytest.mark.parametrize("holds", list(HOLDS))
+def test_sigterm_of_sandboxd_ends_every_stream_and_tree(tmp_path, recorded, holds):
     root = tmp_path / "ws"
     root.mkdir()
-    s = Sandboxd(root, recorded)
+    s = Sandboxd(root, recorded, *HOLDS[holds])
     streams = []
     for i in range(3):
         procs = root / f"procs{i}"
@@ -214,10 +215,11 @@ def test_sigterm_of_sandboxd_ends_every_stream_and_tree(tmp_path, recorded):
     s.channel.close()
 
 
-def test_sigkill_of_sandboxd_leaves_nothing(tmp_path, recorded):
+@pytest.mark.parametrize("holds", list(HOLDS))
+def test_sigkill_of_sandboxd_leaves_nothing(tmp_path, recorded, holds):
     root = tmp_path / "ws"
     root.mkdir()
-    s = Sandboxd(root, recorded)
+    s = Sandboxd(root, recorded, *HOLDS[holds])
     procs = root / "procs"
     recorded.add_file(procs)
     stream, _ = start(s, sh(f"echo up; exec {escaper()} {procs} -x sleep name=d,orphan,setsid,ignore"))
@@ -401,5 +403,8 @@ def test_health_says_how_commands_are_held(sandboxd):
     with urllib.request.urlopen(sandboxd.rest + "/v1/health", timeout=30) as r:
         h = json.loads(r.read())
     assert h["status"] == "ok"
-    assert h["confinement"] in ("cgroup", "pidns"), h
+    if sandboxd.holds == "own-pmon":
+        assert h["confinement"] == "subreaper, a pmon of each command's own", h
+    else:
+        assert h["confinement"] in ("cgroup", "pidns"), h
     assert f"each command held by {h['confinement']}" in sandboxd.err.read_text()
