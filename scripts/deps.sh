@@ -26,6 +26,7 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev libgtest-dev lib
       python3-build lintian podman containerd             # the artifacts: wheel, .deb check, container scenarios
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # pmon-sandboxd (gRPC)
       python3-grpcio python3-protobuf   # its tests' gRPC client
+      catatonit python3-yaml   # its pod under podman kube play (the pod's infra process; the pod made from the template)
       clang-19 libclang-rt-19-dev)  # scripts/fuzz.sh: libFuzzer (clang 14 cannot compile GCC 12's <expected>)
 [ $build_only = 0 ] || pkgs=("${build_pkgs[@]}")
 missing=()
