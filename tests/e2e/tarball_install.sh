@@ -3,8 +3,9 @@
 # directory scripts/release.sh filled): SHA256SUMS checks them; the x86_64
 # one, unpacked with the README's line into a prefix, gives a stripped
 # static pmon that prints the release's version, finds its helper, stops a
-# setsid daemon, and whose man pages man can show; the aarch64 one holds the
-# same files, for aarch64.
+# setsid daemon, and whose man pages man can show; pmon sandboxd's tarball
+# unpacked over it serves with the libraries it brings; the aarch64 one holds
+# the same files, for aarch64.
 . "$(dirname "$0")/common.inc"
 
 dist=${PMON_DIST:-}
@@ -39,6 +40,25 @@ done
 MANWIDTH=80 man -M "$prefix/share/man" pmon 2> /dev/null | grep -q 'EXIT STATUS' || fail "man -M <prefix>/share/man pmon does not show pmon(1)"
 cmp -s "$prefix/LICENSE" "$(dirname "$0")/../../LICENSE" || fail "the tarball's LICENSE is not the project's"
 echo "ok: man pages and LICENSE"
+
+# pmon sandboxd's tarball, unpacked over the same prefix: pmon finds the
+# program, the program its libraries (all but the C library's), and it
+# serves.
+sbx=$(ls "$dist"/pmon-*-x86_64-linux-sandboxd.tar.gz)
+tar -C "$prefix" --strip-components=1 -xzf "$sbx"
+! ldd "$prefix/libexec/pmon/pmon-sandboxd" | grep -v -E '/libexec/pmon/lib/|lib(c|m)\.so|ld-linux|linux-vdso' | grep '=>' ||
+  fail "pmon-sandboxd loads a library from outside its tarball and the C library"
+[ "$(ls "$prefix"/share/doc/pmon-sandboxd/*.copyright | wc -l)" -ge 10 ] ||
+  fail "too few copyright files for its libraries: $(ls "$prefix"/share/doc/pmon-sandboxd)"
+mkdir -p "$t/ws"
+"$p" sandboxd -q --listen-host 127.0.0.1 --grpc-port 0 --rest-port 0 --root-dir "$t/ws" 2> "$t/sbx.err" &
+sbx_pid=$!
+record_pid "$sbx_pid"
+for _ in $(seq 200); do grep -q 'REST API' "$t/sbx.err" 2> /dev/null && break; kill -0 "$sbx_pid" 2> /dev/null || break; sleep 0.05; done
+kill -0 "$sbx_pid" 2> /dev/null || fail "pmon sandboxd from the tarballs did not start: $(cat "$t/sbx.err")"
+kill -TERM "$sbx_pid"
+wait "$sbx_pid" || fail "pmon sandboxd from the tarballs exited $? on SIGTERM: $(cat "$t/sbx.err")"
+echo "ok: pmon sandboxd from its tarball, over pmon's: its libraries beside it, it serves and stops"
 
 mkdir -p "$t/arm"
 tar -C "$t/arm" --strip-components=1 -xzf "$arm"
