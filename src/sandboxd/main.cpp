@@ -21,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "cli/sandboxd_flags.h"
+#include "confine/ns_root.h"
 #include "confine/pidns_init.h"
 #include "sandboxd/engine.h"
 #include "sandboxd/files_api.h"
@@ -72,6 +73,24 @@ int main(int argc, char** argv) {
 
   auto root = sandboxd::Root::open(cfg->root_dir);
   if (!root) cli::die("sandboxd: --root-dir " + cfg->root_dir + ": " + root.error().message());
+  // In a container with its own cgroup namespace and a writable cgroup2,
+  // this daemon and the container's first process sit in the namespace's
+  // root, where the commands' leaves could get no controller (a cgroup that
+  // holds processes gives its children none): they move into a cgroup of
+  // their own, and the leaves are made beside it, in the root.
+  std::string moved_note;
+  if (cfg->jobs.confine.cgroup_root.empty() && cfg->jobs.confine.confine != "pidns" &&
+      cfg->jobs.confine.confine != "subreaper" && cfg->jobs.confine.confine != "pgroup") {
+    confine::RootMove m = confine::leave_namespace_root("sandboxd");
+    if (m.moved) {
+      cfg->jobs.confine.cgroup_root = m.root;
+      moved_note = "; the container's " + std::to_string(m.processes) + " process" + (m.processes == 1 ? "" : "es") +
+                   " moved from its cgroup namespace's root to " + m.to + ", the commands' leaves beside it";
+    } else if (!m.why_not.empty() && !cfg->quiet) {
+      std::fprintf(stderr, "pmon: sandboxd: warning: the commands' leaves stay beside this daemon, where they can "
+                   "get no controller (%s)\n", m.why_not.c_str());
+    }
+  }
   serve::ServeOptions opts;
   Selection sel = cfg->jobs.apply("sandboxd", cfg->quiet, opts, own_pmon());
   opts.quiet = cfg->quiet;
@@ -137,8 +156,9 @@ int main(int argc, char** argv) {
   // (the ports bound: 0 asks for any free one)
   if (!cfg->quiet)
     std::fprintf(stderr, "pmon: sandboxd: process service on %s:%d, REST API on %s:%d; sandbox root %s; "
-                 "each command held by %s\n",
-                 host.c_str(), bound, host.c_str(), rest.port(), root->path().c_str(), ropts.confinement.c_str());
+                 "each command held by %s%s\n",
+                 host.c_str(), bound, host.c_str(), rest.port(), root->path().c_str(), ropts.confinement.c_str(),
+                 moved_note.c_str());
 
   // Until SIGTERM or SIGINT: every command is then stopped and verified
   // gone (each Start's handler has its exit event), and health says 503.

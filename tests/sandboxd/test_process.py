@@ -408,3 +408,62 @@ def test_health_says_how_commands_are_held(sandboxd):
     else:
         assert h["confinement"] in ("cgroup", "pidns"), h
     assert f"each command held by {h['confinement']}" in sandboxd.err.read_text()
+
+
+def test_in_a_cgroup_namespace_root_it_moves_out_of_it(tmp_path, recorded):
+    # As in a container with a cgroup namespace of its own and a writable
+    # cgroup2 (here: a cgroup of the test's, a cgroup namespace rooted there
+    # and cgroup2 mounted again where the host has it, in a mount namespace
+    # of its own): the daemon and another process (the container's first one)
+    # sit in the namespace's root. The daemon moves them both into a cgroup
+    # of their own, so the root holds no process (and could give the
+    # commands' leaves controllers), and makes each command's leaf in the
+    # root, beside it; a command's tree is still stopped whole.
+    mount = pathlib.Path("/sys/fs/cgroup/unified")
+    if not (mount / "cgroup.procs").exists():
+        mount = pathlib.Path("/sys/fs/cgroup")
+    if os.geteuid() != 0 or not (mount / "cgroup.subtree_control").exists():
+        pytest.skip("needs root and a cgroup2 hierarchy")
+    ns_root = mount / f"pmon-test-nsroot-{os.getpid()}"
+    ns_root.mkdir()
+    other = tmp_path / "other"
+    script = (f'echo $$ > {ns_root}/cgroup.procs && exec unshare -C -m --propagation private sh -c '
+              f'\'mount -t tmpfs tmpfs {mount} && mount -t cgroup2 cgroup2 {mount} && {{ sleep 300 & echo $! > {other}; }} && exec "$@"\' sh "$@"')
+    root = tmp_path / "ws"
+    root.mkdir()
+    try:
+        s = Sandboxd(root, recorded, prefix=("sh", "-c", script, "sh"))
+        assert wait_until(lambda: other.exists() and other.read_text().strip())
+        sleeper = int(other.read_text())
+        recorded.add(sleeper, start_time(sleeper))
+        assert f"moved from its cgroup namespace's root to {mount}/sandboxd" in s.err.read_text(), s.err.read_text()
+        assert (ns_root / "cgroup.procs").read_text() == "", "the namespace's root still holds processes"
+        held = sorted(int(p) for p in (ns_root / "sandboxd" / "cgroup.procs").read_text().split())
+        # (and the daemon's crash guard, started after the move)
+        assert {s.proc.pid, sleeper} <= set(held), held
+        procs = root / "procs"
+        recorded.add_file(procs)
+        stream, pid = start(s, sh(f"exec {escaper()} {procs} -x sleep name=d,orphan,setsid,ignore"))
+        assert wait_until(lambda: len(read_procs(procs)) == 2)
+        leaves = [d for d in ns_root.iterdir() if d.is_dir() and d.name != "sandboxd"]
+        assert len(leaves) == 1 and leaves[0].name.startswith("pmon-"), leaves
+        in_leaf = (leaves[0] / "cgroup.procs").read_text().split()
+        assert all(str(p) in in_leaf for p, _, _ in read_procs(procs)), (in_leaf, read_procs(procs))
+        s.stub.SendSignal(pb.SendSignalRequest(process_id=pid, signal=pb.SIGNAL_SIGTERM))
+        _, _, code = drain(stream)
+        assert code == 143
+        assert gone(read_procs(procs)) == []
+        assert s.stop() == 0, s.err.read_text()
+    finally:
+        recorded.cleanup()
+        def removed(d):
+            try:
+                d.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                return False
+        # (deepest first; a cgroup whose last process is still exiting is busy a moment)
+        for d in sorted([d for d in ns_root.rglob("*") if d.is_dir()], key=lambda p: -len(p.parts)) + [ns_root]:
+            assert wait_until(lambda: removed(d), 10), f"cannot remove {d}"
