@@ -28,7 +28,7 @@
 #include "sandboxd/process_service.h"
 #include "sandboxd/rest_server.h"
 #include "jobs/options.h"
-#include "serve/service.h"
+#include "jobs/service_loop.h"
 
 extern char** environ;
 
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
 
   // Until SIGTERM or SIGINT: every command is then stopped and verified
   // gone (each Start's handler has its exit event), and health says 503.
-  int rc = serve::serve(*sel.backend, opts);
+  int rc = serve::serve_threaded(*sel.backend, opts);
   engine.stop();
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(cfg->shutdown_timeout);

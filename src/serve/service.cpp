@@ -1,269 +1,88 @@
 // SPDX-License-Identifier: Apache-2.0
-// The service's loop and what wires its parts: the connections hand each
+// What wires pmon serve's and pmon mcp's parts: the connections hand each
 // line to the front end (JSON-RPC methods, or MCP), which answers it on the
 // job table; the table hands what waiting requests are owed back to that
-// front end. Signals, the parent's death, the timer and the idle tidying of
-// left-over cgroup leaves are the loop's own.
+// front end. The loop (signals, the parent's death, the timer, the crash
+// guard, tidying) is the job engine's (jobs/service_loop.h); a service
+// whose requests come from threads (pmon sandboxd) has no connections here.
 #include "serve/service.h"
 
-#include <signal.h>
-#include <sys/epoll.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <new>
-#include <string>
-#include <vector>
 
 #include "jobs/job_table.h"
-#include "jobs/threaded_front.h"
 #include "jobs/poller.h"
+#include "jobs/service_loop.h"
 #include "serve/connections.h"
 #include "serve/mcp_adapter.h"
 #include "serve/methods.h"
-#include "sys/syscalls.h"
 
 namespace pmon::serve {
 
 namespace {
 
-constexpr size_t kTidyBatch = 8;
-// While stop work is queued (jobs/stops.h), or requests answered in slices
-// (Connections::defer), events are only looked at, not waited for; after a
-// slice that took its whole time the loop waits up to kStopPauseMs for
-// events before the next: the jobs just signalled exit meanwhile, other
-// processes have the CPU a moment, and a request that comes wakes it at once.
-constexpr int kStopPauseMs = 1;
-constexpr int64_t kTidySliceNs = 2'000'000;
-
-class Service final : private ConnEvents {
+class Service final : private ConnEvents, private LoopFront {
  public:
   Service(Backend& backend, const ServeOptions& opts)
-      : backend_(backend),
-        opts_(opts),
+      : opts_(opts),
         conns_(opts_, poller_, *this),
         jobs_(backend, opts_, poller_, conns_.waiting(), spawn_base_),
         methods_(jobs_, conns_),
         mcp_(jobs_, conns_),
-        front_(opts_.mcp ? static_cast<FrontEnd*>(&mcp_) : &methods_) {
-    jobs_.set_front(opts_.threaded ? static_cast<Front*>(opts_.threaded) : front_);
+        front_(opts_.mcp ? static_cast<FrontEnd*>(&mcp_) : &methods_),
+        loop_(backend, opts_, poller_, spawn_base_, jobs_, this) {
+    jobs_.set_front(front_);
     // (the jobs' stdin and streams are held within the connections' share)
     jobs_.answers().set_room([this] {
       const size_t room = conns_.reply_room();
       return room - std::min(room, jobs_.io_used());
     });
   }
-  int run();
+  int run() { return loop_.run(); }
 
  private:
-  bool setup();
-  void on_event(uint64_t t, uint32_t events);
-  void on_signals();
-  void begin_shutdown();
-  void watch_guard();
-  void on_guard_end();
-  void arm_timer();
-
+  // ConnEvents
   void on_line(Conn& c, std::string_view line) override { front_->on_line(c, line); }
   void on_closed(uint64_t conn) override { jobs_.connection_closed(conn); }
-  void on_stdin_end() override { begin_shutdown(); }
+  void on_stdin_end() override { loop_.begin_shutdown(); }
 
-  Backend& backend_;
+  // LoopFront: the connections.
+  bool listen() override { return opts_.listen_fd < 0 || conns_.open_listener(); }
+  bool open_input() override { return !opts_.stdio || conns_.open_stdio(); }
+  void on_event(uint64_t t, uint32_t events) override {
+    if (tag_kind(t) == Tag::listener) conns_.on_accept();
+    else conns_.on_event(t, events);
+  }
+  int wait_ms(int pause_ms) const override {
+    if (conns_.resuming()) return 0;
+    if (conns_.deferred()) return conns_.deferred_slice_was_full() ? pause_ms : 0;
+    return -1;
+  }
+  void before_jobs() override {
+    conns_.run_deferred();
+    conns_.resume_reading();
+  }
+  void after_jobs() override { conns_.flush_sends(); }
+  void end_turn() override { conns_.drop_doomed(); }
+  void stop_accepting() override { conns_.stop_accepting(); }
+  void last_words() override { conns_.last_words(); }
+
   ServeOptions opts_;
   Poller poller_;
-  // What our jobs' children reset before exec (the service sets its
-  // dispositions in setup, once, and never again), and the open-files
-  // limit the service was started with, which they get back.
+  // What our jobs' children reset before exec and the open-files limit
+  // they get back (filled in by the loop before the first job).
   SpawnBase spawn_base_;
   Connections conns_;  // before jobs_: its budget of waiting requests outlives their tickets
   JobTable jobs_;
   Methods methods_;
   McpAdapter mcp_;
   FrontEnd* front_;  // one of the two, as opts_.mcp says
-  Fd sig_, timer_, parent_;
-  int guard_ = -1;  // the backend's crash guard's pidfd (the backend owns it)
-  int64_t armed_ = kForever;  // what the timer was last set to
+  ServiceLoop loop_;
 };
-
-bool Service::setup() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
-  (void)::sigprocmask(SIG_BLOCK, &set, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-  spawn_base_.changed_signals = sys::non_default_dispositions();
-  spawn_base_.wrapper = opts_.job_wrapper;
-  const bool polling = poller_.open();
-  sig_ = Fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  timer_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-  if (!polling || !sig_ || !timer_) return false;
-  poller_.watch(sig_.get(), EPOLLIN, tag(Tag::signals));
-  poller_.watch(timer_.get(), EPOLLIN, tag(Tag::timer));
-  // A job holds about six fds (its pipes, pidfd, leaf): under the usual
-  // soft limit of 1024 fewer than 170 would fit, whatever --max-jobs says.
-  rlimit& nofile = spawn_base_.nofile;
-  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    rlimit raised = nofile;
-    raised.rlim_cur = raised.rlim_max;
-    spawn_base_.nofile_raised = ::setrlimit(RLIMIT_NOFILE, &raised) == 0;
-  }
-  // What a service before this one left when it died with its crash
-  // guard (both SIGKILLed): its jobs' leaves are stopped, each said here,
-  // with -q too: what was found running and stopped is no chatter.
-  SpoolDir::sweep_dead([](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); });
-  if (opts_.listen_fd >= 0 && !conns_.open_listener()) return false;
-  if (opts_.threaded) {
-    opts_.threaded->attach(jobs_);
-    poller_.watch(opts_.threaded->wake_fd(), EPOLLIN, tag(Tag::threaded));
-  }
-  if (opts_.die_with_parent) {
-    pid_t ppid = ::getppid();
-    auto pfd = sys::pidfd_open(ppid);
-    // The parent may have died before its pidfd was opened: then we were
-    // reparented already and getppid() says so.
-    if (!pfd || ::getppid() != ppid) return begin_shutdown(), true;
-    parent_ = std::move(*pfd);
-    poller_.watch(parent_.get(), EPOLLIN, tag(Tag::parent));
-  }
-  return !opts_.stdio || conns_.open_stdio();
-}
-
-int Service::run() {
-  if (!setup()) return 125;
-  std::vector<epoll_event> evs(256);
-  backend_.defer_cleanup();
-  backend_.keep_helpers_apart();
-  if (std::string w = backend_.helper_warning(); !w.empty() && !opts_.quiet)
-    std::fprintf(stderr, "pmon: warning: %s\n", w.c_str());
-  watch_guard();
-  for (;;) {
-    if (jobs_.shutting_down() && jobs_.empty()) break;
-    arm_timer();
-    // What jobs that are over left behind (their cgroup leaves) is removed
-    // when nothing else is ready, a few at a time: a client waiting to hear
-    // that its 1000 jobs are gone does not wait for 1000 rmdirs. While stop
-    // work is queued, events are only looked at, not waited for.
-    const bool tidy = backend_.cleanup_due();
-    const bool busy = conns_.resuming() || conns_.deferred() || jobs_.stops_queued();
-    const bool full = conns_.deferred() && conns_.deferred_slice_was_full();
-    const int wait_ms = conns_.resuming()      ? 0
-                        : conns_.deferred()    ? (full ? kStopPauseMs : 0)
-                        : jobs_.stops_queued() ? (jobs_.stop_slice_was_full() ? kStopPauseMs : 0)
-                        : tidy                 ? 0
-                                               : -1;
-    int n = ::epoll_wait(poller_.fd(), evs.data(), static_cast<int>(evs.size()), wait_ms);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return 125;
-    }
-    if (n == 0 && tidy && !busy) {
-      // (An rmdir of a leaf can take a while: a few, or 2 ms of them.)
-      const int64_t until = sys::monotonic_ns() + kTidySliceNs;
-      for (size_t i = 0; i < kTidyBatch && backend_.cleanup_due(); ++i) {
-        backend_.tidy(1);
-        if (sys::monotonic_ns() >= until) break;
-      }
-      continue;
-    }
-    // Out of memory is an error reply where a request could be named
-    // (Connections::handle_line), else the event is dropped: the service,
-    // and with it its promise to stop every job, stays up.
-    try {
-      for (int i = 0; i < n; ++i) on_event(evs[i].data.u64, evs[i].events);
-      conns_.run_deferred();
-      conns_.resume_reading();
-      jobs_.on_time();
-      jobs_.run_stops();
-      jobs_.start_replacements();
-      conns_.flush_sends();
-      jobs_.make_reports();
-    } catch (const std::bad_alloc&) {
-    }
-    conns_.drop_doomed();
-  }
-  conns_.last_words();
-  return jobs_.all_verified() ? 0 : 125;
-}
-
-void Service::on_event(uint64_t t, uint32_t events) {
-  switch (tag_kind(t)) {
-    case Tag::listener: conns_.on_accept(); return;
-    case Tag::signals: on_signals(); return;
-    case Tag::timer: {
-      uint64_t v;
-      (void)!::read(timer_.get(), &v, sizeof v);
-      return;  // jobs_.on_time() runs after every batch
-    }
-    case Tag::parent: poller_.unwatch(parent_.get()); begin_shutdown(); return;
-    case Tag::guard: on_guard_end(); return;
-    case Tag::threaded: opts_.threaded->run_posted(); return;
-    case Tag::conn_in:
-    case Tag::conn_out: conns_.on_event(t, events); return;
-    default: jobs_.on_event(t, events); return;
-  }
-}
-
-void Service::on_signals() {
-  signalfd_siginfo info;
-  while (::read(sig_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) begin_shutdown();
-}
-
-void Service::begin_shutdown() {
-  if (jobs_.shutting_down()) return;
-  conns_.stop_accepting();
-  if (opts_.threaded) opts_.threaded->closing();
-  jobs_.shutdown();
-}
-
-void Service::watch_guard() {
-  guard_ = backend_.helper_pidfd();
-  if (guard_ >= 0) poller_.watch(guard_, EPOLLIN, tag(Tag::guard));
-}
-
-// The crash guard exited (it was killed): the service's SIGKILL would now
-// leave every job running. A new guard covers them all (it finds their
-// leaves by name); without one, nothing new is started.
-void Service::on_guard_end() {
-  poller_.unwatch(guard_);
-  guard_ = -1;
-  const pid_t old = backend_.helper_pid();
-  if (auto r = backend_.restart_helpers(); r) {
-    std::fprintf(stderr, "pmon: the crash guard (pid %d) ended; a new one (pid %d) guards every job\n", old,
-                 backend_.helper_pid());
-    if (std::string w = backend_.helper_warning(); !w.empty() && !opts_.quiet)
-      std::fprintf(stderr, "pmon: warning: %s\n", w.c_str());
-    watch_guard();
-  } else {
-    const std::string why = "the service's crash guard (pid " + std::to_string(old) +
-                            ") ended and no new one could be started (" + r.error() +
-                            "): a job started now would outlive a crash of the service; restart the service";
-    std::fprintf(stderr, "pmon: %s\n", why.c_str());
-    jobs_.refuse_new(why);
-  }
-}
-
-void Service::arm_timer() {
-  int64_t next = jobs_.next_deadline();
-  // Disarmed (by us, or it fired: it is one-shot) and nothing due: as it is.
-  if (next == kForever && armed_ == kForever) return;
-  armed_ = next;
-  itimerspec its{};
-  if (next != kForever) {
-    next = std::max<int64_t>(next, 1);
-    its.it_value.tv_sec = next / 1'000'000'000;
-    its.it_value.tv_nsec = next % 1'000'000'000;
-  }
-  (void)::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
-}
 
 }  // namespace
 
 int serve(Backend& backend, const ServeOptions& opts) {
+  if (opts.threaded) return serve_threaded(backend, opts);
   Service s(backend, opts);
   return s.run();
 }
