@@ -116,12 +116,18 @@ std::expected<serve::CreateParams, grpc::Status> params_of(const ProcessConfig& 
 // One Start or Execute at a time more, up to the bound.
 class Admission {
  public:
-  Admission(std::atomic<size_t>& n, size_t most) : n_(n) { ok_ = n_.fetch_add(1) < most; }
+  Admission(std::atomic<size_t>& n, size_t most) : n_(n), most_(most) { ok_ = n_.fetch_add(1) < most; }
   ~Admission() { n_.fetch_sub(1); }
-  bool ok() const { return ok_; }
+  // RESOURCE_EXHAUSTED past the bound.
+  std::optional<grpc::Status> refused() const {
+    if (ok_) return std::nullopt;
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "too many commands at once (" + std::to_string(most_) + "): wait for one to end");
+  }
 
  private:
   std::atomic<size_t>& n_;
+  size_t most_;
   bool ok_ = false;
 };
 
@@ -351,9 +357,7 @@ void ProcessService::wait_answered(std::chrono::system_clock::time_point deadlin
 grpc::Status ProcessService::Start(grpc::ServerContext* ctx, const process::v1::StartRequest* req,
                                    grpc::ServerWriter<process::v1::StartResponse>* out) {
   Admission admit(active_, opts_.max_streams);
-  if (!admit.ok())
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "too many commands at once (" + std::to_string(opts_.max_streams) + "): wait for one to end"};
+  if (auto no = admit.refused()) return *no;
   auto p = params_of(req->config(), opts_);
   if (!p) return p.error();
   p->stdin_null = false;
@@ -387,9 +391,7 @@ grpc::Status ProcessService::Start(grpc::ServerContext* ctx, const process::v1::
 grpc::Status ProcessService::Execute(grpc::ServerContext* ctx, const process::v1::ExecuteRequest* req,
                                      process::v1::ExecuteResponse* out) {
   Admission admit(active_, opts_.max_streams);
-  if (!admit.ok())
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "too many commands at once (" + std::to_string(opts_.max_streams) + "): wait for one to end"};
+  if (auto no = admit.refused()) return *no;
   auto p = params_of(req->config(), opts_);
   if (!p) return p.error();
   bool too_much = false;
