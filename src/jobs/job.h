@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -113,7 +114,10 @@ Error fd_error(const std::string& what, int err);
 
 struct Job {
   Job(size_t limit, MemoryBudget* budget, Poller& poller) : buffer(limit, budget), poller(poller) {}
-  ~Job() { drop_stdin(); }
+  ~Job() {
+    drop_stdin();
+    if (!inner_report.empty()) (void)::unlink(inner_report.c_str());
+  }
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
@@ -129,6 +133,8 @@ struct Job {
   bool keep = false;
   bool pty = false;  // out and in are the pty's master (two fds of it)
   bool own_pmon = false;  // its command runs under a pmon of its own (ServeOptions::job_wrapper)
+  std::string inner_report;  // where that pmon writes its report (in the spool directory), or ""
+
   const char* stdin_kind = "pipe";  // "pipe", "null" (/dev/null) or "pty", for the report
   std::unique_ptr<Call> call;
   Fd out;  // stdout and stderr of the job, one pipe (stdout alone with separateStderr)

@@ -12,6 +12,7 @@
 #include "core/units.h"
 #include "jobs/call_records.h"
 #include "jobs/json_text.h"
+#include "sys/proc.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
 
@@ -216,6 +217,12 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   j.name = p.name.value_or("");
   j.tell_end = p.tell_end;
   j.own_pmon = !spawn_base_.wrapper.empty();
+  // Its own pmon's report, for what that pmon stopped (its leftovers).
+  if (j.own_pmon && spool_dir_.ensure()) {
+    j.inner_report = spool_dir_.path() + "/" + j.id + ".call.json";
+    auto dashes = std::find(ro.spawn.argv.begin(), ro.spawn.argv.end(), "--");
+    ro.spawn.argv.insert(dashes, {"--report", j.inner_report});
+  }
   j.command = {p.command};
   j.command.insert(j.command.end(), p.args.begin(), p.args.end());
   j.creator = a.conn;
@@ -473,10 +480,25 @@ std::vector<Job*> JobTable::tasks_of(uint64_t conn) {
 Json JobTable::report(const Job& j) const {
   ReportContext ctx;
   ctx.passed_over = opts_.passed_over;
-  ctx.weak = backend_.kind() == ConfineKind::pgroup;
+  ctx.weak = backend_.kind() == ConfineKind::pgroup && !j.own_pmon;
   Json rep = report_object<Json>(j.call->result(), ctx);
+  if (j.own_pmon) {
+    // The call was the job's own pmon's, held by its process group; that
+    // pmon held the command's processes as their subreaper, and its report
+    // says what it stopped.
+    rep["command"] = j.command;
+    rep["confinement"] = "subreaper";
+    auto text = j.inner_report.empty() ? std::unexpected(std::error_code()) : sys::read_file(j.inner_report);
+    Json inner = text ? Json::parse(*text, nullptr, false) : Json();
+    if (inner.is_object()) {
+      for (const char* k : {"leftovers", "escaped"})
+        if (inner.contains(k)) rep[k] = inner[k];
+      if (inner.value("cleanup_verified", true) == false) rep["cleanup_verified"] = false;
+    }
+  }
   rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
                 {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}, {"stdin", j.stdin_kind}};
+  if (j.own_pmon) rep["job"]["ownPmon"] = true;
   if (j.ready && j.ready->decided()) {
     rep["job"]["ready"] = j.ready->outcome()->ready;
     if (!j.ready->outcome()->ready) rep["job"]["readyError"] = j.ready->outcome()->error;

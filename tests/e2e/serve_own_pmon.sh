@@ -83,7 +83,15 @@ while any(alive(p[0], p[1]) for p in pc) and time.monotonic() < end:
 left = [p for p in pc if alive(p[0], p[1])]
 if left:
     sys.exit("job c's main exited, and %s still runs" % left)
-print("ok: a job whose main exited: its output and exit status, and what it left (a setsid daemon) stopped")
+rep = call("terminal/report", {"terminalId": c})
+daemon = [p for p in pc if p[2] == "d"]
+if rep["command"] != ["sh", "-c", '"$0" "$@"; echo done; exit 7', escaper, c_out, "-x", "exit:0", spec]:
+    sys.exit("job c's report names the command %s" % rep["command"])
+if rep["confinement"] != "subreaper" or rep["confinement_weak"] or not rep["job"].get("ownPmon"):
+    sys.exit("job c's report: confinement %s, weak %s, job %s" % (rep["confinement"], rep["confinement_weak"], rep["job"]))
+if not daemon or daemon[0][0] not in [l["pid"] for l in rep["leftovers"]] or not rep["cleanup_verified"]:
+    sys.exit("job c's report does not list its daemon %s among the leftovers stopped: %s" % (daemon, rep["leftovers"]))
+print("ok: a job whose main exited: its output and exit status, and what it left (a setsid daemon) stopped and reported")
 
 # Ports: found below the job's own pmon.
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
