@@ -5,6 +5,8 @@
 1. Execute of /bin/true, one after the answer to the one before, against
    `pmon run -q -- /bin/true` per call and against the same job through
    `pmon serve` (create, wait_for_exit, release), in alternating batches;
+   and Execute on a second daemon where each command runs under a pmon of
+   its own (--confine subreaper, as in an unprivileged pod);
 2. Start -> ExitEvent of /bin/true (median, p90);
 3. 100 Start streams at once of `sleep 0.5`: all their exit events, wall time;
 4. the daemon's RSS with 100 idle streams (`sleep 600`), per stream;
@@ -36,12 +38,12 @@ PMON = sys.argv[1] if len(sys.argv) > 1 else "build/pmon"
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 
 
-def start_sandboxd(d):
-    root = os.path.join(d, "ws")
+def start_sandboxd(d, *extra, name="ws"):
+    root = os.path.join(d, name)
     os.mkdir(root)
-    err = open(os.path.join(d, "sandboxd.err"), "w+")
-    p = subprocess.Popen([PMON, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--root-dir", root],
-                         stderr=err)
+    err = open(os.path.join(d, name + ".err"), "w+")
+    p = subprocess.Popen([PMON, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--rest-port", "0",
+                          "--root-dir", root, *extra], stderr=err)
     for _ in range(3000):
         err.seek(0)
         m = re.search(r"on 127\.0\.0\.1:(\d+)", err.read())
@@ -83,7 +85,15 @@ with tempfile.TemporaryDirectory() as d:
     def run():
         subprocess.run([PMON, "run", "-q", "--", "/bin/true"], check=True)
 
-    ways = [("execute", execute), ("serve", serve), ("run", run)]
+    # The same daemon where no cgroup or PID namespace is to be had (an
+    # unprivileged pod): each command under a pmon of its own.
+    op, och, ostub = start_sandboxd(d, "--confine", "subreaper", name="ws-own")
+
+    def own_pmon():
+        r = ostub.Execute(pb.ExecuteRequest(config=true_cfg), timeout=30)
+        assert r.exit_code == 0
+
+    ways = [("execute", execute), ("serve", serve), ("run", run), ("own", own_pmon)]
     spent = {n: 0.0 for n, _ in ways}
     batch = 20
     rounds = max(1, N // batch)
@@ -98,6 +108,11 @@ with tempfile.TemporaryDirectory() as d:
           % (rate["execute"], rate["serve"], rate["run"]))
     print("  Execute against the job service %.2fx, against pmon run %.2fx"
           % (rate["execute"] / rate["serve"], rate["execute"] / rate["run"]))
+    print("Execute /bin/true, each command under a pmon of its own (--confine subreaper): %.0f calls/s, "
+          "%.2fx Execute on the host's boundary" % (rate["own"], rate["own"] / rate["execute"]))
+    op.terminate()
+    op.wait()
+    och.close()
 
     lat = []
     for _ in range(N):
