@@ -25,6 +25,10 @@ import grpc
 from process.v1 import process_pb2 as pb
 from process.v1 import process_pb2_grpc as pbg
 
+# (the sandboxd tests' own: a process by pid and start time, waiting on a condition)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "sandboxd"))
+from conftest import alive, start_time, wait_until  # noqa: E402
+
 grpc_port, rest_port, init_pid, down = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 sigkill = sys.argv[5:] == ["sigkill"]
 REST = f"http://127.0.0.1:{rest_port}"
@@ -39,18 +43,13 @@ def ok(msg):
     print(f"ok: {msg}", flush=True)
 
 
-def stat_of(pid):
+def ps_row(pid):
+    """(parent, start time, name) of pid, or None when there is none."""
     try:
         s = pathlib.Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    f = s[s.rindex(")") + 2:].split()
-    return f[0], int(f[1]), int(f[19]), s[s.index("(") + 1:s.rindex(")")]
-
-
-def alive(pid, st):
-    s = stat_of(pid)
-    return s is not None and s[2] == st and s[0] != "Z"
+    return int(s[s.rindex(")") + 2:].split()[1]), start_time(pid), s[s.index("(") + 1:s.rindex(")")]
 
 
 def tree():
@@ -58,10 +57,10 @@ def tree():
     parent, info = {}, {}
     for d in os.listdir("/proc"):
         if d.isdigit():
-            s = stat_of(int(d))
-            if s:
-                parent[int(d)] = s[1]
-                info[int(d)] = (s[2], s[3])
+            s = ps_row(int(d))
+            if s and s[1] is not None:
+                parent[int(d)] = s[0]
+                info[int(d)] = (s[1], s[2])
     below, grew = {init_pid}, True
     while grew:
         grew = False
@@ -70,15 +69,6 @@ def tree():
                 below.add(p)
                 grew = True
     return {(p, info[p][0]): info[p][1] for p in below if p in info}
-
-
-def wait_until(cond, seconds=20):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 def listening(port):
@@ -246,8 +236,8 @@ ok(f"POST /v1/reset: two commands stopped, {len(b.procs) + len(c.procs)} process
 # ExitEvent, and nothing of the pod is left.
 d = Stream(free_port())
 everything = tree()
-keeper = stat_of(init_pid)[1]  # conmon, which holds the container
-keeper_st = stat_of(keeper)[2]
+keeper = ps_row(init_pid)[0]  # conmon, which holds the container
+keeper_st = start_time(keeper)
 r = subprocess.run(down, shell=True, capture_output=True, text=True, timeout=120)
 if r.returncode != 0:
     fail(f"podman pod stop, kube down: {r.stderr.strip()}")
