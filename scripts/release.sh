@@ -198,10 +198,11 @@ libs_needed() {
 
 # pmon-sandboxd's tarball: the program, and beside it in lib/ every shared
 # library it loads except the C library's own, as the lister given after the
-# tarball's path lists them (with the program's path added). Named by their
+# tarball's path lists them (libs_ldd, or libs_needed and its directories:
+# called with the program's path first). Named by their
 # sonames, so its search path (lib/ next to it, then the system's) finds
 # them. Their packages' copyright files go with them.
-sandboxd_tarball() { # $1: arch, $2: pmon-sandboxd, $3: tarball path, $4...: the lister
+sandboxd_tarball() { # $1: arch, $2: pmon-sandboxd, $3: tarball path, $4: the lister, $5...: its arguments
   local name=pmon-$version-$1-linux d=$work/stage-sandboxd-$1 soname path pkg n=0
   rm -rf "$d"; mkdir -p "$d/$name/libexec/pmon/lib" "$d/$name/share/doc/pmon-sandboxd"
   cp "$2" "$d/$name/libexec/pmon/pmon-sandboxd"
@@ -219,7 +220,7 @@ sandboxd_tarball() { # $1: arch, $2: pmon-sandboxd, $3: tarball path, $4...: the
     [ -f "/usr/share/doc/$pkg/copyright" ] || die "no copyright file for $path ($pkg)"
     cp "/usr/share/doc/$pkg/copyright" "$d/$name/share/doc/pmon-sandboxd/$pkg.copyright"
     n=$((n + 1))
-  done < <("${@:4}" "$2")
+  done < <("$4" "$2" "${@:5}")
   [ $n -gt 0 ] || die "no library of $2 was listed"
   cp LICENSE "$d/$name/share/doc/pmon-sandboxd/LICENSE"
   chmod 644 "$d/$name"/share/doc/pmon-sandboxd/*
