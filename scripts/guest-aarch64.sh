@@ -69,7 +69,8 @@ qemu_pid=""
 client_pid=""
 cleanup() {
   if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; then kill -9 "$qemu_pid" 2>/dev/null || true; fi
-  if [ -n "$client_pid" ] && kill -0 "$client_pid" 2>/dev/null; then kill -9 "$client_pid" 2>/dev/null || true; fi
+  # (SIGTERM: timeout passes it on to the client)
+  if [ -n "$client_pid" ] && kill -0 "$client_pid" 2>/dev/null; then kill -TERM "$client_pid" 2>/dev/null || true; fi
   rm -rf --one-file-system "$run"
 }
 trap cleanup EXIT
