@@ -178,17 +178,22 @@ if [ -n "$sandboxd" ]; then
   # pmon-sandboxd and its lib/ where pmon looks (libexec/pmon beside bin/).
   mkdir -p "$s/opt/pmon/libexec"
   cp -r "$(dirname "$sbx")" "$s/opt/pmon/libexec/"
-  # The C library's files it loads (those its tarball leaves to the system),
-  # where an arm64 Debian has them: the arm64 loader searches that
-  # directory without a cache.
+  # The C library's files it loads (those its tarball leaves to the
+  # system), from Debian's libc6:arm64 and where an arm64 Debian has them:
+  # the arm64 loader searches that directory without a cache. Only those:
+  # a library the tarball lacks stays missing, as on a user's system.
   mkdir -p "$s/lib/aarch64-linux-gnu"
   ln -s aarch64-linux-gnu/ld-linux-aarch64.so.1 "$s/lib/ld-linux-aarch64.so.1"
+  libc_files=$(dpkg -L libc6:arm64) || die "libc6:arm64 is not installed (scripts/deps.sh installs it)"
   todo=("$s/opt/pmon/libexec/pmon/pmon-sandboxd" "$s"/opt/pmon/libexec/pmon/lib/*)
   while [ ${#todo[@]} -gt 0 ]; do
     f=${todo[0]}; todo=("${todo[@]:1}")
     for n in $(LC_ALL=C readelf -d "$f" | sed -n 's/^.*(NEEDED).*\[\(.*\)\]$/\1/p'); do
       [ -e "$s/opt/pmon/libexec/pmon/lib/$n" ] || [ -e "$s/lib/aarch64-linux-gnu/$n" ] && continue
-      [ -e "/usr/lib/aarch64-linux-gnu/$n" ] || die "$n, which $f needs, is not in /usr/lib/aarch64-linux-gnu"
+      if ! grep -qx "/lib/aarch64-linux-gnu/$n\|/usr/lib/aarch64-linux-gnu/$n" <<< "$libc_files"; then
+        echo "guest-aarch64: $n, which ${f#"$s"} needs, is neither in the sandboxd tarball nor the C library's: the guest has none"
+        continue
+      fi
       cp -L "/usr/lib/aarch64-linux-gnu/$n" "$s/lib/aarch64-linux-gnu/$n"
       todo+=("$s/lib/aarch64-linux-gnu/$n")
     done

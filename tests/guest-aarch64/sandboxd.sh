@@ -25,8 +25,15 @@ root=/tmp/sandboxd-root
   --grace 1s 2> "$t/err" &
 svc=$!
 svc_st=$(start_time_of "$svc")
-wait_until 90 grep -q 'process service on 0\.0\.0\.0:9090' "$t/err" ||
-  fail "pmon sandboxd did not start: $(cat "$t/err")"
+# (not left running by a failed check: the scenarios after this one)
+trap '! alive "$svc" "$svc_st" || kill -KILL "$svc"' EXIT
+# Until it listens, or has exited (a zombie until waited for).
+up_or_gone() {
+  grep -q 'process service on 0\.0\.0\.0:9090' "$t/err" && return 0
+  st=$(state_of "$svc"); [ -z "$st" ] || [ "$st" = Z ]
+}
+wait_until 90 up_or_gone
+grep -q 'process service on 0\.0\.0\.0:9090' "$t/err" || fail "pmon sandboxd did not start: $(cat "$t/err")"
 ok "pmon sandboxd (pmon-sandboxd $(wc -c < /opt/pmon/libexec/pmon/pmon-sandboxd) bytes, $(ls /opt/pmon/libexec/pmon/lib | wc -l) libraries) listening"
 
 # The host's client starts when it reads this line.
