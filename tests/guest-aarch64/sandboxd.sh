@@ -26,7 +26,7 @@ root=/tmp/sandboxd-root
 svc=$!
 svc_st=$(start_time_of "$svc")
 # (not left running by a failed check: the scenarios after this one)
-trap '! alive "$svc" "$svc_st" || kill -KILL "$svc"' EXIT
+trap '[ -z "$svc_st" ] || ! alive "$svc" "$svc_st" || kill -KILL "$svc"' EXIT
 # Until it listens, or has exited (a zombie until waited for).
 up_or_gone() {
   grep -q 'process service on 0\.0\.0\.0:9090' "$t/err" && return 0
