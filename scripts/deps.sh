@@ -23,6 +23,7 @@ pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libre2-dev libgtest-dev lib
       g++-aarch64-linux-gnu qemu-user-static googletest   # scripts/release.sh: the aarch64 pmon and its checks
       qemu-system-arm cpio   # scripts/guest-aarch64.sh: the aarch64 pmon in an arm64 guest
       libre2-dev:arm64    # (its RE2, from Debian's arm64 archive: the architecture is added for it)
+      libgrpc++-dev:arm64 libprotobuf-dev:arm64 libcpp-httplib-dev:arm64   # the aarch64 pmon-sandboxd
       python3-build lintian podman containerd             # the artifacts: wheel, .deb check, container scenarios
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # pmon-sandboxd (gRPC)
       python3-grpcio python3-protobuf   # its tests' gRPC client

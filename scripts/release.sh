@@ -4,11 +4,12 @@
 #   pmon-VERSION-x86_64-linux.tar.gz, pmon-VERSION-aarch64-linux.tar.gz
 #       bin/pmon (static, stripped), bin/pmon-shell (a link to it), libexec/pmon/pmon-systemd (the helper,
 #       stripped), share/man/man1/*.1.gz, LICENSE, README.md
-#   pmon-VERSION-x86_64-linux-sandboxd.tar.gz
+#   pmon-VERSION-x86_64-linux-sandboxd.tar.gz, pmon-VERSION-aarch64-linux-sandboxd.tar.gz
 #       what 'pmon sandboxd' runs, to unpack over the same directory as the
-#       x86_64 tarball: libexec/pmon/pmon-sandboxd (stripped), libexec/pmon/lib/
-#       (the shared libraries it needs, all but the C library's own) and
-#       share/doc/pmon-sandboxd/ (their copyright files)
+#       tarball of the same architecture: libexec/pmon/pmon-sandboxd
+#       (stripped), libexec/pmon/lib/ (the shared libraries it needs, all but
+#       the C library's own) and share/doc/pmon-sandboxd/ (their copyright
+#       files)
 #   pmon_VERSION_amd64.deb           the Debian package (cpack)
 #   pmon-runtime-VERSION.tgz, pmon-runtime-linux-x64-VERSION.tgz,
 #   pmon-runtime-linux-arm64-VERSION.tgz   the npm packages (npm pack)
@@ -27,9 +28,10 @@
 #               directory with every object compiled afresh, and checks
 #               that the x86_64 tarball made from it is byte for byte the
 #               same.
-# The aarch64 pmon is cross-built (g++-aarch64-linux-gnu, in build-aarch64/)
-# and checked under qemu-aarch64-static: its unit tests and a pmon run that
-# leaves a setsid daemon; what the emulator cannot run is listed.
+# The aarch64 pmon and pmon-sandboxd are cross-built (g++-aarch64-linux-gnu,
+# Debian's arm64 development packages, in build-aarch64/) and pmon is checked
+# under qemu-aarch64-static: its unit tests and a pmon run that leaves a
+# setsid daemon; what the emulator cannot run is listed.
 # Each part prints its time; the artifacts' sizes are printed at the end.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,8 +85,8 @@ mkdir -p "$out"
 work=$out/.work
 mkdir -p "$work"
 
-# The aarch64 build runs beside the x86_64 work: pmon, its helper and the
-# unit tests only; then the checks under the emulator.
+# The aarch64 build runs beside the x86_64 work: pmon, its helper,
+# pmon-sandboxd and the unit tests only; then the checks under the emulator.
 aarch64() {
   local s; s=$(date +%s)
   local b=$repo/build-aarch64
@@ -92,7 +94,8 @@ aarch64() {
   # longest part of the release.
   cmake -S . -B "$b" -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/toolchains/aarch64-linux-gnu.cmake" \
     "${release_flags[@]}" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" "${launcher[@]}" >/dev/null
-  nice cmake --build "$b" -j"$(nproc)" --target pmon pmon-systemd pmon_unit_tests >/dev/null
+  nice cmake --build "$b" -j"$(nproc)" --target pmon pmon-systemd pmon-sandboxd pmon_unit_tests >/dev/null ||
+    die "cannot cross-build pmon, its helper, pmon-sandboxd and the unit tests in $b (pmon-sandboxd needs the arm64 development files of gRPC, protobuf and cpp-httplib: scripts/deps.sh)"
   stamp "aarch64 cross build" "$s"
   s=$(date +%s)
   scripts/qemu-aarch64-check.sh "$b"
@@ -153,32 +156,72 @@ pack() {
     -cf - "$2" | gzip -9n > "$3"
 }
 
+# The C library's own shared libraries (libc, libm, the loader...): any
+# system with a C library as new as the build machine's has them, so they
+# are not shipped.
+libc_own() { # $1: soname
+  case $1 in
+    ld-linux*|libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libresolv.so.*|libutil.so.*|libanl.so.*) return 0 ;;
+  esac
+  return 1
+}
+
+# Lists of the shared libraries a program loads, one "soname path" a line.
+# libs_ldd PROGRAM: a program of this machine, as its loader finds them.
+libs_ldd() {
+  ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
+}
+# libs_needed PROGRAM DIR...: a program of another architecture, which cannot
+# be run here: its DT_NEEDED entries and theirs in turn, each the first file
+# of that name in DIRs (the target's library directories, searched as its
+# loader would search them); the C library's own are listed without being
+# followed (they need only each other).
+libs_needed() {
+  local prog=$1 soname dir f path; shift
+  local -a todo=("$prog") dirs=("$@")
+  local -A seen=()
+  while [ ${#todo[@]} -gt 0 ]; do
+    f=${todo[0]}; todo=("${todo[@]:1}")
+    for soname in $(LC_ALL=C readelf -d "$f" | sed -n 's/^.*(NEEDED).*\[\(.*\)\]$/\1/p'); do
+      [ -z "${seen[$soname]:-}" ] || continue
+      seen[$soname]=1
+      path=""
+      for dir in "${dirs[@]}"; do
+        [ -e "$dir/$soname" ] && { path=$dir/$soname; break; }
+      done
+      [ -n "$path" ] || die "$soname, which $f needs, is in none of ${dirs[*]}"
+      echo "$soname $path"
+      libc_own "$soname" || todo+=("$path")
+    done
+  done
+}
+
 # pmon-sandboxd's tarball: the program, and beside it in lib/ every shared
-# library it loads except the C library's own (libc, libm, the loader...),
-# which any system with a C library as new as the build machine's has.
-# Named by their sonames, so its search path (lib/ next to it, then the
-# system's) finds them. Their packages' copyright files go with them.
-sandboxd_tarball() { # $1: arch, $2: pmon-sandboxd, $3: tarball path
+# library it loads except the C library's own, as the lister given after the
+# tarball's path lists them (libs_ldd, or libs_needed and its directories:
+# called with the program's path first). Named by their
+# sonames, so its search path (lib/ next to it, then the system's) finds
+# them. Their packages' copyright files go with them.
+sandboxd_tarball() { # $1: arch, $2: pmon-sandboxd, $3: tarball path, $4: the lister, $5...: its arguments
   local name=pmon-$version-$1-linux d=$work/stage-sandboxd-$1 soname path pkg n=0
   rm -rf "$d"; mkdir -p "$d/$name/libexec/pmon/lib" "$d/$name/share/doc/pmon-sandboxd"
   cp "$2" "$d/$name/libexec/pmon/pmon-sandboxd"
   chmod 755 "$d/$name/libexec/pmon/pmon-sandboxd"
   while read -r soname path; do
-    case $soname in
-      ld-linux*|libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libresolv.so.*|libutil.so.*|libanl.so.*) continue ;;
-    esac
+    ! libc_own "$soname" || continue
     cp -L "$path" "$d/$name/libexec/pmon/lib/$soname"
     chmod 644 "$d/$name/libexec/pmon/lib/$soname"
     # (the package names the file as it was packaged: /lib or /usr/lib, the
-    # soname's link or the file)
+    # soname's link or the file; for another architecture, its package of
+    # that architecture)
     pkg=$(for p in "$path" "/usr$path" "$(readlink -f "$path")" "/usr$(readlink -f "$path")"; do
             dpkg -S "$p" 2> /dev/null || true; done | head -1 | cut -d: -f1)
     [ -n "$pkg" ] || die "no Debian package owns $path (its copyright cannot go with it)"
     [ -f "/usr/share/doc/$pkg/copyright" ] || die "no copyright file for $path ($pkg)"
     cp "/usr/share/doc/$pkg/copyright" "$d/$name/share/doc/pmon-sandboxd/$pkg.copyright"
     n=$((n + 1))
-  done < <(ldd "$2" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }')
-  [ $n -gt 0 ] || die "ldd listed no library of $2"
+  done < <("$4" "$2" "${@:5}")
+  [ $n -gt 0 ] || die "no library of $2 was listed"
   cp LICENSE "$d/$name/share/doc/pmon-sandboxd/LICENSE"
   chmod 644 "$d/$name"/share/doc/pmon-sandboxd/*
   pack "$d" "$name" "$3"
@@ -194,7 +237,7 @@ strip_to strip "$build/pmon" "$work/x86_64/pmon"
 strip_to strip "$build/pmon-systemd" "$work/x86_64/pmon-systemd"
 strip_to strip "$build/pmon-sandboxd" "$work/x86_64/pmon-sandboxd"
 tarball x86_64 "$work/x86_64/pmon" "$work/x86_64/pmon-systemd" "$out/pmon-$version-x86_64-linux.tar.gz"
-sandboxd_tarball x86_64 "$work/x86_64/pmon-sandboxd" "$out/pmon-$version-x86_64-linux-sandboxd.tar.gz"
+sandboxd_tarball x86_64 "$work/x86_64/pmon-sandboxd" "$out/pmon-$version-x86_64-linux-sandboxd.tar.gz" libs_ldd
 stamp "x86_64 tarball" "$s"
 
 # The Debian package, from the x86_64 build (cpack strips it).
@@ -223,7 +266,7 @@ if [ $check_repro = 1 ]; then
   strip_to strip "$rb/pmon-systemd" "$work/pmon-systemd-x86_64-again"
   strip_to strip "$rb/pmon-sandboxd" "$work/pmon-sandboxd-x86_64-again"
   tarball x86_64 "$work/pmon-x86_64-again" "$work/pmon-systemd-x86_64-again" "$work/again.tar.gz"
-  sandboxd_tarball x86_64 "$work/pmon-sandboxd-x86_64-again" "$work/again-sandboxd.tar.gz"
+  sandboxd_tarball x86_64 "$work/pmon-sandboxd-x86_64-again" "$work/again-sandboxd.tar.gz" libs_ldd
   if cmp "$out/pmon-$version-x86_64-linux.tar.gz" "$work/again.tar.gz" &&
      cmp "$out/pmon-$version-x86_64-linux-sandboxd.tar.gz" "$work/again-sandboxd.tar.gz"; then
     echo "release: reproducible: a second build of pmon (build-repro/, every object compiled afresh) made the same tarballs, sha256 $(cat "$work/again.tar.gz" "$work/again-sandboxd.tar.gz" | sha256sum | cut -c1-16)..."
@@ -243,7 +286,11 @@ sed 's/^/  aarch64: /' "$work/aarch64.log"
 [ $rc = 0 ] || die "the aarch64 build or its checks failed"
 strip_to aarch64-linux-gnu-strip "$repo/build-aarch64/pmon" "$work/aarch64/pmon"
 strip_to aarch64-linux-gnu-strip "$repo/build-aarch64/pmon-systemd" "$work/aarch64/pmon-systemd"
+strip_to aarch64-linux-gnu-strip "$repo/build-aarch64/pmon-sandboxd" "$work/aarch64/pmon-sandboxd"
 tarball aarch64 "$work/aarch64/pmon" "$work/aarch64/pmon-systemd" "$out/pmon-$version-aarch64-linux.tar.gz"
+# (its libraries: Debian's arm64 packages, where the arm64 loader looks)
+sandboxd_tarball aarch64 "$work/aarch64/pmon-sandboxd" "$out/pmon-$version-aarch64-linux-sandboxd.tar.gz" \
+  libs_needed /lib/aarch64-linux-gnu /usr/lib/aarch64-linux-gnu
 
 # The npm packages: the main one and one per platform (scripts/npm-pack.sh).
 s=$(date +%s)

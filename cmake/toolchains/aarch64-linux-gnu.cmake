@@ -21,3 +21,8 @@ set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)
 # archive is Debian's multiarch package (libre2-dev:arm64, in
 # /usr/lib/aarch64-linux-gnu): its headers are the same too.
 set(PMON_RE2_ARCHIVE /usr/lib/aarch64-linux-gnu/libre2.a CACHE FILEPATH "RE2's archive for the target")
+# pmon-sandboxd's libraries (gRPC, protobuf, cpp-httplib) are Debian's
+# multiarch development packages too (libgrpc++-dev:arm64 ...): the target's
+# pkg-config files are here; without them pmon-sandboxd is not built.
+set(PMON_TARGET_PKG_CONFIG_DIR /usr/lib/aarch64-linux-gnu/pkgconfig CACHE PATH
+    "The target's pkg-config files, for pmon-sandboxd's libraries")

@@ -26,7 +26,7 @@ hostname pmon-aarch64
 read -r up _ < /proc/uptime
 echo "pmon-aarch64: system: kernel $(uname -r) $(uname -m), $(nproc) CPUs," \
      "cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control), booted in ${up} s"
-export PMON=/opt/pmon/pmon
+export PMON=/opt/pmon/bin/pmon
 echo "pmon-aarch64: $($PMON --version)"
 
 for s in /opt/pmon/tests/*.sh; do
