@@ -67,7 +67,8 @@ warn=$(zcat "$root/usr/share/man/man1/pmon.1.gz" | LC_ALL=C.UTF-8 MANWIDTH=80 ma
 [ -z "$warn" ] || fail "man warns about pmon(1): $warn"
 echo "ok: pmon(1) and a page for each subcommand ($(echo $subs))"
 if command -v lintian > /dev/null; then
-  lintian --tag-display-limit 0 "$deb" > "$t/lintian.log" 2>&1 || true
+  # (its temporary files in the scenario's directory, not in /tmp)
+  TMPDIR="$t" lintian --tag-display-limit 0 "$deb" > "$t/lintian.log" 2>&1 || true
   if grep -q '^E: ' "$t/lintian.log"; then fail "lintian finds errors: $(grep '^E: ' "$t/lintian.log")"; fi
   echo "ok: lintian finds no error ($(grep -c '^W: ' "$t/lintian.log") warnings)"
   sed 's/^/  /' "$t/lintian.log"
