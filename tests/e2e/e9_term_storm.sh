@@ -47,10 +47,18 @@ term_storm() {
   [ "$forks" -gt 0 ] && [ "$peak" -le "$CAP" ] || fail "$label: storm counters: forks $forks peak $peak"
 }
 
-term_storm "cgroup, frozen TERM pass"
-stop_ns=$(( $(date -d "$(rj "$t/r.json" .started_at)" +%s%N) +
-            $(rj "$t/r.json" '.stop.signal_sent_ms * 1000000 | floor') ))
-[ "$last" -gt "$(( stop_ns - 200000000 ))" ] || fail "the storm had stopped forking well before the stop began (not a test)"
+# The storm must still be forking when the stop begins, or the run tests
+# nothing: its brakes (the machine's task count, its cap of live processes)
+# can hold it back while other work beside it fills the machine. Such a run
+# is made again, up to three times; anything else fails at once.
+for attempt in 1 2 3; do
+  term_storm "cgroup, frozen TERM pass"
+  stop_ns=$(( $(date -d "$(rj "$t/r.json" .started_at)" +%s%N) +
+              $(rj "$t/r.json" '.stop.signal_sent_ms * 1000000 | floor') ))
+  [ "$last" -gt "$(( stop_ns - 200000000 ))" ] && break
+  [ $attempt -lt 3 ] || fail "the storm had stopped forking well before the stop began, three times (not a test)"
+  echo "note: the storm had stopped forking $(( (stop_ns - last) / 1000000 )) ms before the stop began (held back by its brakes): again"
+done
 [ "$(rj "$t/r.json" .stop.kill_sent_ms)" = null ] ||
   fail "SIGKILL was needed: SIGTERM did not reach the whole storm (empty at $(rj "$t/r.json" .stop.empty_confirmed_ms) ms, TERM at $(rj "$t/r.json" .stop.signal_sent_ms) ms)"
 took=$(rj "$t/r.json" '(.stop.empty_confirmed_ms - .stop.signal_sent_ms) | floor')
