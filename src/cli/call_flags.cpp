@@ -2,7 +2,10 @@
 #include "cli/call_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "cli/cli.h"
@@ -23,6 +26,31 @@ void ConfineFlags::add_to(CLI::App& app, bool with_isolate) {
     app.add_flag("--isolate", isolate,
                "a cgroup of its own inside new PID, cgroup, mount and user namespaces: even a hostile command "
                "cannot get out");
+}
+
+void ConfineFlags::add_session_to(CLI::App& app, SessionUse use) {
+  session_use = use;
+  if (use == SessionUse::shell) return;  // a harness's prefix: the environment and the config file say it
+  const std::string who = use == SessionUse::service ? "every job of this service" : "every call of the session";
+  if (use == SessionUse::run)
+    app.add_option("--session", session_name,
+                   "run the call in the session NAME: one cgroup shared by every call of that name, with the "
+                   "session's envelope (default: $PMON_SESSION)")
+        ->type_name("NAME");
+  app.add_option("--session-profile", envelope.profile,
+                 "the session's envelope from a profile: small, standard, large, or one of the config file "
+                 "(none: no envelope; default: $PMON_SESSION_PROFILE, then the config file's [session])")
+      ->type_name("NAME");
+  app.add_option("--session-memory-max", envelope.memory_max,
+                 "most memory " + who + " may use together (memory.max of the session's cgroup)")
+      ->type_name("SIZE");
+  app.add_option("--session-memory-high", envelope.memory_high,
+                 "memory past which the session is slowed down and reclaimed (default: 3/4 of "
+                 "--session-memory-max)")
+      ->type_name("SIZE");
+  app.add_option("--session-pids-max", envelope.pids_max, "most processes and threads of the session at once")
+      ->type_name("N");
+  app.add_option("--session-cpu-max", envelope.cpu_max, "CPU time of the whole session, in CPUs")->type_name("CORES");
 }
 
 Selection ConfineFlags::select(const std::string& sub, bool verbose, bool quiet) const {
@@ -52,6 +80,36 @@ std::expected<Selection, Error> ConfineFlags::try_select(const std::string& sub)
   // Without the cgroup backend it fails closed: a PID namespace alone does
   // not stop a call from moving itself to another cgroup.
   req.isolate = isolate;
+  if (session_use != SessionUse::none) {
+    auto env = resolve_envelope(envelope);
+    if (!env) die(sub + ": " + env.error());
+    std::string name = session_name;
+    if (name.empty() && session_use != SessionUse::service)
+      if (const char* n = std::getenv("PMON_SESSION"); n != nullptr) name = n;
+    std::optional<SessionKey> key;
+    if (!name.empty()) {
+      auto k = SessionKey::named_(name);
+      if (!k) die(sub + ": " + (session_name.empty() ? "PMON_SESSION" : "--session") + ": " + k.error());
+      key = *k;
+    } else if (session_use == SessionUse::shell) {
+      key = SessionKey::of_harness(::getppid());
+    } else if (session_use == SessionUse::service || (*env && (*env)->asked)) {
+      key = SessionKey::of_this_process();
+    }
+    // pmon run alone is no session: the configured default applies to a
+    // named one, a service and a harness's calls.
+    if (key) {
+      req.session = key;
+      req.envelope = env->value_or(Envelope{});
+      if (!*env) req.envelope->asked = false, req.envelope->set_by = "the session";
+    }
+    // A session named but given no envelope is only a shared cgroup; none
+    // at all for a service with nothing configured.
+    if (key && !*env && key->kind != SessionKey::Kind::named) {
+      req.session.reset();
+      req.envelope.reset();
+    }
+  }
   auto sel = select_backend(req);
   if (!sel && isolate) return std::unexpected(prefixed("--isolate: ", std::move(sel.error())));
   return sel;
@@ -121,6 +179,7 @@ StopPlan StopFlags::parse(const std::string& sub, const std::string& grace_from)
 
 void JobFlags::add_to(CLI::App& app) {
   confine.add_to(app);
+  confine.add_session_to(app, ConfineFlags::SessionUse::service);
   app.add_option("--max-jobs", max_jobs,
                  "most jobs at once, running or ended but not yet removed (pmon rm) (default 1024)")
       ->type_name("N");

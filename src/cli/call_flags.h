@@ -8,6 +8,7 @@
 #include <string>
 
 #include "confine/boundary.h"
+#include "core/session_config.h"
 #include "core/stop.h"
 
 namespace CLI {
@@ -25,9 +26,19 @@ struct ConfineFlags {
   std::string confine = "auto";
   std::string cgroup_root;
   bool isolate = false;
+  // The session the calls belong to, and its envelope (confine/session.h):
+  // a service is one session (its own); pmon run is in one when it is
+  // named (--session, PMON_SESSION) or given an envelope; pmon-shell's
+  // calls share their harness's (the process that started pmon-shell).
+  enum class SessionUse { none, service, run, shell };
+  SessionUse session_use = SessionUse::none;
+  EnvelopeAsk envelope;
+  std::string session_name;
 
   // with_isolate: false for a subcommand that offers no --isolate.
   void add_to(CLI::App& app, bool with_isolate = true);
+  // The --session-* flags (and, for run, --session NAME).
+  void add_session_to(CLI::App& app, SessionUse use);
   // The backend they ask for; bad flags or an unavailable backend end with
   // die(), naming the subcommand. Says on stderr why stronger backends were
   // passed over as report_passed_over() does.

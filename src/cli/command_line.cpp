@@ -115,6 +115,11 @@ bool parse_options(CLI::App& app, const std::vector<std::string>& args, const st
 
 void report_passed_over(const Selection& sel, bool verbose, bool quiet) {
   const std::string chosen(to_string(sel.backend->kind()));
+  if (sel.session_note && !quiet) std::fprintf(stderr, "pmon: note: %s\n", render(*sel.session_note).c_str());
+  if (verbose)
+    if (const confine::SessionCgroup* s = sel.backend->session())
+      std::fprintf(stderr, "pmon: session %s in %s (%s), %s\n", s->key().describe().c_str(), s->path().c_str(),
+                   describe(s->envelope()).c_str(), s->joined() ? "joined" : "made");
   if (verbose) {
     for (const Error& why : sel.passed_over)
       std::fprintf(stderr, "pmon: %s; falling back to %s\n", render(why).c_str(), chosen.c_str());

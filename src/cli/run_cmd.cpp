@@ -131,6 +131,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
           ->type_name("DURATION");
   stop.add_to(app, /*with_signal=*/true);
   confine.add_to(app);
+  confine.add_session_to(app, front.shell ? ConfineFlags::SessionUse::shell : ConfineFlags::SessionUse::run);
   limits.add_to(app);
   app.add_flag("--wait-tree", wait_tree, "when CMD exits, wait for what it left running instead of stopping it");
   bool pty = false;

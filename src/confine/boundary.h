@@ -16,6 +16,7 @@
 
 #include "confine/launch.h"
 #include "confine/limits.h"
+#include "confine/session.h"
 #include "sys/proc.h"
 #include "sys/result.h"
 
@@ -180,6 +181,15 @@ class Backend {
   virtual bool cleanup_due() const noexcept { return false; }
   // Removes up to `max` of what was left for later.
   virtual void tidy(size_t max) noexcept { (void)max; }
+
+  // The session whose cgroup holds every call of this backend, or null
+  // (confine/session.h). Held from select_backend on; removed after the
+  // backend's own leaves (a member of the base, destroyed last).
+  const confine::SessionCgroup* session() const noexcept { return session_.get(); }
+  void hold_session(std::unique_ptr<confine::SessionCgroup> s) noexcept { session_ = std::move(s); }
+
+ private:
+  std::unique_ptr<confine::SessionCgroup> session_;
 };
 
 // Which backend a front end asks for: the one decision every front end
@@ -199,12 +209,21 @@ struct ConfineRequest {
   // and takes every orphan below it as a call's) is not offered, and auto
   // passes over it.
   bool in_library = false;
+  // The session's envelope: every call of the backend is a leaf in the
+  // session's cgroup (cgroup backend, or pidns with isolate). One asked for
+  // (Envelope::asked) fails closed where it cannot be set; the configured
+  // default is then skipped, with a note.
+  std::optional<Envelope> envelope;
+  // Whose session it is (default: this process's).
+  std::optional<SessionKey> session;
 };
 
 struct Selection {
   std::unique_ptr<Backend> backend;
   // For auto: why each stronger backend was passed over, one line each.
   std::vector<Error> passed_over;
+  // Why the configured default envelope was not set, or empty.
+  std::optional<Error> session_note;
 };
 
 // Picks the backend: the named one (or a one-line reason it is not here),

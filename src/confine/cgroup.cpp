@@ -275,6 +275,7 @@ class CgroupBackend final : public Backend {
   }
 
   void defer_cleanup() noexcept override { defer_ = true; }
+  void leaves_in_memory_session() noexcept { in_session_memory_ = true; }
   void single_call() noexcept override { single_ = true; }
 
   void keep_helpers_apart() noexcept override {
@@ -348,6 +349,8 @@ class CgroupBackend final : public Backend {
     else guard_error_ = g.error().message();
   }
 
+  int base_fd() const noexcept { return base_.get(); }
+
   std::string base_path() const {
     return base_rel_ == "/" ? loc_.mount : loc_.mount + base_rel_;
   }
@@ -403,6 +406,9 @@ class CgroupBackend final : public Backend {
       return fail(e);
     }
     l.memory = ::faccessat(l.dir.get(), "memory.peak", F_OK, 0) == 0;
+    // In a session with a memory envelope, an out-of-memory kill there
+    // takes one call whole (this leaf), never the session's other calls.
+    if (in_session_memory_) (void)sys::write_file_at(l.dir.get(), "memory.oom.group", "1");
     // Opened with the leaf, not on the first read: a caller that watches its
     // fd numbers (supervise's pidfd across restarts) sees the same ones
     // every call.
@@ -488,6 +494,7 @@ class CgroupBackend final : public Backend {
   std::vector<Leaf> pool_;
   bool defer_ = false;
   bool single_ = false;
+  bool in_session_memory_ = false;
   std::vector<Leaf> retired_;  // to be removed by tidy()
   // Destroyed after ~CgroupBackend has removed the leaves: it tells the
   // guard to go without touching anything.
@@ -542,6 +549,12 @@ std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(
   const std::string& base_path = where->base_path;
   const std::string& systemd_note = where->systemd_note;
   auto backend = std::make_unique<CgroupBackend>(where->loc, where->base_rel, std::move(where->base));
+  // The base is a session's cgroup that accounts memory (confine/session.h).
+  if (where->base_rel.find("/pmon-session-") != std::string::npos &&
+      ::faccessat(backend->base_fd(), "cgroup.subtree_control", F_OK, 0) == 0) {
+    auto ctl = sys::read_file_at(backend->base_fd(), "cgroup.subtree_control");
+    if (ctl && ctl->find("memory") != std::string::npos) backend->leaves_in_memory_session();
+  }
   // Make the first leaf now: it proves we may create cgroups here, and the
   // kernel has cgroup.kill (5.14+).
   auto leaf = backend->make_leaf();

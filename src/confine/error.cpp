@@ -42,6 +42,10 @@ std::string render_text(std::string_view text, const SettingWords& words) {
       case '0' + static_cast<int>(Setting::cgroup_root): out += words.cgroup_root; break;
       case '0' + static_cast<int>(Setting::confine_cgroup): out += words.confine_cgroup; break;
       case '0' + static_cast<int>(Setting::isolate): out += words.isolate; break;
+      case '0' + static_cast<int>(Setting::memory_max): out += words.memory_max; break;
+      case '0' + static_cast<int>(Setting::memory_high): out += words.memory_high; break;
+      case '0' + static_cast<int>(Setting::pids_max): out += words.pids_max; break;
+      case '0' + static_cast<int>(Setting::cpu_max): out += words.cpu_max; break;
       default: out += kMark, out += text[i];
     }
   }

@@ -135,6 +135,7 @@ std::expected<Child, Error> launch_process(const SpawnSpec& spec, int cgroup_fd)
   plan.expected_parent = spec.pdeathsig != 0 ? ::getpid() : 0;  // (a system call: only when checked)
   plan.arm_gate_fd = spec.test_arm_gate_fd;
   plan.new_session = spec.new_session;
+  plan.new_cgroup_ns = spec.own_cgroup_namespace && cgroup_fd >= 0;
   plan.close_other_fds = spec.close_other_fds;
   plan.changed_signals = spec.changed_signals;
   plan.nofile = spec.nofile;

@@ -45,6 +45,11 @@ struct SpawnSpec {
   // the parent die inside that window. -1 (always, outside tests): no stop.
   int test_arm_gate_fd = -1;
   bool new_session = true;
+  // A cgroup namespace rooted at the call's own leaf (a call in a session,
+  // where pmon may make one): where the host's cgroup2 is mounted with
+  // nsdelegate, the command cannot write itself or its children into a
+  // cgroup outside its leaf, nor change the limits set on it.
+  bool own_cgroup_namespace = false;
   // subprocess's close_fds: no fd above 2 that the caller left inheritable
   // reaches the command (the binding; the CLI passes them on, as timeout(1)).
   bool close_other_fds = false;

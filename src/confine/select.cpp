@@ -32,7 +32,51 @@ std::expected<std::unique_ptr<Backend>, Error> open_kind(ConfineKind k, const Co
 
 }  // namespace
 
+namespace {
+
+std::expected<Selection, Error> select_plain(const ConfineRequest& req);
+
+}  // namespace
+
+// With an envelope: the session's cgroup first, then the backend inside it.
 std::expected<Selection, Error> select_backend(const ConfineRequest& req) {
+  if (!req.envelope) return select_plain(req);
+  const Envelope& env = *req.envelope;
+  auto head = [&](const std::string& why) {
+    return Error::line("the session's envelope (" + describe(env) + ", set by " + env.set_by + ") " + why,
+                       Errc::confinement);
+  };
+  auto skip = [&](Error why) -> std::expected<Selection, Error> {
+    if (env.asked) return std::unexpected(std::move(why));
+    ConfineRequest plain = req;
+    plain.envelope.reset();
+    auto sel = select_plain(plain);
+    if (sel) sel->session_note = prefixed("the configured session envelope is not set: ", std::move(why));
+    return sel;
+  };
+  const bool cgroup_kind = !req.kind || *req.kind == ConfineKind::cgroup || (*req.kind == ConfineKind::pidns && req.isolate);
+  if (!cgroup_kind)
+    return skip(head("needs a cgroup of its own: use " + setting_token(Setting::confine_cgroup) + " or " +
+                     setting_token(Setting::isolate) + ", not the " + std::string(to_string(*req.kind)) + " backend"));
+  auto session = confine::SessionCgroup::open(req.cgroup_root, req.session.value_or(SessionKey::of_this_process()), env);
+  if (!session) {
+    Error e = std::move(session.error());
+    if (!e.text.starts_with("the session's envelope")) e = prefixed("the session's envelope: ", std::move(e));
+    return skip(std::move(e));
+  }
+  ConfineRequest inside = req;
+  inside.envelope.reset();
+  inside.cgroup_root = (*session)->path();
+  if (!inside.kind && !inside.isolate) inside.kind = ConfineKind::cgroup;
+  auto sel = select_plain(inside);
+  if (!sel) return std::unexpected(prefixed("the session's cgroup " + (*session)->path() + ": ", std::move(sel.error())));
+  sel->backend->hold_session(std::move(*session));
+  return sel;
+}
+
+namespace {
+
+std::expected<Selection, Error> select_plain(const ConfineRequest& req) {
   Selection sel;
   if (req.isolate) {
     if (req.kind && *req.kind != ConfineKind::pidns)
@@ -66,5 +110,7 @@ std::expected<Selection, Error> select_backend(const ConfineRequest& req) {
   if (sel.passed_over.empty()) return unsupported("no confinement backend works here: ");
   return std::unexpected(prefixed("no confinement backend works here: ", sel.passed_over.back()));
 }
+
+}  // namespace
 
 }  // namespace pmon

@@ -13,18 +13,27 @@ enum class Setting {
   cgroup_root,     // the delegated cgroup the leaves are made below
   confine_cgroup,  // the cgroup backend, asked for by name
   isolate,         // the PID namespace with a cgroup of its own inside it
+  memory_max,      // a call's own limits
+  memory_high,
+  pids_max,
+  cpu_max,
 };
 
 struct SettingWords {
   std::string_view cgroup_root;
   std::string_view confine_cgroup;
   std::string_view isolate;
+  std::string_view memory_max = "--memory-max";
+  std::string_view memory_high = "--memory-high";
+  std::string_view pids_max = "--pids-max";
+  std::string_view cpu_max = "--cpu-max";
 };
 
 // pmon run, serve, mcp, supervise, init.
 inline constexpr SettingWords kCommandLineWords{"--cgroup-root", "--confine cgroup", "--isolate"};
 
 // The Python module's keyword arguments.
-inline constexpr SettingWords kPythonWords{"cgroup_root=", "confine=\"cgroup\"", "isolate=True"};
+inline constexpr SettingWords kPythonWords{"cgroup_root=", "confine=\"cgroup\"", "isolate=True", "memory_max=",
+                                           "memory_high=", "pids_max=", "cpu_max="};
 
 }  // namespace pmon

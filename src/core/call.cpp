@@ -3,6 +3,7 @@
 
 #include "core/call_machine.h"
 
+#include <fcntl.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -17,6 +18,24 @@ namespace pmon {
 using namespace call_detail;
 
 namespace {
+
+// The session's figures at the end of a call. The call's leaf may be the
+// envelope's victim: an out-of-memory kill in the session, a fork refused at
+// its pids.max, are the call's when its own cgroup counted them.
+RunResult::InSession read_session(const confine::SessionCgroup& s, const std::optional<std::string>& leaf,
+                                  RunResult* res) {
+  RunResult::InSession in{s.key().describe(), s.path(), s.envelope(), s.usage(), {}};
+  if (leaf) {
+    Fd dir(::open(leaf->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir) in.call = read_usage(dir.get());
+  }
+  if (in.call.oom_kill && *in.call.oom_kill > 0) res->oom_killed = true;
+  else if (in.envelope.limits.memory_max && !res->oom_killed) res->oom_killed = false;
+  if (in.call.pids_max_events && *in.call.pids_max_events > 0) res->pids_max_hit = true;
+  if (in.call.memory_high_events && *in.call.memory_high_events > 0) res->memory_high_hit = true;
+  return in;
+}
+
 // The stop a caller's end (other than main_exited) begins.
 StopReason stop_reason_of(CallEnd why) noexcept {
   switch (why) {
@@ -170,6 +189,8 @@ void CallMachine::wrap_up() {
     res.pids_max_hit = b->pids_max_hit();
     res.memory_high_hit = b->memory_high_hit();
   }
+  if (const confine::SessionCgroup* session = backend ? backend->session() : nullptr)
+    res.session = read_session(*session, res.cgroup, &res);
   b->release(boundary_empty && main_exited);
   res.duration_ms = since_start_ms();
   result = std::move(res);

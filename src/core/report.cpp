@@ -56,6 +56,38 @@ J limits_of(const Limits& l) {
 
 }  // namespace
 
+template <class J>
+J usage_of(const CgroupUsage& u) {
+  J j;
+  j["memory_current"] = opt<J>(u.memory_current);
+  j["memory_peak"] = opt<J>(u.memory_peak);
+  j["memory_events"] = {{"high", opt<J>(u.memory_high_events)},
+                        {"max", opt<J>(u.memory_max_events)},
+                        {"oom", opt<J>(u.oom)},
+                        {"oom_kill", opt<J>(u.oom_kill)}};
+  j["pids_current"] = opt<J>(u.pids_current);
+  j["pids_events_max"] = opt<J>(u.pids_max_events);
+  j["memory_pressure_avg10"] = opt<J>(u.memory_pressure_avg10);
+  j["cpu_pressure_avg10"] = opt<J>(u.cpu_pressure_avg10);
+  j["cpu_usec"] = opt<J>(u.cpu_usec);
+  return j;
+}
+
+template <class J>
+J session_of(const RunResult::InSession& s) {
+  J j;
+  j["name"] = s.name;
+  j["cgroup"] = s.cgroup;
+  j["envelope"] = limits_of<J>(s.envelope.limits);
+  j["envelope_set_by"] = s.envelope.set_by;
+  j["profile"] = s.envelope.profile.empty() ? J(nullptr) : J(s.envelope.profile);
+  j["usage"] = usage_of<J>(s.session);
+  j["call_usage"] = usage_of<J>(s.call);
+  return j;
+}
+
+nlohmann::ordered_json usage_json(const CgroupUsage& u) { return usage_of<nlohmann::ordered_json>(u); }
+
 nlohmann::ordered_json limits_json(const Limits& l) { return limits_of<nlohmann::ordered_json>(l); }
 
 template <class J>
@@ -96,6 +128,7 @@ J report_object(const RunResult& r, const ReportContext& ctx) {
   j["oom_killed"] = opt<json>(r.oom_killed);
   j["pids_max_hit"] = opt<json>(r.pids_max_hit);
   j["memory_high_hit"] = opt<json>(r.memory_high_hit);
+  if (r.session) j["session"] = session_of<json>(*r.session);
   j["exit_status"] = r.status();
   return j;
 }

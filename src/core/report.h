@@ -30,6 +30,9 @@ J report_object(const RunResult& r, const ReportContext& ctx);
 // cores}, null for each not set (also serve's terminal/report).
 nlohmann::ordered_json limits_json(const Limits& l);
 
+// What a cgroup used (a session's or a call's), as the report says it.
+nlohmann::ordered_json usage_json(const CgroupUsage& u);
+
 // Writes `text` to `path` atomically: a temp file beside it, fsync, rename.
 Result<void> write_atomically(const std::string& path, const std::string& text) noexcept;
 

@@ -102,6 +102,16 @@ struct RunResult {
   std::optional<bool> memory_high_hit;
   // The default pids limit was not set, and why (the call ran without it).
   std::optional<Error> limits_note;
+  // The call ran in a session (confine/session.h): its envelope, and what
+  // the session and the call used, read from their cgroups as it ended.
+  struct InSession {
+    std::string name;    // "harness 1234", "name build-7", "pmon 99"
+    std::string cgroup;  // the session's
+    Envelope envelope;
+    CgroupUsage session;
+    CgroupUsage call;
+  };
+  std::optional<InSession> session;
   // Outcome::not_started: why (its status: 125 confinement, 126 not
   // executable, 127 not found).
   std::optional<Error> error;

@@ -6,6 +6,18 @@ namespace pmon {
 std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend, std::unique_ptr<Boundary>& boundary,
                                      const Limits& limits, std::optional<uint64_t> default_pids,
                                      std::optional<Error>* default_skipped) {
+  const confine::SessionCgroup* session = backend.session();
+  if (session != nullptr) {
+    if (std::string over = beyond_envelope(limits, session->envelope()); !over.empty())
+      return std::unexpected(Error::line(std::move(over), Errc::confinement));
+  }
+  SpawnSpec in_session;
+  const SpawnSpec* use = &spec;
+  if (session != nullptr && confine::may_make_cgroup_namespace()) {
+    in_session = spec;
+    in_session.own_cgroup_namespace = true;
+    use = &in_session;
+  }
   for (int attempt = 0;; ++attempt) {
     if (limits.any())
       if (auto set = boundary->set_limits(limits); !set) {
@@ -23,7 +35,7 @@ std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend, st
       // asked for).
       if (auto clear = boundary->set_default_pids_max(std::nullopt); !clear) return std::unexpected(clear.error());
     }
-    auto child = spawn(spec, *boundary);
+    auto child = spawn(*use, *boundary);
     if (child || child.error().err != EBUSY || boundary->kind() != ConfineKind::cgroup || attempt >= 32)
       return child;
     boundary->release(false);

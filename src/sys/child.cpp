@@ -155,6 +155,7 @@ void run_child(const ChildPlan& plan) noexcept {
   if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) fail(plan, ChildFailure::kSetup, errno);
 
   if (plan.new_session && ::setsid() < 0) fail(plan, ChildFailure::kSetup, errno);
+  if (plan.new_cgroup_ns && ::unshare(CLONE_NEWCGROUP) != 0) fail(plan, ChildFailure::kSetup, errno);
 
   // Arm first, then check the parent is still the one that cloned us: if it
   // died before the arming, no signal would ever come (seed 001).

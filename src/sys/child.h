@@ -23,6 +23,9 @@ struct ChildPlan {
   pid_t expected_parent = 0;  // for the pdeathsig identity check
   int arm_gate_fd = -1;       // SpawnSpec::test_arm_gate_fd
   bool new_session = true;
+  // SpawnSpec::own_cgroup_namespace: unshare(CLONE_NEWCGROUP) once in the
+  // leaf, so the leaf is the root of what the command sees and may write.
+  bool new_cgroup_ns = false;
   bool close_other_fds = false;  // SpawnSpec::close_other_fds
   // stdio[0] is a pty slave: make it the controlling terminal of the new
   // session (TIOCSCTTY), after the dup2s.

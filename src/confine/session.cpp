@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "confine/session.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "confine/cgroup_base.h"
+#include "confine/cgroup_fs.h"
+#include "confine/cgroup_kill.h"
+#include "confine/cgroup_limits.h"
+#include "sys/proc.h"
+
+namespace pmon {
+
+namespace {
+
+constexpr std::string_view kPrefix = "pmon-session-";
+
+bool parse_u64(std::string_view s, uint64_t& out) {
+  if (s.empty() || s.size() > 20) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string size_words(uint64_t b) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4 && std::fmod(v, 1024) == 0) v /= 1024, ++u;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
+  return buf;
+}
+
+std::string cores_words(double c) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", c);
+  return std::string(buf) + (c == 1 ? " CPU" : " CPUs");
+}
+
+bool valid_name(std::string_view n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+  return n != "." && n != "..";
+}
+
+std::optional<uint64_t> read_u64(int dir, const char* file) {
+  auto t = sys::read_file_at(dir, file);
+  if (!t) return std::nullopt;
+  uint64_t v = 0;
+  std::string_view s = *t;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
+  if (!parse_u64(s, v)) return std::nullopt;
+  return v;
+}
+
+// "key value" lines (memory.events, pids.events).
+std::optional<uint64_t> keyed(const std::string& text, std::string_view key) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ' ') {
+      uint64_t v = 0;
+      if (parse_u64(line.substr(key.size() + 1), v)) return v;
+    }
+    pos = end + 1;
+  }
+  return std::nullopt;
+}
+
+// avg10 of the "some" line of a PSI file.
+std::optional<double> psi_avg10(int dir, const char* file) {
+  auto t = sys::read_file_at(dir, file);
+  if (!t || !t->starts_with("some ")) return std::nullopt;
+  size_t at = t->find("avg10=");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtod(t->c_str() + at + 6, nullptr);
+}
+
+// The envelope as the cgroup holds it.
+Limits read_limits(int dir) {
+  Limits l;
+  auto num = [&](const char* f) -> std::optional<uint64_t> {
+    auto t = sys::read_file_at(dir, f);
+    if (!t || t->starts_with("max")) return std::nullopt;
+    return read_u64(dir, f);
+  };
+  l.memory_max = num("memory.max");
+  l.memory_high = num("memory.high");
+  l.pids_max = num("pids.max");
+  if (auto t = sys::read_file_at(dir, "cpu.max"); t && !t->starts_with("max")) {
+    uint64_t q = 0, p = 0;
+    if (std::sscanf(t->c_str(), "%lu %lu", &q, &p) == 2 && p > 0)
+      l.cpu_max = static_cast<double>(q) / static_cast<double>(p);
+  }
+  return l;
+}
+
+bool owner_gone(const SessionKey& k) {
+  if (k.kind == SessionKey::Kind::named) return true;  // held only by its flocks
+  auto ns = sys::self_pid_namespace();
+  if (!ns || *ns != k.pid_ns) return false;  // another namespace's: never judged
+  auto st = sys::read_stat(k.pid);
+  return !st || st->start_time != k.start || st->dead();
+}
+
+// Nobody holds it: an exclusive flock is granted at once.
+bool unheld(int dir) { return ::flock(dir, LOCK_EX | LOCK_NB) == 0; }
+
+}  // namespace
+
+std::string describe(const Envelope& e) {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  if (e.limits.memory_max) add("memory.max " + size_words(*e.limits.memory_max));
+  if (e.limits.memory_high) add("memory.high " + size_words(*e.limits.memory_high));
+  if (e.limits.has_pids_max()) add("pids.max " + std::to_string(*e.limits.pids_max));
+  if (e.limits.cpu_max) add("cpu.max " + cores_words(*e.limits.cpu_max));
+  return out.empty() ? "no limits" : out;
+}
+
+std::string beyond_envelope(const Limits& asked, const Envelope& e) {
+  const Limits& env = e.limits;
+  std::string what;
+  auto over = [&](Setting flag, const std::string& a, const std::string& b) {
+    what = setting_token(flag) + " " + a + " is more than the session's envelope allows (" + b + ")";
+  };
+  if (asked.memory_max && env.memory_max && *asked.memory_max > *env.memory_max)
+    over(Setting::memory_max, size_words(*asked.memory_max), "memory.max " + size_words(*env.memory_max));
+  else if (asked.memory_high && env.memory_max && *asked.memory_high > *env.memory_max)
+    over(Setting::memory_high, size_words(*asked.memory_high), "memory.max " + size_words(*env.memory_max));
+  else if (asked.has_pids_max() && env.has_pids_max() && *asked.pids_max > *env.pids_max)
+    over(Setting::pids_max, std::to_string(*asked.pids_max), "pids.max " + std::to_string(*env.pids_max));
+  else if (asked.pids_max && *asked.pids_max == 0 && env.has_pids_max())
+    over(Setting::pids_max, "0 (no limit)", "pids.max " + std::to_string(*env.pids_max));
+  else if (asked.cpu_max && env.cpu_max && *asked.cpu_max > *env.cpu_max)
+    over(Setting::cpu_max, cores_words(*asked.cpu_max), "cpu.max " + cores_words(*env.cpu_max));
+  if (what.empty()) return "";
+  return what + "; the envelope is " + describe(e) + ", set by " + (e.set_by.empty() ? "the session" : e.set_by) +
+         "; ask for less, or have the user raise the envelope there";
+}
+
+SessionKey SessionKey::of_this_process() {
+  SessionKey k;
+  k.kind = Kind::process;
+  k.pid = ::getpid();
+  k.start = sys::self_start_time().value_or(0);
+  k.pid_ns = sys::self_pid_namespace().value_or(0);
+  return k;
+}
+
+std::optional<SessionKey> SessionKey::of_harness(pid_t pid) {
+  auto st = sys::read_stat(pid);
+  if (!st || st->dead()) return std::nullopt;
+  SessionKey k;
+  k.kind = Kind::harness;
+  k.pid = pid;
+  k.start = st->start_time;
+  k.pid_ns = sys::self_pid_namespace().value_or(0);
+  return k;
+}
+
+std::expected<SessionKey, std::string> SessionKey::named_(std::string_view name) {
+  if (!valid_name(name))
+    return std::unexpected("'" + std::string(name.substr(0, 80)) +
+                           "' is not a session name (use letters, digits, '.', '_' and '-', at most 64)");
+  SessionKey k;
+  k.kind = Kind::named;
+  k.name = std::string(name);
+  return k;
+}
+
+std::string SessionKey::dir_name() const {
+  if (kind == Kind::named) return std::string(kPrefix) + "n-" + name;
+  return std::string(kPrefix) + static_cast<char>(kind) + std::to_string(pid) + "-" + std::to_string(start) + "-" +
+         std::to_string(pid_ns);
+}
+
+std::optional<SessionKey> SessionKey::parse(std::string_view n) {
+  if (!n.starts_with(kPrefix)) return std::nullopt;
+  n.remove_prefix(kPrefix.size());
+  if (n.starts_with("n-")) {
+    auto k = named_(n.substr(2));
+    if (!k) return std::nullopt;
+    return *k;
+  }
+  if (n.empty() || (n[0] != 'p' && n[0] != 'h')) return std::nullopt;
+  SessionKey k;
+  k.kind = static_cast<Kind>(n[0]);
+  n.remove_prefix(1);
+  uint64_t parts[3];
+  for (int i = 0; i < 3; ++i) {
+    size_t dash = n.find('-');
+    if ((dash == std::string_view::npos) != (i == 2)) return std::nullopt;
+    if (!parse_u64(n.substr(0, dash), parts[i])) return std::nullopt;
+    n.remove_prefix(dash == std::string_view::npos ? n.size() : dash + 1);
+  }
+  if (parts[0] == 0 || parts[0] > 4194304) return std::nullopt;
+  k.pid = static_cast<pid_t>(parts[0]);
+  k.start = parts[1];
+  k.pid_ns = parts[2];
+  return k;
+}
+
+std::string SessionKey::describe() const {
+  switch (kind) {
+    case Kind::process: return "pmon " + std::to_string(pid);
+    case Kind::harness: return "harness " + std::to_string(pid);
+    case Kind::named: return "name " + name;
+  }
+  return "";
+}
+
+CgroupUsage read_usage(int dir) {
+  CgroupUsage u;
+  if (dir < 0) return u;
+  u.memory_current = read_u64(dir, "memory.current");
+  u.memory_peak = read_u64(dir, "memory.peak");
+  if (auto t = sys::read_file_at(dir, "memory.events")) {
+    u.memory_high_events = keyed(*t, "high");
+    u.memory_max_events = keyed(*t, "max");
+    u.oom = keyed(*t, "oom");
+    u.oom_kill = keyed(*t, "oom_kill");
+  }
+  u.pids_current = read_u64(dir, "pids.current");
+  if (auto t = sys::read_file_at(dir, "pids.events")) u.pids_max_events = keyed(*t, "max");
+  u.memory_pressure_avg10 = psi_avg10(dir, "memory.pressure");
+  u.cpu_pressure_avg10 = psi_avg10(dir, "cpu.pressure");
+  if (auto t = sys::read_file_at(dir, "cpu.stat")) u.cpu_usec = keyed(*t, "usage_usec");
+  return u;
+}
+
+namespace confine {
+
+namespace {
+
+// Sessions beside us that nobody holds any more and whose owner is gone
+// (a crash's): removed before ours is opened, so they do not pile up.
+void sweep(int base, const std::string& base_path, const std::string& ours) {
+  for (const std::string& name : child_cgroups(base_path)) {
+    if (name == ours) continue;
+    auto key = SessionKey::parse(name);
+    if (!key || key->kind == SessionKey::Kind::named || !owner_gone(*key)) continue;
+    (void)remove_session(base_path + "/" + name);
+  }
+  (void)base;
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const std::string& cgroup_root,
+                                                                         const SessionKey& key,
+                                                                         const Envelope& envelope) {
+  auto where = choose_leaf_base(cgroup_root);
+  if (!where) return std::unexpected(where.error());
+  std::unique_ptr<SessionCgroup> s(new SessionCgroup());
+  s->key_ = key;
+  const std::string name = key.dir_name();
+  s->path_ = where->base_path + "/" + name;
+  sweep(where->base.get(), where->base_path, name);
+  for (int attempt = 0;; ++attempt) {
+    s->joined_ = false;
+    if (::mkdirat(where->base.get(), name.c_str(), 0755) != 0) {
+      if (errno != EEXIST)
+        return unsupported("cannot create the session's cgroup " + s->path_ + ": " + std::strerror(errno));
+      s->joined_ = true;
+    }
+    s->dir_ = Fd(::openat(where->base.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!s->dir_) {
+      if (errno == ENOENT && attempt < 16) continue;  // its last holder removed it just now
+      return unsupported("cannot open the session's cgroup " + s->path_ + ": " + std::strerror(errno));
+    }
+    if (::flock(s->dir_.get(), LOCK_SH) != 0)
+      return unsupported("cannot hold the session's cgroup " + s->path_ + ": " + std::strerror(errno));
+    // Removed between our open and our lock: make it again.
+    if (::faccessat(s->dir_.get(), "cgroup.procs", F_OK, 0) != 0 && attempt < 16) continue;
+    break;
+  }
+  s->parent_ = std::move(where->base);
+  if (!s->joined_) {
+    // Its controllers come from the place the leaves go; then its own
+    // cgroup.subtree_control hands them on to every call inside.
+    std::mutex mu;
+    ControllerSite site{s->parent_.get(), where->base_path, where->loc.own == where->base_rel, &mu};
+    bool memory = false;
+    std::string err = write_limits(site, s->dir_.get(), s->path_, envelope.limits, &memory);
+    // write_limits sets memory.oom.group, which here would kill the whole
+    // session on one call's OOM: each call's leaf is its own OOM group.
+    if (err.empty() && memory) (void)sys::write_file_at(s->dir_.get(), "memory.oom.group", "0");
+    auto pass_on = [&](const char* c, bool want) {
+      if (!want || !err.empty()) return;
+      if (auto w = sys::write_file_at(s->dir_.get(), "cgroup.subtree_control", std::string("+") + c); !w)
+        err = std::string("cannot enable the ") + c + " controller for the calls in " + s->path_ +
+              "/cgroup.subtree_control: " + w.error().message();
+    };
+    pass_on("memory", envelope.limits.memory_max || envelope.limits.memory_high);
+    pass_on("pids", envelope.limits.has_pids_max());
+    pass_on("cpu", envelope.limits.cpu_max.has_value());
+    if (!err.empty()) {
+      s->dir_.reset();
+      (void)::unlinkat(s->parent_.get(), name.c_str(), AT_REMOVEDIR);
+      const std::string head = "cannot set the ";
+      if (err.starts_with(head)) err = "cannot set the session's " + err.substr(head.size());
+      return std::unexpected(Error::line("the session's envelope (" + describe(envelope) + ", set by " +
+                                             envelope.set_by + "): " + err,
+                                         Errc::confinement));
+    }
+  }
+  s->envelope_.limits = read_limits(s->dir_.get());
+  s->envelope_.profile = envelope.profile;
+  s->envelope_.set_by = s->joined_ ? "the session " + name + " (made by an earlier call)" : envelope.set_by;
+  s->envelope_.asked = envelope.asked;
+  return s;
+}
+
+SessionCgroup::~SessionCgroup() {
+  if (!dir_) return;
+  const std::string name = key_.dir_name();
+  (void)::flock(dir_.get(), LOCK_UN);
+  const bool ours = key_.kind == SessionKey::Kind::process && key_.pid == ::getpid();
+  if (!ours && !owner_gone(key_)) return;
+  Fd again(::openat(parent_.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!again || !unheld(again.get())) return;  // another pmon runs calls in it
+  dir_.reset();
+  if (::unlinkat(parent_.get(), name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return;
+  // Something is still in it (a crashed call's leaf): its killer is us now.
+  (void)kill_and_remove_cgroup(parent_.get(), name.c_str(), 2000);
+}
+
+bool may_make_cgroup_namespace() noexcept {
+  static const bool may = [] {
+    __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct d[2]{};
+    if (::syscall(SYS_capget, &h, d) != 0) return false;
+    return (d[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
+  }();
+  return may;
+}
+
+std::vector<SessionInfo> find_sessions(const std::string& mount) {
+  std::vector<SessionInfo> out;
+  std::vector<std::string> todo{mount};
+  for (size_t i = 0; i < todo.size() && i < 4096; ++i) {
+    for (const std::string& name : child_cgroups(todo[i])) {
+      const std::string path = todo[i] + "/" + name;
+      if (auto key = SessionKey::parse(name)) {
+        SessionInfo info{path, *key};
+        Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        info.held = dir && !unheld(dir.get());
+        info.owner_gone = owner_gone(*key);
+        info.calls = child_cgroups(path).size();
+        out.push_back(std::move(info));
+        continue;
+      }
+      if (name.starts_with("pmon-")) continue;  // a call's leaf: its cgroups are its own
+      todo.push_back(path);
+    }
+  }
+  return out;
+}
+
+std::string remove_session(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return "not a cgroup path";
+  Fd parent(::open(path.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!parent || !dir) return std::strerror(errno);
+  if (!unheld(dir.get())) return "a pmon still runs calls in it";
+  const std::string name = path.substr(slash + 1);
+  if (::unlinkat(parent.get(), name.c_str(), AT_REMOVEDIR) == 0) return "";
+  if (int e = kill_and_remove_cgroup(parent.get(), name.c_str(), 5000); e != 0) return std::strerror(e);
+  return "";
+}
+
+}  // namespace confine
+}  // namespace pmon
