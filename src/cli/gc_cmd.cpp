@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "confine/cgroup_fs.h"
+#include "confine/session.h"
 #include "core/inventory.h"
 #include "core/printable.h"
 #include "core/units.h"
@@ -75,6 +76,22 @@ int gc_main(const std::vector<std::string>& args) {
       std::printf("removed %s (%s killed)\n", printable(l.path).c_str(), what.c_str());
     } else {
       std::printf("could not remove %s (%s): %s\n", printable(l.path).c_str(), what.c_str(), r.error().message().c_str());
+      ++failed;
+    }
+  }
+  // Sessions nobody holds whose owner is gone (a service or a harness), and
+  // named ones nobody holds: what is left in one is a crashed call's.
+  for (const confine::SessionInfo& s : confine::find_sessions(loc->mount)) {
+    if (s.held || !s.owner_gone) continue;
+    ++done;
+    if (dry_run) {
+      std::printf("would remove %s (session of %s, nobody holds it)\n", printable(s.path).c_str(), s.key.describe().c_str());
+      continue;
+    }
+    if (std::string err = confine::remove_session(s.path); err.empty()) {
+      std::printf("removed %s (session of %s, nobody holds it)\n", printable(s.path).c_str(), s.key.describe().c_str());
+    } else {
+      std::printf("could not remove %s (session of %s): %s\n", printable(s.path).c_str(), s.key.describe().c_str(), err.c_str());
       ++failed;
     }
   }

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // pmon ps [--json] [--all]: the live calls on this host (the leaves whose
 // pmon owner is alive) and their process trees.
+#include <fcntl.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "confine/session.h"
+#include "core/report.h"
+#include "sys/fd.h"
 #include "confine/cgroup_fs.h"
 #include "core/inventory.h"
 #include "core/printable.h"
@@ -26,7 +32,36 @@ int ps_main(const std::vector<std::string>& args) {
   if (loc) leaves = find_leaves(loc->mount);
 
   nlohmann::json calls = nlohmann::json::array();
+  nlohmann::json sessions = nlohmann::json::array();
   size_t shown = 0;
+  // Sessions first: the envelope each shares among its calls, and its use.
+  for (const confine::SessionInfo& s : loc ? confine::find_sessions(loc->mount) : std::vector<confine::SessionInfo>()) {
+    if (!all && !s.held && s.calls == 0) continue;
+    Fd dir(::open(s.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Envelope env;
+    CgroupUsage u;
+    if (dir) env.limits = read_cgroup_limits(dir.get()), u = read_usage(dir.get());
+    ++shown;
+    if (json) {
+      sessions.push_back({{"cgroup", s.path},
+                          {"session", s.key.describe()},
+                          {"held", s.held},
+                          {"calls", s.calls},
+                          {"envelope", limits_json(env.limits)},
+                          {"usage", usage_json(u)}});
+      continue;
+    }
+    std::printf("%s\n  session of %s, %zu call%s%s\n  envelope: %s\n", printable(s.path).c_str(), s.key.describe().c_str(),
+                s.calls, s.calls == 1 ? "" : "s", s.held ? "" : " (no pmon holds it)", describe(env).c_str());
+    std::string use;
+    if (u.memory_current) use += "memory " + std::to_string(*u.memory_current >> 20) + " MiB";
+    if (u.memory_peak) use += " (peak " + std::to_string(*u.memory_peak >> 20) + " MiB)";
+    if (u.memory_high_events) use += ", over memory.high " + std::to_string(*u.memory_high_events) + " times";
+    if (u.oom_kill) use += ", " + std::to_string(*u.oom_kill) + " OOM kills";
+    if (u.pids_current) use += ", " + std::to_string(*u.pids_current) + " processes";
+    if (u.pids_max_events) use += ", forks refused " + std::to_string(*u.pids_max_events) + " times";
+    if (!use.empty()) std::printf("  use: %s\n", use.c_str());
+  }
   for (const LeafInfo& l : leaves) {
     std::vector<LeafProcess> procs = leaf_processes(l.path);
     // A leaf whose owner cannot be judged from here (another PID
@@ -62,7 +97,7 @@ int ps_main(const std::vector<std::string>& args) {
   }
   if (json) {
     nlohmann::json out = {{"version", 1}, {"cgroup2", loc ? nlohmann::json(loc->mount) : nlohmann::json()},
-                          {"calls", calls}};
+                          {"calls", calls}, {"sessions", sessions}};
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (!loc) {
     std::printf("no cgroup2 here (%s): no calls to list\n", why.c_str());

@@ -90,25 +90,6 @@ std::optional<double> psi_avg10(int dir, const char* file) {
   return std::strtod(t->c_str() + at + 6, nullptr);
 }
 
-// The envelope as the cgroup holds it.
-Limits read_limits(int dir) {
-  Limits l;
-  auto num = [&](const char* f) -> std::optional<uint64_t> {
-    auto t = sys::read_file_at(dir, f);
-    if (!t || t->starts_with("max")) return std::nullopt;
-    return read_u64(dir, f);
-  };
-  l.memory_max = num("memory.max");
-  l.memory_high = num("memory.high");
-  l.pids_max = num("pids.max");
-  if (auto t = sys::read_file_at(dir, "cpu.max"); t && !t->starts_with("max")) {
-    uint64_t q = 0, p = 0;
-    if (std::sscanf(t->c_str(), "%lu %lu", &q, &p) == 2 && p > 0)
-      l.cpu_max = static_cast<double>(q) / static_cast<double>(p);
-  }
-  return l;
-}
-
 bool owner_gone(const SessionKey& k) {
   if (k.kind == SessionKey::Kind::named) return true;  // held only by its flocks
   auto ns = sys::self_pid_namespace();
@@ -224,6 +205,24 @@ std::string SessionKey::describe() const {
   return "";
 }
 
+Limits read_cgroup_limits(int dir) {
+  Limits l;
+  auto num = [&](const char* f) -> std::optional<uint64_t> {
+    auto t = sys::read_file_at(dir, f);
+    if (!t || t->starts_with("max")) return std::nullopt;
+    return read_u64(dir, f);
+  };
+  l.memory_max = num("memory.max");
+  l.memory_high = num("memory.high");
+  l.pids_max = num("pids.max");
+  if (auto t = sys::read_file_at(dir, "cpu.max"); t && !t->starts_with("max")) {
+    uint64_t q = 0, p = 0;
+    if (std::sscanf(t->c_str(), "%lu %lu", &q, &p) == 2 && p > 0)
+      l.cpu_max = static_cast<double>(q) / static_cast<double>(p);
+  }
+  return l;
+}
+
 CgroupUsage read_usage(int dir) {
   CgroupUsage u;
   if (dir < 0) return u;
@@ -319,7 +318,7 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
                                          Errc::confinement));
     }
   }
-  s->envelope_.limits = read_limits(s->dir_.get());
+  s->envelope_.limits = read_cgroup_limits(s->dir_.get());
   s->envelope_.profile = envelope.profile;
   s->envelope_.set_by = s->joined_ ? "the session " + name + " (made by an earlier call)" : envelope.set_by;
   s->envelope_.asked = envelope.asked;

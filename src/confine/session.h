@@ -85,6 +85,8 @@ struct CgroupUsage {
   std::optional<uint64_t> cpu_usec;
 };
 CgroupUsage read_usage(int dir_fd);
+// The limits a cgroup holds (memory.max, memory.high, pids.max, cpu.max).
+Limits read_cgroup_limits(int dir_fd);
 
 namespace confine {
 

@@ -498,6 +498,7 @@ JobInfo Job::info(const std::vector<pid_t>& pids, std::vector<ListeningPort> por
     o.cpu_usec = r.cpu_usec;
     o.memory_peak_bytes = r.memory_peak_bytes;
     o.cleanup_verified = r.cleanup_verified;
+    if (r.session) o.in_session = JobInfo::InSession{r.session->cgroup, r.session->envelope, r.session->session, r.session->call};
   } else {
     o.cpu_usec = call->cpu_usec();
     o.memory_peak_bytes = call->memory_peak_bytes();

@@ -14,6 +14,7 @@
 
 #include "confine/error.h"
 #include "confine/limits.h"
+#include "confine/session.h"
 #include "jobs/output_buffer.h"
 #include "jobs/output_view.h"
 #include "jobs/ports.h"
@@ -231,6 +232,15 @@ struct JobInfo {
   std::optional<bool> ready;             // started with a probe that has passed or failed
   std::string spool_path;                // "" without a spool
   std::string stderr_spool_path;         // separateStderr
+  // In a service with a session envelope: the envelope, what the session
+  // has used, and what this job's cgroup has (read as the list is made, or
+  // as the job ended).
+  struct InSession {
+    std::string cgroup;
+    Envelope envelope;
+    CgroupUsage session, job;
+  };
+  std::optional<InSession> in_session;
 };
 
 // The error in one line for a client of the service: a job named

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "jobs/job_list.h"
 
+#include <fcntl.h>
+
 #include "jobs/job_table.h"
 #include "jobs/poller.h"
 #include "sys/syscalls.h"
@@ -27,6 +29,14 @@ bool JobList::step(int64_t until) {
     // (the tables of this scan interval, however many steps it takes)
     if (!jobs_.answers().port_tables().scan(*scan_, until)) return false;
     out_.push_back(job.info(scan_->pids, job.done ? std::vector<ListeningPort>() : std::move(scan_->found)));
+    if (const confine::SessionCgroup* s = jobs_.session(); s != nullptr && !job.done) {
+      JobInfo::InSession in{s->path(), s->envelope(), s->usage(), {}};
+      if (const auto& leaf = job.call->cgroup()) {
+        Fd dir(::open(leaf->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (dir) in.job = read_usage(dir.get());
+      }
+      out_.back().in_session = std::move(in);
+    }
     if (job.done) job.end_told = true;
     scan_.reset();
     ++next_;

@@ -31,6 +31,8 @@ namespace pmon::serve {
 class JobTable : private StopHost {
  public:
   JobTable(Backend& backend, const ServeOptions& opts, Poller& poller, RequestBudget& waiting, const SpawnBase& base);
+  // The session every job is in (its envelope), or null.
+  const confine::SessionCgroup* session() const noexcept { return backend_.session(); }
   void set_front(Front* front);
 
   // --- what the front ends ask ---

@@ -309,7 +309,7 @@ Json discover_result() {
 // Each tool's spec with its name, in the table's order.
 // Earlier revisions: run and start may be called as tasks (2026-07-28 has
 // no such field: the server decides, the extension's capability allows).
-Json tools_list(bool stateless) {
+Json tools_list(bool stateless, const std::string& envelope) {
   static const auto list = [](bool task_support) {
     return std::apply(
         [&](const auto&... t) {
@@ -325,8 +325,12 @@ Json tools_list(bool stateless) {
         kTools);
   };
   static const Json legacy = list(true), modern = list(false);
-  if (!stateless) return {{"tools", legacy}};
-  return complete({{"tools", modern}, {"ttlMs", kListTtlMs}, {"cacheScope", "private"}});
+  Json tools = stateless ? modern : legacy;
+  if (!envelope.empty())
+    for (Json& t : tools)
+      if (t["name"] == "run" || t["name"] == "start") t["description"] = t["description"].get<std::string>() + envelope;
+  if (!stateless) return {{"tools", std::move(tools)}};
+  return complete({{"tools", std::move(tools)}, {"ttlMs", kListTtlMs}, {"cacheScope", "private"}});
 }
 
 bool wants_task(const Json& params, const Revision& rev) {
@@ -562,9 +566,77 @@ Json kill_result(const Stopped& s) {
                      {{"cleanup_verified", s.cleanup_verified}});
 }
 
+namespace {
+
+template <class T>
+Json maybe(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json usage_fields(const CgroupUsage& u) {
+  return {{"memory_current", maybe(u.memory_current)},
+          {"memory_peak", maybe(u.memory_peak)},
+          {"memory_events",
+           {{"high", maybe(u.memory_high_events)},
+            {"max", maybe(u.memory_max_events)},
+            {"oom", maybe(u.oom)},
+            {"oom_kill", maybe(u.oom_kill)}}},
+          {"pids_current", maybe(u.pids_current)},
+          {"pids_events_max", maybe(u.pids_max_events)},
+          {"memory_pressure_avg10", maybe(u.memory_pressure_avg10)},
+          {"cpu_pressure_avg10", maybe(u.cpu_pressure_avg10)}};
+}
+
+std::string mib(uint64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
+
+// One line a model can act on: how much of the envelope is used, and
+// whether it has been throttled or has killed.
+std::string session_line(const JobInfo::InSession& s) {
+  const Limits& l = s.envelope.limits;
+  const CgroupUsage& u = s.session;
+  std::string t = "session envelope: " + describe(s.envelope);
+  if (u.memory_current) t += "; memory in use " + mib(*u.memory_current);
+  if (u.memory_peak) t += " (peak " + mib(*u.memory_peak) + ")";
+  if (u.memory_high_events && *u.memory_high_events > 0)
+    t += "; slowed down past memory.high " + std::to_string(*u.memory_high_events) + " times";
+  if (u.oom_kill && *u.oom_kill > 0) t += "; " + std::to_string(*u.oom_kill) + " processes killed for memory";
+  if (u.pids_current && l.pids_max) t += "; " + std::to_string(*u.pids_current) + " processes of " + std::to_string(*l.pids_max);
+  if (u.pids_max_events && *u.pids_max_events > 0) t += " (forks refused " + std::to_string(*u.pids_max_events) + " times)";
+  if (u.memory_pressure_avg10) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", *u.memory_pressure_avg10);
+    t += std::string("; memory pressure ") + buf + "%";
+  }
+  return t + "\n";
+}
+
+}  // namespace
+
+Json session_fields(const JobInfo::InSession& s) {
+  const Limits& l = s.envelope.limits;
+  return {{"cgroup", s.cgroup},
+          {"envelope",
+           {{"memory_max", maybe(l.memory_max)},
+            {"memory_high", maybe(l.memory_high)},
+            {"pids_max", maybe(l.pids_max)},
+            {"cpu_max", maybe(l.cpu_max)},
+            {"set_by", s.envelope.set_by}}},
+          {"usage", usage_fields(s.session)},
+          {"job_usage", usage_fields(s.job)}};
+}
+
+std::string envelope_words(const confine::SessionCgroup* s) {
+  if (s == nullptr) return "";
+  return " This session runs inside an envelope set by the user (" + describe(s->envelope()) +
+         "): every command and job of the session shares it, and a command may ask for less (memory_max, "
+         "memory_high, pids_max, cpu_max), never more. Past memory.high the session is slowed down; past "
+         "memory.max a command is killed whole.";
+}
+
 Json list_result(const std::vector<JobInfo>& jobs) {
   Json list = Json::array();
   std::string text;
+  const JobInfo::InSession* session = nullptr;
   for (const JobInfo& t : jobs) {
     Json ports = Json::array();
     for (const ListeningPort& p : t.ports) ports.push_back(p.port);
@@ -577,6 +649,11 @@ Json list_result(const std::vector<JobInfo>& jobs) {
                 {"status", t.status}, {"pid", t.pid}, {"ports", ports}, {"exit_code", exit_code_json(t.exit)},
                 {"signal", signal_json(t.exit)}, {"waiting_for_input", t.waiting_for_input}};
     add_end_fields(job, t.end);
+    if (t.in_session) {
+      job["memory_peak"] = maybe(t.in_session->job.memory_peak);
+      job["oom_kill"] = maybe(t.in_session->job.oom_kill);
+      if (session == nullptr || t.status == std::string_view("running")) session = &*t.in_session;
+    }
     list.push_back(std::move(job));
     text += t.id + "  " + (t.waiting_for_input ? std::string("waiting for input") : std::string(t.status));
     if (!t.end.stopped_by.empty()) text += " (stopped: " + t.end.stopped_by + ")";
@@ -588,6 +665,7 @@ Json list_result(const std::vector<JobInfo>& jobs) {
     text += "\n";
   }
   if (text.empty()) text = "no jobs\n";
+  if (session != nullptr) return text_result(text + session_line(*session), {{"jobs", list}, {"session", session_fields(*session)}});
   return text_result(text, {{"jobs", list}});
 }
 

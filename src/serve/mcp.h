@@ -56,7 +56,11 @@ std::variant<Message, BadRequest> parse_message(std::string_view line);
 
 Json initialize_result(const Json& params);
 // With `stateless`, as the 2026-07-28 revision has it (cache hints).
-Json tools_list(bool stateless = false);
+// `envelope`: words added to the run and start tools' descriptions (the
+// session's envelope, envelope_words), or "".
+Json tools_list(bool stateless = false, const std::string& envelope = "");
+std::string envelope_words(const confine::SessionCgroup* s);
+Json session_fields(const JobInfo::InSession& s);
 
 // A result as the revision wants it: resultType "complete" unless it has
 // one (a task's "task"; a client of an earlier revision reads past it).

@@ -251,6 +251,42 @@ Json port_json(const ListeningPort& l) {
   return {{"port", l.port}, {"address", l.address}, {"v6", l.v6}, {"pid", l.pid}};
 }
 
+namespace {
+
+template <class T>
+Json or_null_v(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json usage_json(const CgroupUsage& u) {
+  return {{"memoryCurrent", or_null_v(u.memory_current)},
+          {"memoryPeak", or_null_v(u.memory_peak)},
+          {"memoryEvents",
+           {{"high", or_null_v(u.memory_high_events)},
+            {"max", or_null_v(u.memory_max_events)},
+            {"oom", or_null_v(u.oom)},
+            {"oomKill", or_null_v(u.oom_kill)}}},
+          {"pidsCurrent", or_null_v(u.pids_current)},
+          {"pidsEventsMax", or_null_v(u.pids_max_events)},
+          {"memoryPressureAvg10", or_null_v(u.memory_pressure_avg10)},
+          {"cpuPressureAvg10", or_null_v(u.cpu_pressure_avg10)}};
+}
+
+}  // namespace
+
+Json session_json(const JobInfo::InSession& s) {
+  const Limits& l = s.envelope.limits;
+  return {{"cgroup", s.cgroup},
+          {"envelope",
+           {{"memoryMax", or_null_v(l.memory_max)},
+            {"memoryHigh", or_null_v(l.memory_high)},
+            {"pidsMax", or_null_v(l.pids_max)},
+            {"cpuMax", or_null_v(l.cpu_max)},
+            {"setBy", s.envelope.set_by}}},
+          {"usage", usage_json(s.session)},
+          {"jobUsage", usage_json(s.job)}};
+}
+
 Json job_json(const JobInfo& j) {
   Json ports = Json::array();
   for (const ListeningPort& l : j.ports) ports.push_back(port_json(l));
@@ -273,6 +309,7 @@ Json job_json(const JobInfo& j) {
   if (j.ready) o["ready"] = *j.ready;
   o["spoolPath"] = j.spool_path.empty() ? Json(nullptr) : Json(j.spool_path);
   if (!j.stderr_spool_path.empty()) o["stderrSpoolPath"] = j.stderr_spool_path;
+  if (j.in_session) o["session"] = session_json(*j.in_session);
   return o;
 }
 

@@ -111,5 +111,8 @@ Json still_running_result(bool waiting_for_input);
 
 Json port_json(const ListeningPort& l);
 Json job_json(const JobInfo& j);
+// A job's session (JobInfo::in_session): the envelope and what the session
+// and the job have used.
+Json session_json(const JobInfo::InSession& s);
 
 }  // namespace pmon::serve
