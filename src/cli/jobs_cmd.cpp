@@ -53,6 +53,21 @@ int jobs_main(const std::vector<std::string>& args) {
     }
     std::printf("%s\n", line.c_str());
   }
+  // The service's session: its envelope and what it has used.
+  for (const Json& t : r["terminals"]) {
+    auto s = t.find("session");
+    if (s == t.end() || !s->is_object()) continue;
+    auto mib = [](const Json& v) { return v.is_number() ? std::to_string(v.get<uint64_t>() >> 20) + " MiB" : std::string("-"); };
+    const Json& env = (*s)["envelope"];
+    const Json& use = (*s)["usage"];
+    std::printf("session %s: memory.max %s, memory.high %s, pids.max %s; memory in use %s (peak %s), over memory.high "
+                "%s times, OOM kills %s, forks refused %s times\n",
+                printable((*s)["cgroup"].get<std::string>()).c_str(), mib(env["memoryMax"]).c_str(),
+                mib(env["memoryHigh"]).c_str(), env["pidsMax"].dump().c_str(), mib(use["memoryCurrent"]).c_str(),
+                mib(use["memoryPeak"]).c_str(), use["memoryEvents"]["high"].dump().c_str(),
+                use["memoryEvents"]["oomKill"].dump().c_str(), use["pidsEventsMax"].dump().c_str());
+    break;
+  }
   return 0;
 }
 
