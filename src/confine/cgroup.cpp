@@ -276,12 +276,14 @@ class CgroupBackend final : public Backend {
 
   void defer_cleanup() noexcept override { defer_ = true; }
   void leaves_in_memory_session() noexcept { in_session_memory_ = true; }
+  // The base is this process's own session: the guard removes it too.
+  void guard_removes_base(std::string name) { session_base_ = std::move(name); }
   void single_call() noexcept override { single_ = true; }
 
   void keep_helpers_apart() noexcept override {
     if (!guard_ || guard_->apart()) return;
     guard_.reset();  // told to go, and reaped
-    auto g = confine::CgroupGuard::start(base_.get(), prefix_, confine::CgroupGuard::Memory::own);
+    auto g = confine::CgroupGuard::start(base_.get(), prefix_, confine::CgroupGuard::Memory::own, session_base_);
     if (g) guard_ = std::move(*g);
     else guard_error_ = g.error().message();
   }
@@ -293,7 +295,7 @@ class CgroupBackend final : public Backend {
                                                     : confine::CgroupGuard::Memory::own;
     guard_.reset();  // reaped
     // It finds the leaves by their names: every running call's is covered.
-    auto g = confine::CgroupGuard::start(base_.get(), prefix_, memory);
+    auto g = confine::CgroupGuard::start(base_.get(), prefix_, memory, session_base_);
     if (!g) return std::unexpected(guard_error_ = g.error().message());
     guard_ = std::move(*g);
     return {};
@@ -344,7 +346,7 @@ class CgroupBackend final : public Backend {
   // E11: a process of ours that stops our leaves if we die (cgroup_guard.h).
   // Without it the call still runs; `pmon gc` is then the only cleanup.
   void start_guard() noexcept {
-    auto g = confine::CgroupGuard::start(base_.get(), prefix_);
+    auto g = confine::CgroupGuard::start(base_.get(), prefix_, confine::CgroupGuard::Memory::shared, session_base_);
     if (g) guard_ = std::move(*g);
     else guard_error_ = g.error().message();
   }
@@ -495,6 +497,7 @@ class CgroupBackend final : public Backend {
   bool defer_ = false;
   bool single_ = false;
   bool in_session_memory_ = false;
+  std::string session_base_;
   std::vector<Leaf> retired_;  // to be removed by tidy()
   // Destroyed after ~CgroupBackend has removed the leaves: it tells the
   // guard to go without touching anything.
@@ -554,6 +557,10 @@ std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(
       ::faccessat(backend->base_fd(), "cgroup.subtree_control", F_OK, 0) == 0) {
     auto ctl = sys::read_file_at(backend->base_fd(), "cgroup.subtree_control");
     if (ctl && ctl->find("memory") != std::string::npos) backend->leaves_in_memory_session();
+    const std::string name = where->base_rel.substr(where->base_rel.rfind('/') + 1);
+    if (auto key = SessionKey::parse(name);
+        key && key->kind == SessionKey::Kind::process && key->pid == ::getpid())
+      backend->guard_removes_base(name);
   }
   // Make the first leaf now: it proves we may create cgroups here, and the
   // kernel has cgroup.kill (5.14+).

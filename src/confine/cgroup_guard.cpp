@@ -47,6 +47,7 @@ struct GuardPlan {
   int base_fd = -1;
   char prefix[96] = {};
   size_t prefix_len = 0;
+  char remove_base[128] = {};  // "" or the base's name, removed last
 };
 
 bool owned(const GuardPlan& p, const char* name) noexcept {
@@ -125,6 +126,13 @@ void clean_up(const GuardPlan& p) noexcept {
     if (fds[0].revents != 0) break;
   }
   clean_up(p);
+  if (p.remove_base[0] != '\0') {
+    long parent = r_openat(p.base_fd, "..", O_RDONLY | O_DIRECTORY);
+    if (parent >= 0) {
+      (void)raw_syscall(SYS_unlinkat, parent, reinterpret_cast<long>(p.remove_base), AT_REMOVEDIR);
+      r_close(parent);
+    }
+  }
   guard_exit();
 }
 
@@ -137,7 +145,7 @@ constexpr size_t kGuardStack = 256 * 1024;
 }  // namespace
 
 Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::string& prefix,
-                                                         Memory memory) noexcept {
+                                                         Memory memory, const std::string& remove_base) noexcept {
   // A page that faults below the stack: an overflow ends the guard, never
   // writes into memory it shares with us.
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -151,6 +159,9 @@ Result<std::unique_ptr<CgroupGuard>> CgroupGuard::start(int base_fd, const std::
   if (prefix.size() >= sizeof plan->prefix) return fail(ENAMETOOLONG);
   std::memcpy(plan->prefix, prefix.data(), prefix.size());
   plan->prefix_len = prefix.size();
+  if (remove_base.size() >= sizeof plan->remove_base || remove_base.find('/') != std::string::npos)
+    return fail(ENAMETOOLONG);
+  std::memcpy(plan->remove_base, remove_base.data(), remove_base.size());
   plan->base_fd = base_fd;
 
   auto self = sys::pidfd_open(::getpid());

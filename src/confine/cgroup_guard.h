@@ -50,8 +50,12 @@ class CgroupGuard {
   // is allowed (CAP_SYS_RESOURCE), so the OOM killer takes the supervisor
   // alone and the guard does its work.
   enum class Memory { shared, own };
+  // `remove_base`: the base's own name, when the base is this process's
+  // session (confine/session.h), which the guard then removes too, once
+  // the leaves in it are gone: a crash leaves nothing.
   static Result<std::unique_ptr<CgroupGuard>> start(int base_fd, const std::string& prefix,
-                                                    Memory memory = Memory::shared) noexcept;
+                                                    Memory memory = Memory::shared,
+                                                    const std::string& remove_base = "") noexcept;
 
   // Tells the guard to exit without touching anything (the supervisor
   // removes its own leaves on a normal exit) and reaps it.
