@@ -21,6 +21,7 @@
 #include "core/driver.h"
 #include "core/report.h"
 #include "core/run.h"
+#include "core/session_config.h"
 #include "core/units.h"
 #include "sys/proc.h"
 
@@ -69,6 +70,16 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine, con
         return std::unexpected(std::string("subreaper: not available in the library (it would make the ") +
                                "host process a subreaper whose orphans nobody reaps); use auto, cgroup, pidns or pgroup");
       req.kind = *k;
+    }
+    // The Python process is one session: its envelope from the environment
+    // (PMON_SESSION_MEMORY_MAX, ...) or the config file (docs/sessions.md).
+    EnvelopeAsk ask;
+    ask.flag_prefix = "session_";
+    auto envelope = resolve_envelope(ask);
+    if (!envelope) return std::unexpected(envelope.error());
+    if (*envelope && (!req.kind || *req.kind == ConfineKind::cgroup || req.isolate)) {
+      req.envelope = **envelope;
+      req.session = SessionKey::of_this_process();
     }
     auto sel = select_backend(req);
     if (!sel) {

@@ -420,6 +420,31 @@ Json tool_error(const std::string& message) {
 
 Json tool_error(const Error& e) { return tool_error(words(e, "job")); }
 
+// A call's end in its session, as a model reads it: what the session's
+// envelope did to it, and how much of it is used.
+std::string session_note(const Json& session, bool oom_killed) {
+  const Json& env = session["envelope"];
+  const Json& use = session["usage"];
+  auto mib = [](const Json& v) { return v.is_number() ? std::to_string(v.get<uint64_t>() >> 20) + " MiB" : std::string("?"); };
+  std::string t;
+  if (oom_killed)
+    t = "killed whole by the kernel for memory: the session's envelope holds memory.max " + mib(env["memory_max"]) +
+        " for all its commands together (ask for less memory, or end other jobs of the session); ";
+  if (use["memory_peak"].is_number()) {
+    t += "session memory peak " + mib(use["memory_peak"]);
+    if (env["memory_max"].is_number()) t += " of memory.max " + mib(env["memory_max"]);
+  } else {
+    t += "in a session";
+  }
+  const Json& high = use["memory_events"]["high"];
+  if (high.is_number() && high.get<uint64_t>() > 0)
+    t += ", slowed down past memory.high " + std::to_string(high.get<uint64_t>()) + " times";
+  const Json& forks = use["pids_events_max"];
+  if (forks.is_number() && forks.get<uint64_t>() > 0)
+    t += ", forks refused at the session's pids.max " + std::to_string(forks.get<uint64_t>()) + " times";
+  return t;
+}
+
 Json run_result(const RunSummary& a) {
   auto [out, cut] = head_and_tail(a.output);
   const bool truncated = cut || a.truncated;
@@ -462,7 +487,13 @@ Json run_result(const RunSummary& a) {
     for (const Json& l : leftovers)
       note += " " + l["command"].get<std::string>() + " (pid " + std::to_string(l["pid"].get<int>()) + ")";
   }
-  if (s["oom_killed"] == true) note += "; killed for going past memory_max";
+  const bool in_session = a.report.contains("session") && a.report["session"].is_object();
+  if (in_session) {
+    s["session"] = a.report["session"];
+    note += "; " + session_note(a.report["session"], s["oom_killed"] == true);
+  } else if (s["oom_killed"] == true) {
+    note += "; killed for going past memory_max";
+  }
   if (s["pids_max_hit"] == true) note += "; some forks failed at pids_max";
   if (a.left_out) note += "; " + std::to_string(a.left_out) + " bytes of output left out in the middle";
   if (!a.cleanup_verified) note += "; WARNING: some of its processes could not be confirmed gone";

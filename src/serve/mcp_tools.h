@@ -79,7 +79,8 @@ inline constexpr std::tuple kTools{
           "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max)"},
           "stopped_by": {"type": ["string", "null"], "description": "why pmon stopped it (\"timeout\", \"idle timeout\", \"kill\", \"cancelled\", ...); null: it ended by itself"},
           "left_out": {"type": "integer", "description": "bytes of a long output left out between its first 4 KiB and last 12 KiB"},
-          "spool_path": {"type": "string", "description": "a job still running: the file that holds its whole output"}
+          "spool_path": {"type": "string", "description": "a job still running: the file that holds its whole output"},
+          "session": {"type": "object", "description": "in a session with an envelope: the envelope (memory_max, memory_high, pids_max, cpu_max), and what the session (usage) and this command (call_usage) used: memory_peak, memory_events (high, max, oom, oom_kill), pids_events_max, memory_pressure_avg10"}
         },
         "required": ["running", "output", "truncated"]
       }
@@ -211,7 +212,10 @@ inline constexpr std::tuple kTools{
             "timed_out": {"type": "boolean", "description": "its timeout or idle timeout stopped it (once over)"},
             "stopped_by": {"type": ["string", "null"], "description": "why pmon stopped it, once its stop has begun (\"kill\", \"idle timeout\", ...); null: not stopped"},
             "oom_killed": {"type": ["boolean", "null"], "description": "killed for going past memory_max (null: no memory_max, or not over)"},
-            "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max, or not over)"}}}}
+            "pids_max_hit": {"type": ["boolean", "null"], "description": "a fork failed at pids_max (null: no pids_max, or not over)"},
+            "memory_peak": {"type": ["integer", "null"], "description": "in a session: the most memory the job has used"},
+            "oom_kill": {"type": ["integer", "null"], "description": "in a session: processes of the job the kernel killed for memory"}}}},
+          "session": {"type": "object", "description": "in a session with an envelope: the envelope and what the session has used (memory_current, memory_peak, memory_events, pids_current, pids_events_max, memory and cpu pressure)"}
         },
         "required": ["jobs"]
       }
