@@ -250,6 +250,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
       opts.reader_fd = STDOUT_FILENO;
   }
   opts.own_all_children = true;
+  opts.session_figures = !report_path.empty();
   // pmon run changes no disposition while the call runs (SIGPIPE is ignored
   // only after it): the child resets just those that are not SIG_DFL now,
   // what the caller ignored included, rather than each of the 64.

@@ -269,7 +269,6 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
   s->key_ = key;
   const std::string name = key.dir_name();
   s->path_ = where->base_path + "/" + name;
-  sweep(where->base.get(), where->base_path, name);
   for (int attempt = 0;; ++attempt) {
     s->joined_ = false;
     if (::mkdirat(where->base.get(), name.c_str(), 0755) != 0) {
@@ -289,6 +288,8 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
     break;
   }
   s->parent_ = std::move(where->base);
+  // (Made now: what crashed beside it is looked at once, not on every join.)
+  if (!s->joined_) sweep(s->parent_.get(), where->base_path, name);
   if (!s->joined_) {
     // Its controllers come from the place the leaves go; then its own
     // cgroup.subtree_control hands them on to every call inside.
@@ -318,11 +319,21 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
                                          Errc::confinement));
     }
   }
-  s->envelope_.limits = read_cgroup_limits(s->dir_.get());
   s->envelope_.profile = envelope.profile;
   s->envelope_.set_by = s->joined_ ? "the session " + name + " (made by an earlier call)" : envelope.set_by;
   s->envelope_.asked = envelope.asked;
+  // One it made is read now (a service's: its threads then only read it);
+  // one it joined on the first look (pmon run: most calls never look).
+  if (!s->joined_) (void)s->envelope();
   return s;
+}
+
+const Envelope& SessionCgroup::envelope() const {
+  if (!envelope_read_) {
+    envelope_.limits = read_cgroup_limits(dir_.get());
+    envelope_read_ = true;
+  }
+  return envelope_;
 }
 
 SessionCgroup::~SessionCgroup() {

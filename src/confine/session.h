@@ -103,9 +103,9 @@ class SessionCgroup {
 
   const std::string& path() const noexcept { return path_; }
   const SessionKey& key() const noexcept { return key_; }
-  // The envelope as the cgroup holds it (read back from its files), with
-  // where it was set.
-  const Envelope& envelope() const noexcept { return envelope_; }
+  // The envelope as the cgroup holds it (read back from its files on the
+  // first look), with where it was set.
+  const Envelope& envelope() const;
   bool joined() const noexcept { return joined_; }
   CgroupUsage usage() const { return read_usage(dir_.get()); }
   int dir_fd() const noexcept { return dir_.get(); }
@@ -113,7 +113,8 @@ class SessionCgroup {
  private:
   SessionCgroup() = default;
   SessionKey key_;
-  Envelope envelope_;
+  mutable Envelope envelope_;
+  mutable bool envelope_read_ = false;
   std::string path_;
   Fd parent_, dir_;
   bool joined_ = false;

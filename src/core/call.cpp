@@ -189,7 +189,7 @@ void CallMachine::wrap_up() {
     res.pids_max_hit = b->pids_max_hit();
     res.memory_high_hit = b->memory_high_hit();
   }
-  if (const confine::SessionCgroup* session = backend ? backend->session() : nullptr)
+  if (const confine::SessionCgroup* session = backend ? backend->session() : nullptr; session && opts.session_figures)
     res.session = read_session(*session, res.cgroup, &res);
   b->release(boundary_empty && main_exited);
   res.duration_ms = since_start_ms();

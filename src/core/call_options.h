@@ -56,6 +56,10 @@ struct RunOptions {
   // cgroup2 mount: the leaf of the call that asked for this one) where the
   // backend can (Backend::open_boundary_inside); else where it always goes.
   std::string inside_cgroup;
+  // In a session: read what the session and the call used as it ends
+  // (RunResult::session; some twenty files). Off for a caller that shows
+  // no result but the exit status (pmon run without a report).
+  bool session_figures = true;
   // The reaper to collect with (shared by an init, whose boundary reaps
   // too, and by a restart loop); null: the call's own.
   sys::Reaper* reaper = nullptr;

@@ -7,7 +7,7 @@ std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend, st
                                      const Limits& limits, std::optional<uint64_t> default_pids,
                                      std::optional<Error>* default_skipped) {
   const confine::SessionCgroup* session = backend.session();
-  if (session != nullptr) {
+  if (session != nullptr && (limits.any() || limits.pids_max)) {
     if (std::string over = beyond_envelope(limits, session->envelope()); !over.empty())
       return std::unexpected(Error::line(std::move(over), Errc::confinement));
   }
