@@ -18,6 +18,7 @@
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_kill.h"
 #include "confine/cgroup_limits.h"
+#include "confine/session_keeper.h"
 #include "sys/proc.h"
 
 namespace pmon {
@@ -322,6 +323,9 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
   s->envelope_.profile = envelope.profile;
   s->envelope_.set_by = s->joined_ ? "the session " + name + " (made by an earlier call)" : envelope.set_by;
   s->envelope_.asked = envelope.asked;
+  // A harness's calls come one pmon at a time: the one that made its
+  // session leaves a keeper that removes it once the harness is gone.
+  if (!s->joined_ && key.kind == SessionKey::Kind::harness) start_session_keeper(key, s->parent_.get(), name);
   // One it made is read now (a service's: its threads then only read it);
   // one it joined on the first look (pmon run: most calls never look).
   if (!s->joined_) (void)s->envelope();
