@@ -7,13 +7,18 @@
 // left. pmon's PreToolUse hook blocks the call (a rewrite would turn
 // Claude Code's permission rules off). What the prefix keeps of Claude Code's
 // own behaviour (rules, working directory, timeouts, background calls,
-// output) is tested beside Claude Code without pmon.
+// output) is tested beside Claude Code without pmon. With a session
+// envelope, the Bash calls of one Claude Code share one session cgroup.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, mkdirSync, writeFileSync, openSync, readSync, closeSync, existsSync, realpathSync } from 'node:fs';
+import {
+  readFileSync, readdirSync, mkdirSync, writeFileSync, openSync, readSync, closeSync, existsSync, realpathSync,
+  readlinkSync, rmdirSync,
+} from 'node:fs';
 import { join, dirname } from 'node:path';
 import { arch } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
 import {
   PMON, PMON_SHELL, workloadLine, freePort, portBound, waitFor, startHarness,
   leftover, records, running, cleanup, scratch,
@@ -427,5 +432,173 @@ for (const via of ['none', 'prefix']) {
     assert.equal(ready, 'workload ready', r.out);
     assert.equal(more.length, via === 'prefix' ? 1 : 0, r.results[1]);
     if (via === 'prefix') assert.match(more[0], /^pmon: .* left 2 processes running; stopped them$/);
+  });
+}
+
+// A session envelope (docs/sessions.md): every Bash call of one Claude Code
+// process is a leaf inside one session cgroup named after Claude Code (its
+// pid, start time and PID namespace), the harness itself outside, each call
+// in a cgroup namespace of its own (the tests run as root). The session
+// cgroup is removed once Claude Code is gone and no call of it runs.
+// PMON_SESSION_PIDS_MAX=0 asks for an envelope without writing a limit: it
+// needs no controller, so the session cgroup is made on any cgroup2 host.
+
+// Where cgroup2 is mounted, or null.
+function cgroup2Mount() {
+  for (const l of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const f = l.split(' ');
+    const dash = f.indexOf('-');
+    if (dash > 0 && f[dash + 1] === 'cgroup2' && f[3] === '/') return f[4];
+  }
+  return null;
+}
+// The cgroup2 path of process PID as this process sees it ("/a/b"), or null.
+function cgroupOf(pid) {
+  try {
+    const l = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n').find((x) => x.startsWith('0::'));
+    return l ? l.slice(3) : null;
+  } catch { return null; }
+}
+function statOf(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(f[1]), start: f[19] };
+  } catch { return null; }
+}
+const pidNamespace = () => readlinkSync('/proc/self/ns/pid').match(/\[(\d+)\]/)[1];
+
+// One Claude Code whose model makes two Bash calls: a background one
+// (run_in_background), then a foreground one while the first still runs.
+// Each records "pid start name cgroup-line" (the cgroup line as the command
+// sees it) and waits for the test's go file. Meanwhile the test reads each
+// call's cgroup and the chain of processes up to Claude Code from outside,
+// by pid; then it ends (writes go: a normal end) or kills Claude Code.
+async function sessionCalls(t, { via, kill = false }) {
+  const tmp = scratch(); t.after(() => tmp.remove());
+  const rec = tmp.path('records');
+  const go = tmp.path('go');
+  const call = (name) => `echo "$$ $(cut -d' ' -f22 /proc/$$/stat) ${name} $(grep '^0::' /proc/self/cgroup)" >> ${rec}; ` +
+    `for i in $(seq 1 1500); do [ -e ${go} ] && exit 0; sleep 0.02; done; exit 1`;
+  const seen = {};
+  const r = await bashCall(t, {
+    via, env: { PMON_SESSION_PIDS_MAX: '0' },
+    calls: [{ command: call('background'), run_in_background: true }, call('foreground')],
+    during: async (run, model) => {
+      const both = () => records(rec).length === 2;
+      assert.ok(await waitFor(both, 20000), `the two calls did not both start: ${run.out()} ${JSON.stringify(model.log)}`);
+      const list = records(rec);
+      leaked.push(...list);
+      assert.match(model.results[0] ?? '', /running in background/, run.out());
+      const claude = run.child.pid;
+      seen.claude = { pid: claude, start: statOf(claude).start, cgroup: cgroupOf(claude) };
+      seen.calls = readFileSync(rec, 'utf8').trim().split('\n').map((l) => {
+        const [pid, start, name, ...line] = l.split(' ');
+        // From outside: its cgroup, and the process Claude Code started for
+        // it (the call's ancestor whose parent is Claude Code).
+        let top = Number(pid);
+        for (let s = statOf(top); s && s.ppid !== claude && s.ppid > 1; s = statOf(top)) top = s.ppid;
+        const args = (() => { try { return readFileSync(`/proc/${top}/cmdline`, 'utf8').split('\0'); } catch { return []; } })();
+        return { pid: Number(pid), start, name, line: line.join(' '), alive: statOf(pid)?.start === start,
+          cgroup: cgroupOf(pid), top: { pid: top, args: args.slice(0, 1), cgroup: cgroupOf(top), parent: statOf(top)?.ppid } };
+      });
+      t.diagnostic(JSON.stringify(seen));
+      seen.tree = descendants(claude);
+      leaked.push(...seen.tree);
+      if (kill) run.child.kill('SIGKILL');
+      else writeFileSync(go, '');
+    },
+  });
+  const list = records(rec);
+  const until = Date.now() + 10000;
+  await waitFor(() => running(list).length === 0 && running(seen.tree).length === 0, until - Date.now());
+  // Nothing of the calls is left running (by pid and start time).
+  assert.deepEqual(running(list), [], `left running: ${r.out}`);
+  assert.deepEqual(running(seen.tree), [], 'left under Claude Code');
+  return { ...r, seen, until };
+}
+
+// The session cgroup Claude Code's calls ran in: the directory, and
+// whether it has processes or cgroups in it.
+function sessionDir(dir) {
+  const procs = () => { try { return readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim(); } catch { return ''; } };
+  const leaves = () => { try { return readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name); } catch { return []; } };
+  return { dir, exists: () => existsSync(dir), procs, leaves };
+}
+// What a failed test left of its session: its leaves and itself, if empty.
+function removeSession(s) {
+  if (!/\/pmon-session-h[^/]+$/.test(s.dir)) return;
+  for (const l of s.leaves()) try { rmdirSync(join(s.dir, l)); } catch {}
+  try { rmdirSync(s.dir); } catch {}
+}
+
+// Without the prefix the envelope in Claude Code's environment does
+// nothing: its calls run in Claude Code's own cgroup, in no session.
+test('control: without the prefix the Bash calls run in Claude Code\'s own cgroup, in no session', async (t) => {
+  const r = await sessionCalls(t, { via: 'none' });
+  const { claude, calls } = r.seen;
+  assert.equal(r.code, 0, r.out);
+  assert.equal(calls.length, 2, r.out);
+  for (const c of calls) assert.equal(c.cgroup, claude.cgroup, JSON.stringify(c));
+});
+
+const SESSION_TEST = 'the Bash calls of one Claude Code share one session cgroup, removed when it is gone';
+for (const kill of [false, true]) {
+  test(`session: ${SESSION_TEST} (${kill ? 'Claude Code killed' : 'a normal end'})`, async (t) => {
+    const mount = cgroup2Mount();
+    if (!mount) return t.skip('no cgroup2 mount');
+    let session = null;
+    t.after(() => session && removeSession(session));
+    const r = await sessionCalls(t, { via: 'prefix', kill });
+    const { claude, calls } = r.seen;
+    // Named after Claude Code: its pid, its start time, its PID namespace;
+    // made where pmon makes its leaves.
+    const name = `pmon-session-h${claude.pid}-${claude.start}-${pidNamespace()}`;
+    assert.deepEqual(calls.map((c) => c.name).sort(), ['background', 'foreground']);
+    const at = (c) => (c.cgroup ?? '').slice(0, (c.cgroup ?? '').lastIndexOf('/'));
+    for (const c of calls) {
+      // Both ran at once, each a leaf of its own inside the one session.
+      assert.ok(c.alive, `the ${c.name} call was not running: ${JSON.stringify(c)}`);
+      assert.match(c.cgroup ?? '', new RegExp(`/${name}/pmon-[^/]+$`), `the ${c.name} call: ${JSON.stringify(c)}`);
+      assert.equal(at(c), at(calls[0]), 'the calls ran in two sessions');
+      // In a cgroup namespace of its own: it sees its leaf as the root.
+      assert.equal(c.line, '0::/', `the ${c.name} call saw ${c.line}`);
+      // The call's pmon-shell is Claude Code's child: its parent is the key.
+      assert.equal(c.top.parent, claude.pid, JSON.stringify(c));
+      assert.match(c.top.args[0] ?? '', /pmon-shell$/, JSON.stringify(c));
+    }
+    assert.notEqual(calls[0].cgroup, calls[1].cgroup, 'the two calls shared one leaf');
+    session = sessionDir(join(mount, at(calls[0])));
+    // Claude Code itself stays outside its session.
+    assert.ok(!`${claude.cgroup}/`.startsWith(`${at(calls[0])}/`), `Claude Code is in ${claude.cgroup}`);
+    if (kill) {
+      assert.equal(r.signal, 'SIGKILL', r.out);
+    } else {
+      assert.equal(r.code, 0, r.out);
+      assert.equal(r.results.length, 2, r.out);
+    }
+    if (kill) {
+      // Killed during its calls: the last call to end removes the session.
+      const gone = await waitFor(() => !session.exists(), Math.max(0, r.until - Date.now()));
+      assert.ok(gone, `the session cgroup ${name} is still there (processes [${session.procs()}], ` +
+        `cgroups [${session.leaves()}]) once Claude Code was killed and its calls stopped`);
+      return;
+    }
+    // Claude Code ended after its last call (it waits for its calls): no
+    // pmon ran then to remove the session. It is empty, nobody holds it,
+    // and the next session opened beside it removes it (or pmon gc).
+    t.diagnostic(`session ${name} after the end: ${session.exists() ? 'there' : 'gone'}`);
+    if (session.exists()) {
+      assert.equal(session.procs(), '', `processes left in ${name}`);
+      assert.deepEqual(session.leaves(), [], `cgroups left in ${name}`);
+      const dry = spawnSync(PMON, ['gc', '--dry-run'], { encoding: 'utf8' });
+      if (session.exists()) {
+        assert.match(dry.stdout, new RegExp(`^would remove \\S*/${name} \\(session of harness ${claude.pid}, nobody holds it\\)$`, 'm'),
+          dry.stdout + dry.stderr);
+      }
+    }
+    const next = spawnSync(PMON, ['run', '-q', '--session-pids-max', '0', '--', 'true'], { encoding: 'utf8' });
+    assert.equal(next.status, 0, next.stderr);
+    assert.ok(!session.exists(), `the next session opened beside ${name} did not remove it`);
   });
 }
