@@ -71,12 +71,68 @@ std::optional<std::string> usual_cgroup2_mount() {
   return std::nullopt;
 }
 
+// In a cgroup namespace whose root is below the mount's (a call of a
+// session, which runs in a namespace rooted at its own leaf, under the
+// host's mount): /proc/self/cgroup is relative to the namespace's root,
+// which mountinfo shows as `depth` levels below the mount's ("/../.."). The
+// cgroup at that depth whose `own` below it lists this process is ours.
+std::optional<std::string> own_below_wider_mount(const std::string& mount, int depth, const std::string& own) {
+  const std::string self = std::to_string(::getpid());
+  std::vector<std::string> level{""};
+  size_t seen = 0;
+  for (int d = 0; d < depth && !level.empty(); ++d) {
+    std::vector<std::string> next;
+    for (const std::string& rel : level)
+      for (const std::string& c : child_cgroups(mount + rel)) {
+        if (++seen > 100'000) return std::nullopt;
+        next.push_back(rel + "/" + c);
+      }
+    level = std::move(next);
+  }
+  std::optional<std::string> found;
+  for (const std::string& rel : level) {
+    const std::string path = rel + (own == "/" ? "" : own);
+    auto procs = sys::read_file(mount + path + "/cgroup.procs");
+    if (!procs) continue;
+    std::vector<int> pids;
+    parse_pid_list(*procs, pids);
+    for (int p : pids)
+      if (std::to_string(p) == self) {
+        if (found) return std::nullopt;  // two: cannot tell
+        found = path;
+      }
+  }
+  return found;
+}
+
+bool in_first_cgroup_namespace() {
+  char link[64] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/cgroup", link, sizeof link - 1);
+  // (No /proc/self/ns: an old kernel, which has no cgroup namespaces.)
+  return n <= 0 || std::string_view(link, static_cast<size_t>(n)) == "cgroup:[4026531835]";
+}
+
 std::optional<CgroupLocation> with_own_cgroup(const std::string& mount, const std::string& root, std::string* why) {
   auto pc = sys::read_file("/proc/self/cgroup");
   std::string own = pc ? own_from_proc_cgroup(*pc) : std::string();
   if (own.empty()) {
     *why = "this process has no cgroup v2 entry in /proc/self/cgroup";
     return std::nullopt;
+  }
+  if (root.starts_with("/..")) {
+    int depth = 0;
+    for (size_t at = 0; (at = root.find("..", at)) != std::string::npos; at += 2) ++depth;
+    auto real = own_below_wider_mount(mount, depth, own);
+    if (!real) {
+      *why = "this process's cgroup namespace is rooted below the cgroup2 mount at " + mount +
+             " and its cgroup there cannot be found";
+      return std::nullopt;
+    }
+    CgroupLocation loc;
+    loc.mount = mount;
+    loc.own = real->empty() ? std::string("/") : *real;
+    loc.own_path = loc.own == "/" ? mount : mount + loc.own;
+    return loc;
   }
   // A mount of a subtree (root "/x") shows paths below it.
   // (Built in a fresh string: assigning back into `own` draws a false
@@ -93,7 +149,10 @@ std::optional<CgroupLocation> with_own_cgroup(const std::string& mount, const st
 }  // namespace
 
 std::optional<CgroupLocation> locate_cgroup2(std::string* why) {
-  if (auto mount = usual_cgroup2_mount()) return with_own_cgroup(*mount, "/", why);
+  // The usual mount shows the whole hierarchy; /proc/self/cgroup holds
+  // below it as it is only in the first cgroup namespace (a call of a
+  // session has one of its own: mountinfo says how far below its root is).
+  if (auto mount = usual_cgroup2_mount(); mount && in_first_cgroup_namespace()) return with_own_cgroup(*mount, "/", why);
   return locate_cgroup2_by_mountinfo(why);
 }
 
