@@ -10,6 +10,7 @@
 #define TOML_ENABLE_FORMATTERS 0
 #include <toml++/toml.h>
 
+#include "core/printable.h"
 #include "core/units.h"
 
 namespace pmon {
@@ -223,6 +224,10 @@ std::expected<Envelope, std::string> build(Fields f, const FileConfig* file, boo
   return e;
 }
 
+// The line for a refusal: keys, values and paths come from the user's file
+// and environment, and may hold a newline or a terminal's control codes.
+std::unexpected<std::string> refusal(const std::string& line) { return std::unexpected(printable(line)); }
+
 }  // namespace
 
 const std::vector<BuiltinProfile>& builtin_profiles() {
@@ -237,10 +242,10 @@ const std::vector<BuiltinProfile>& builtin_profiles() {
 std::expected<std::optional<Envelope>, std::string> envelope_from_toml(const std::string& text,
                                                                        const std::string& path) {
   auto c = parse_file(text, path);
-  if (!c) return std::unexpected(c.error());
+  if (!c) return refusal(c.error());
   if (!c->session.any()) return std::optional<Envelope>();
   auto e = build(c->session, &*c, false);
-  if (!e) return std::unexpected(e.error());
+  if (!e) return refusal(e.error());
   return std::optional<Envelope>(std::move(*e));
 }
 
@@ -265,7 +270,7 @@ std::expected<std::optional<Envelope>, std::string> resolve_envelope(const Envel
   take(f.pids_max, f.pids_max_from, flags.pids_max, "pids-max", "PMON_SESSION_PIDS_MAX");
   take(f.cpu_max, f.cpu_max_from, flags.cpu_max, "cpu-max", "PMON_SESSION_CPU_MAX");
   auto file = load_file(env);
-  if (!file) return std::unexpected(file.error());
+  if (!file) return refusal(file.error());
   const FileConfig* fc = *file ? &**file : nullptr;
   if (f.any()) {
     // "none" turns the configured default off for this session.
@@ -273,12 +278,12 @@ std::expected<std::optional<Envelope>, std::string> resolve_envelope(const Envel
         f.cpu_max.empty())
       return std::optional<Envelope>();
     auto e = build(f, fc, true);
-    if (!e) return std::unexpected(e.error());
+    if (!e) return refusal(e.error());
     return std::optional<Envelope>(std::move(*e));
   }
   if (fc == nullptr || !fc->session.any()) return std::optional<Envelope>();
   auto e = build(fc->session, fc, false);
-  if (!e) return std::unexpected(e.error());
+  if (!e) return refusal(e.error());
   return std::optional<Envelope>(std::move(*e));
 }
 

@@ -198,6 +198,19 @@ TEST(EnvelopeFromToml, BadValuesNamedByFileAndKey) {
   EXPECT_FALSE(e.limits.has_pids_max());
 }
 
+TEST(EnvelopeFromToml, RefusalIsOneLineWhateverTheFileHolds) {
+  // A quoted key, a string value, a file name: the user's bytes, shown escaped.
+  EXPECT_EQ(refused("[session]\n\"memory\\nmax\" = 1\n"),
+            kPath + ": session.memory\\nmax: unknown key (use profile, memory_max, memory_high, pids_max, cpu_max)");
+  EXPECT_EQ(refused("[session]\nmemory_max = \"1\\n\\u001b[2J\"\n"),
+            kPath + ": memory_max: '1\\n\\x1B[2J' is not a size (use bytes, or K, M or G for powers of 1024, e.g. 512M)");
+  EXPECT_EQ(refused("[session]\nprofile = \"a\\rb\"\n"),
+            kPath + ": unknown profile 'a\\x0Db' (profiles: small, standard, large)");
+  auto r = envelope_from_toml("[x]\n", "/etc/pmon\n/config.toml");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), "/etc/pmon\\n/config.toml: x: unknown table (use [session] and [profiles.NAME])");
+}
+
 TEST(EnvelopeFromToml, BadTomlNamesFileAndLine) {
   for (const char* text : {"[session\nmemory_max = 1\n", "[session]\nmemory_max = \n", "[session]\n\nmemory_max 1\n",
                            "[session]\nmemory_max = 1\nmemory_max = 2\n", "[session]\n[session]\n",
@@ -432,6 +445,9 @@ TEST_F(ResolveEnvelope, BadValuesNameTheFlagOrVariable) {
   EXPECT_EQ(refused(flags), "PMON_SESSION_MEMORY_HIGH: memory_high must be below memory_max");
   flags.profile = "tiny";
   EXPECT_EQ(refused(flags), "--session-profile: unknown profile 'tiny' (profiles: small, standard, large)");
+  // One line, whatever the variable holds.
+  fake_env["PMON_SESSION_CPU_MAX"] = "1\n2";
+  EXPECT_TRUE(refused().starts_with("PMON_SESSION_CPU_MAX: cpu_max: '1\\n2' is not a number of cores")) << refused();
 }
 
 // An envelope as the session holds it.
