@@ -273,10 +273,32 @@ std::expected<std::optional<Envelope>, std::string> resolve_envelope(const Envel
   if (!file) return refusal(file.error());
   const FileConfig* fc = *file ? &**file : nullptr;
   if (f.any()) {
-    // "none" turns the configured default off for this session.
-    if (f.profile == "none" && f.memory_max.empty() && f.memory_high.empty() && f.pids_max.empty() &&
-        f.cpu_max.empty())
-      return std::optional<Envelope>();
+    // "none" turns off what is weaker than it: the configured default, and
+    // as a flag the environment's fields too. A field set as strongly beside
+    // it contradicts it; one set more strongly makes the envelope alone.
+    if (f.profile == "none") {
+      const bool none_by_flag = !flags.profile.empty();
+      struct Field {
+        std::string* value;
+        std::string* from;
+        bool by_flag;
+      };
+      const Field fields[] = {{&f.memory_max, &f.memory_max_from, !flags.memory_max.empty()},
+                              {&f.memory_high, &f.memory_high_from, !flags.memory_high.empty()},
+                              {&f.pids_max, &f.pids_max_from, !flags.pids_max.empty()},
+                              {&f.cpu_max, &f.cpu_max_from, !flags.cpu_max.empty()}};
+      std::string beside;
+      for (const Field& x : fields) {
+        if (x.value->empty()) continue;
+        if (none_by_flag && !x.by_flag) x.value->clear(), x.from->clear();
+        else if (none_by_flag == x.by_flag && beside.empty()) beside = *x.from;
+      }
+      if (!beside.empty())
+        return refusal(f.profile_from + " none asks for no envelope, but " + beside + " sets one; give one or the other");
+      f.profile.clear();
+      f.profile_from.clear();
+      if (!f.any()) return std::optional<Envelope>();
+    }
     auto e = build(f, fc, true);
     if (!e) return refusal(e.error());
     return std::optional<Envelope>(std::move(*e));

@@ -383,6 +383,34 @@ TEST_F(ResolveEnvelope, ProfileNoneTurnsTheDefaultOff) {
   EXPECT_FALSE(resolve());
 }
 
+TEST_F(ResolveEnvelope, ProfileNoneBesideFields) {
+  // The flag turns off the environment's envelope too.
+  fake_env["PMON_SESSION_MEMORY_MAX"] = "8G";
+  fake_env["PMON_SESSION_PIDS_MAX"] = "100";
+  EnvelopeAsk flags;
+  flags.profile = "none";
+  EXPECT_FALSE(resolve(flags));
+  // Fields of the flags beside it: which one is meant is not known.
+  flags.cpu_max = "1";
+  EXPECT_EQ(refused(flags),
+            "--session-profile none asks for no envelope, but --session-cpu-max sets one; give one or the other");
+  // The variable beside the environment's fields: the same.
+  fake_env["PMON_SESSION_PROFILE"] = "none";
+  EXPECT_EQ(refused(),
+            "PMON_SESSION_PROFILE none asks for no envelope, but PMON_SESSION_MEMORY_MAX sets one; give one or the "
+            "other");
+  // The variable under a flag's field: the flags' envelope alone.
+  fake_env.erase("PMON_SESSION_MEMORY_MAX");
+  fake_env.erase("PMON_SESSION_PIDS_MAX");
+  flags = {};
+  flags.memory_max = "1G";
+  auto e = resolve(flags);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->profile, "");
+  EXPECT_EQ(e->limits.memory_max, kGiB);
+  EXPECT_EQ(e->set_by, "--session-memory-max");
+}
+
 TEST_F(ResolveEnvelope, ConfigFileWhereItIsLooked) {
   // $XDG_CONFIG_HOME/pmon, else ~/.config/pmon; $PMON_CONFIG over both.
   const std::string home = write("home/.config/pmon/config.toml", "[session]\npids_max = 1\n");
