@@ -222,6 +222,21 @@ TEST(EnvelopeFromToml, BadTomlNamesFileAndLine) {
   EXPECT_TRUE(refused("[session]\n\nmemory_max 1\n").starts_with(kPath + ":3: ")) << refused("[session]\n\nmemory_max 1\n");
 }
 
+TEST(EnvelopeFromToml, NonAsciiWhereWhitespaceMayStand) {
+  // Characters toml++'s whitespace table had no answer for (undefined
+  // behaviour there): refused as not whitespace, in one line.
+  for (const char* text : {"[session]\nmemory_max =\xef\xbb\x9f" "1\n", "[session]\nprofile = \"\"\"\\\n\xc2\xa7\"\"\"\n",
+                           "[session]\xe3\x80\x81\n"}) {
+    const std::string err = refused(text);
+    EXPECT_TRUE(err.starts_with(kPath + ":")) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+  // Whitespace it knows is still refused as TOML's whitespace is ASCII.
+  EXPECT_TRUE(refused("[session]\nmemory_max =\xc2\xa0" "1\n").starts_with(kPath + ":2: "));
+  // Non-ASCII in a comment is fine.
+  EXPECT_EQ(from_file("# Größe \xc2\xa7 \xef\xbb\x9f\n[session]\npids_max = 5\n").limits.pids_max, 5u);
+}
+
 // resolve_envelope reads the environment through a function: this one
 // answers from `fake_env`.
 std::map<std::string, std::string> fake_env;
