@@ -50,7 +50,14 @@ std::expected<Selection, Error> select_backend(const ConfineRequest& req) {
     if (env.asked) return std::unexpected(std::move(why));
     ConfineRequest plain = req;
     plain.envelope.reset();
-    auto sel = select_plain(plain);
+    // A named session stays one shared cgroup without the envelope: its
+    // calls are together as they would be with no config file at all.
+    if (req.session && req.session->kind == SessionKey::Kind::named && env.limits.any()) {
+      plain.envelope = Envelope{};
+      plain.envelope->asked = false;
+      plain.envelope->set_by = "the session";
+    }
+    auto sel = plain.envelope ? select_backend(plain) : select_plain(plain);
     if (sel) sel->session_note = prefixed("the configured session envelope is not set: ", std::move(why));
     return sel;
   };
