@@ -2,10 +2,10 @@
 # Session envelopes, as far as a host shows them without the memory, pids
 # and cpu controllers for pmon's leaves (the limits that do hold are tested
 # in a pure cgroup v2 guest):
-#  (a) an envelope asked for (a flag, a variable; pmon run and pmon-shell)
-#      that cannot be set fails closed: 125, one line naming the envelope and
-#      where it was set, the command not run, the report not_started, no
-#      session cgroup left;
+#  (a) an envelope asked for (a flag, a variable; pmon run, pmon-shell,
+#      pmon serve, pmon mcp) that cannot be set fails closed: 125, one line
+#      naming the envelope and where it was set, the command not run, the
+#      report not_started, no session cgroup left;
 #  (b) the config file's default that cannot be set is skipped with one note
 #      (none with -q, none from pmon-shell), and the named session is still
 #      one cgroup; a bad config file is one line naming it, 125, not run;
@@ -148,6 +148,17 @@ if ! enabled memory; then
   [ -z "$(sessions_of $$)" ] || fail "pmon-shell left its harness's session: $(sessions_of $$)"
   echo "ok: pmon-shell with PMON_SESSION_MEMORY_MAX: $(cat "$t/err")"
 fi
+
+# The services: one session each, refused at their start.
+for svc in "mcp --session-memory-max 1G:memory:--session-memory-max" "serve --stdio --session-pids-max 64:pids:--session-pids-max"; do
+  IFS=: read -r args ctl from <<< "$svc"
+  enabled "$ctl" && continue
+  rc=0; sh -c 'echo $$ > "$0"; exec "$@"' "$t/pm" "$PMON" $args < /dev/null > "$t/out" 2> "$t/err" || rc=$?
+  [ "$rc" = 125 ] && [ "$(wc -l < "$t/err")" = 1 ] &&
+    grep -q "set by $from): cannot set the session's $ctl limit" "$t/err" || fail "pmon $args: exit $rc: $(cat "$t/err")"
+  [ -z "$(sessions_of "$(cat "$t/pm")")" ] || fail "pmon $args left its session: $(sessions_of "$(cat "$t/pm")")"
+  echo "ok: pmon $args: refused at its start"
+done
 
 # (b) The config file's default envelope.
 if enabled memory pids; then
