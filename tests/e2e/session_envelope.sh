@@ -295,6 +295,19 @@ rc=0; "$PMON" run --session .. -- "${RAN[@]}" 2> "$t/err" || rc=$?
   fail "--session ..: exit $rc: $(cat "$t/err")"
 echo "ok: bad session names refused"
 
+# A named session where the backend has no cgroup to hold it: the call
+# runs outside it, and a note says so (none with -q).
+if have_backend pgroup; then
+  rm -f "$t/ran"
+  rc=0; "$PMON" run --session "$N-pg" --confine pgroup -- "${RAN[@]}" 2> "$t/err" || rc=$?
+  [ "$rc" = 0 ] && [ -e "$t/ran" ] && [ "$(cat "$t/err")" = "pmon: note: the call runs outside its session: the session $N-pg needs a cgroup of its own: use --confine cgroup or --isolate, not the pgroup backend" ] ||
+    fail "--session with --confine pgroup: exit $rc: $(cat "$t/err")"
+  rc=0; "$PMON" run -q --session "$N-pg" --confine pgroup -- true 2> "$t/err" || rc=$?
+  [ "$rc" = 0 ] && [ ! -s "$t/err" ] || fail "-q --session with --confine pgroup: exit $rc: $(cat "$t/err")"
+  [ ! -d "$leaves/pmon-session-n-$N-pg" ] || fail "--session with --confine pgroup made the session's cgroup"
+  echo "ok: --session with --confine pgroup: the call runs outside its session, with a note"
+fi
+
 # (d) pmon-shell. PMON_SESSION names its session, as pmon run's.
 S=$N-d
 SD=$leaves/pmon-session-n-$S
