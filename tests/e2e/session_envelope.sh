@@ -285,6 +285,20 @@ done
   fail "named session: the second call's report: $(report "$t/c2.json" "r['session']['envelope_set_by']")"
 echo "ok: named session: two calls in $SD, each in its own leaf and cgroup namespace; the session went with the last"
 
+# --isolate: the call's PID namespace, its leaf in the session all the same.
+if "$PMON" run -q --isolate -- true 2>/dev/null; then
+  rc=0
+  "$PMON" run --isolate --session "$S" --report "$t/iso.json" -- sh -c 'grep "^0::" /proc/self/cgroup > "$0"' "$t/iso.in" ||
+    rc=$?
+  [ "$rc" = 0 ] && [ "$(cat "$t/iso.in")" = "0::/" ] || fail "--isolate --session: exit $rc, the call sees '$(cat "$t/iso.in")'"
+  [ "$(report "$t/iso.json" "r['confinement'], r['session']['cgroup'], r['cgroup'].rsplit('/', 1)[0]")" = \
+    "('pidns', '$SD', '$SD')" ] || fail "--isolate --session: report: $(report "$t/iso.json" "r['cgroup'], r.get('session')")"
+  [ ! -d "$SD" ] || fail "--isolate --session: $SD is left"
+  echo "ok: --isolate --session: the call's leaf in $SD"
+else
+  echo "note: --isolate does not work here: not tested with a session"
+fi
+
 # A name that is not one: one line, not run.
 rm -f "$t/ran"
 rc=0; PMON_SESSION="a/b" "$PMON" run -- "${RAN[@]}" 2> "$t/err" || rc=$?
