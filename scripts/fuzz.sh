@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Fuzzes the two request parsers and the hook's input reader: builds tests/fuzz/ with clang (libFuzzer,
-# ASan, UBSan) in build-fuzz/, then runs each target for SECONDS (default
-# 60) on a copy of its seed corpus, tests/fuzz/corpus/TARGET/, which a run
+# Fuzzes the two request parsers, the hook's input reader and the config
+# file's reader: builds tests/fuzz/ with clang (libFuzzer, ASan, UBSan) in
+# build-fuzz/, then runs each target for SECONDS (default 60) on a copy of its seed corpus, tests/fuzz/corpus/TARGET/, which a run
 # never changes (what it adds stays in build-fuzz/corpus/TARGET/). An input
 # that crashes a target, trips a sanitizer or a check, leaks, or takes over
 # 10 s is saved in build-fuzz/crashes/TARGET/ and printed; then the script
@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
 cxx=${PMON_FUZZ_CXX:-clang++-19}
 command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found; scripts/deps.sh installs it" >&2; exit 2; }
-targets=(fuzz_serve_request fuzz_mcp_message fuzz_hook_input)
+targets=(fuzz_serve_request fuzz_mcp_message fuzz_hook_input fuzz_session_config)
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -42,7 +42,12 @@ std::expected<Selection, Error> select_plain(const ConfineRequest& req);
 std::expected<Selection, Error> select_backend(const ConfineRequest& req) {
   if (!req.envelope) return select_plain(req);
   const Envelope& env = *req.envelope;
+  // A named session with no envelope anywhere: only its shared cgroup is at
+  // stake, and the note says so (there is no configured envelope to name).
+  const bool bare = !env.asked && !env.limits.any() && req.session && req.session->kind == SessionKey::Kind::named;
+  const std::string whose = bare ? "the session " + req.session->name : "the session's envelope";
   auto head = [&](const std::string& why) {
+    if (bare) return Error::line(whose + " " + why, Errc::confinement);
     return Error::line("the session's envelope (" + describe(env) + ", set by " + env.set_by + ") " + why,
                        Errc::confinement);
   };
@@ -50,8 +55,16 @@ std::expected<Selection, Error> select_backend(const ConfineRequest& req) {
     if (env.asked) return std::unexpected(std::move(why));
     ConfineRequest plain = req;
     plain.envelope.reset();
-    auto sel = select_plain(plain);
-    if (sel) sel->session_note = prefixed("the configured session envelope is not set: ", std::move(why));
+    // A named session stays one shared cgroup without the envelope: its
+    // calls are together as they would be with no config file at all.
+    if (req.session && req.session->kind == SessionKey::Kind::named && env.limits.any()) {
+      plain.envelope = Envelope{};
+      plain.envelope->asked = false;
+      plain.envelope->set_by = "the session";
+    }
+    auto sel = plain.envelope ? select_backend(plain) : select_plain(plain);
+    const char* what = bare ? "the call runs outside its session: " : "the configured session envelope is not set: ";
+    if (sel) sel->session_note = prefixed(what, std::move(why));
     return sel;
   };
   const bool cgroup_kind = !req.kind || *req.kind == ConfineKind::cgroup || (*req.kind == ConfineKind::pidns && req.isolate);
@@ -61,7 +74,7 @@ std::expected<Selection, Error> select_backend(const ConfineRequest& req) {
   auto session = confine::SessionCgroup::open(req.cgroup_root, req.session.value_or(SessionKey::of_this_process()), env);
   if (!session) {
     Error e = std::move(session.error());
-    if (!e.text.starts_with("the session's envelope")) e = prefixed("the session's envelope: ", std::move(e));
+    if (!e.text.starts_with("the session's envelope")) e = prefixed(whose + ": ", std::move(e));
     return skip(std::move(e));
   }
   ConfineRequest inside = req;

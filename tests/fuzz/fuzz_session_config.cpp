@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fuzz target: a config file's text, read for the session envelope. Any
+// bytes must give an envelope or one line naming the file, without a crash
+// (deep nesting included); an envelope it gives holds what the kernel will
+// be asked to set: memory.high below memory.max, each field in range.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/session_config.h"
+#include "fuzz_check.h"
+
+using namespace pmon;
+using serve::fuzz::check;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::string path = "/etc/pmon/config.toml";
+  auto r = envelope_from_toml(text, path);
+  if (!r) {
+    const std::string& line = r.error();
+    check(line.starts_with(path + ":"), "a refusal that does not name the file");
+    check(line.find('\n') == std::string::npos && line.find('\r') == std::string::npos, "a refusal that is not one line");
+    return 0;
+  }
+  if (!*r) return 0;
+  const Envelope& e = **r;
+  const Limits& l = e.limits;
+  check(!e.asked, "the file's envelope taken as asked for");
+  check(e.set_by == path, "the file's envelope not set by the file");
+  check(l.any() || (l.pids_max && *l.pids_max == 0), "an envelope that sets nothing");
+  if (l.memory_max) {
+    check(*l.memory_max > 0, "memory.max 0");
+    check(l.memory_high.has_value(), "memory.max without memory.high");
+  }
+  if (l.memory_max && l.memory_high) check(*l.memory_high < *l.memory_max, "memory.high at or above memory.max");
+  if (l.pids_max) check(*l.pids_max > 0, "pids.max 0 kept as a limit");
+  if (l.cpu_max) check(*l.cpu_max >= 0.01 && *l.cpu_max <= 100000, "cpu.max out of range");
+  return 0;
+}
