@@ -81,11 +81,15 @@ std::expected<Selection, Error> ConfineFlags::try_select(const std::string& sub)
   // not stop a call from moving itself to another cgroup.
   req.isolate = isolate;
   if (session_use != SessionUse::none) {
-    auto env = resolve_envelope(envelope);
-    if (!env) die(sub + ": " + env.error());
     std::string name = session_name;
     if (name.empty() && session_use != SessionUse::service)
       if (const char* n = std::getenv("PMON_SESSION"); n != nullptr) name = n;
+    // pmon run in no named session takes no configured default: unless its
+    // flags or environment ask for an envelope (which may name a profile of
+    // the file), the file is not read (nor can a broken one stop the call).
+    auto env = resolve_envelope(envelope, nullptr, false);
+    if (session_use != SessionUse::run || !name.empty() || !env || *env) env = resolve_envelope(envelope);
+    if (!env) die(sub + ": " + env.error());
     std::optional<SessionKey> key;
     if (!name.empty()) {
       auto k = SessionKey::named_(name);

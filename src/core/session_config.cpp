@@ -196,6 +196,12 @@ std::expected<void, std::string> apply_profile(Fields& f, const FileConfig* file
   return std::unexpected(f.profile_from + ": unknown profile '" + f.profile + "' (profiles: " + names + ")");
 }
 
+// "--session-memory-max: ", "PMON_SESSION_PIDS_MAX: ", "FILE: memory_max: ".
+std::string where(const std::string& from, const char* key) {
+  if (from.starts_with("-") || from.starts_with("PMON_") || from.starts_with("session_")) return from + ": ";
+  return from + ": " + key + ": ";
+}
+
 std::expected<Envelope, std::string> build(Fields f, const FileConfig* file, bool asked) {
   if (auto r = apply_profile(f, file); !r) return std::unexpected(r.error());
   Envelope e;
@@ -207,29 +213,31 @@ std::expected<Envelope, std::string> build(Fields f, const FileConfig* file, boo
   };
   if (!f.memory_max.empty()) {
     auto v = parse_size(f.memory_max);
-    if (!v) return std::unexpected(f.memory_max_from + ": memory_max: " + v.error());
+    if (!v) return std::unexpected(where(f.memory_max_from, "memory_max") + v.error());
     e.limits.memory_max = *v;
     note_from(f.memory_max_from);
   }
   if (!f.memory_high.empty()) {
     auto v = parse_size(f.memory_high);
-    if (!v) return std::unexpected(f.memory_high_from + ": memory_high: " + v.error());
+    if (!v) return std::unexpected(where(f.memory_high_from, "memory_high") + v.error());
     e.limits.memory_high = *v;
     note_from(f.memory_high_from);
   } else if (e.limits.memory_max) {
-    e.limits.memory_high = *e.limits.memory_max / 4 * 3;  // throttled well before it is killed
+    // Throttled well before it is killed (none for a memory.max too small
+    // to have three quarters).
+    if (*e.limits.memory_max >= 4) e.limits.memory_high = *e.limits.memory_max / 4 * 3;
   }
   if (e.limits.memory_max && e.limits.memory_high && *e.limits.memory_high >= *e.limits.memory_max)
     return std::unexpected(f.memory_high_from + ": memory_high must be below memory_max");
   if (!f.pids_max.empty()) {
     auto v = parse_pids(f.pids_max);
-    if (!v) return std::unexpected(f.pids_max_from + ": pids_max: " + v.error());
+    if (!v) return std::unexpected(where(f.pids_max_from, "pids_max") + v.error());
     if (*v > 0) e.limits.pids_max = *v;
     note_from(f.pids_max_from);
   }
   if (!f.cpu_max.empty()) {
     auto v = parse_cores(f.cpu_max);
-    if (!v) return std::unexpected(f.cpu_max_from + ": cpu_max: " + v.error());
+    if (!v) return std::unexpected(where(f.cpu_max_from, "cpu_max") + v.error());
     e.limits.cpu_max = *v;
     note_from(f.cpu_max_from);
   }
@@ -264,7 +272,8 @@ std::expected<std::optional<Envelope>, std::string> envelope_from_toml(const std
 }
 
 std::expected<std::optional<Envelope>, std::string> resolve_envelope(const EnvelopeAsk& flags,
-                                                                     const char* (*env)(const char*)) {
+                                                                     const char* (*env)(const char*),
+                                                                     bool with_file) {
   if (env == nullptr) env = real_getenv;
   Fields f;
   const std::string& fp = flags.flag_prefix;
@@ -283,7 +292,8 @@ std::expected<std::optional<Envelope>, std::string> resolve_envelope(const Envel
   take(f.memory_high, f.memory_high_from, flags.memory_high, "memory-high", "PMON_SESSION_MEMORY_HIGH");
   take(f.pids_max, f.pids_max_from, flags.pids_max, "pids-max", "PMON_SESSION_PIDS_MAX");
   take(f.cpu_max, f.cpu_max_from, flags.cpu_max, "cpu-max", "PMON_SESSION_CPU_MAX");
-  auto file = load_file(env);
+  std::expected<std::optional<FileConfig>, std::string> file = std::optional<FileConfig>();
+  if (with_file) file = load_file(env);
   if (!file) return refusal(file.error());
   const FileConfig* fc = *file ? &**file : nullptr;
   if (f.any()) {

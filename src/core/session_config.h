@@ -39,8 +39,10 @@ const std::vector<BuiltinProfile>& builtin_profiles();
 
 // The envelope, or nullopt when nothing sets one; one line on a bad value
 // (naming the flag, variable or file and key). `env`: getenv by default.
+// `with_file`: false where the config file's default does not apply (pmon
+// run in no named session): it is not read.
 std::expected<std::optional<Envelope>, std::string> resolve_envelope(
-    const EnvelopeAsk& flags, const char* (*env)(const char*) = nullptr);
+    const EnvelopeAsk& flags, const char* (*env)(const char*) = nullptr, bool with_file = true);
 
 // Reads a config file's envelope (for tests and fuzzing): the text of the
 // file named `path`.

@@ -193,20 +193,26 @@ else
   [ -z "$(sessions_of $$)" ] || fail "config default, pmon-shell: a session is left: $(sessions_of $$)"
   echo "ok: config default: no note with -q, from pmon-shell, or for pmon run alone"
 fi
-# A bad config file: one line naming it (and what is wrong), 125, not run;
-# with or without a session, and from the user's config directory too.
+# A bad config file: one line naming it (and what is wrong), 125, not run,
+# for a call in a session, and from the user's config directory too; pmon
+# run in no session does not read the file (the default is not its), and
+# runs.
 # bad_config WHAT TEXT PATTERN [ENV...]
 bad_config() {
-  local what=$1 text=$2 pattern=$3 rc sess
+  local what=$1 text=$2 pattern=$3 rc
   shift 3
   printf '%b' "$text" > "$t/bad.toml"
-  for sess in "" "--session $N-bad"; do
+  if [ $# = 0 ]; then
     rm -f "$t/ran"
-    rc=0; env PMON_CONFIG="$t/bad.toml" "$@" "$PMON" run $sess -- "${RAN[@]}" > "$t/out" 2> "$t/err" || rc=$?
-    [ "$rc" = 125 ] && [ ! -e "$t/ran" ] && [ "$(wc -l < "$t/err")" = 1 ] ||
-      fail "bad config ($what${sess:+, $sess}): exit $rc, ran: $([ -e "$t/ran" ] && echo yes), stderr: $(cat "$t/err")"
-    grep -qF -- "$pattern" "$t/err" || fail "bad config ($what): '$pattern' not in: $(cat "$t/err")"
-  done
+    rc=0; env PMON_CONFIG="$t/bad.toml" "$PMON" run -- "${RAN[@]}" > "$t/out" 2> "$t/err" || rc=$?
+    [ "$rc" = 0 ] && [ -e "$t/ran" ] && [ ! -s "$t/err" ] ||
+      fail "bad config ($what), pmon run in no session: exit $rc, ran: $([ -e "$t/ran" ] && echo yes), stderr: $(cat "$t/err")"
+  fi
+  rm -f "$t/ran"
+  rc=0; env PMON_CONFIG="$t/bad.toml" "$@" "$PMON" run --session "$N-bad" -- "${RAN[@]}" > "$t/out" 2> "$t/err" || rc=$?
+  [ "$rc" = 125 ] && [ ! -e "$t/ran" ] && [ "$(wc -l < "$t/err")" = 1 ] ||
+    fail "bad config ($what, --session): exit $rc, ran: $([ -e "$t/ran" ] && echo yes), stderr: $(cat "$t/err")"
+  grep -qF -- "$pattern" "$t/err" || fail "bad config ($what): '$pattern' not in: $(cat "$t/err")"
   [ ! -d "$leaves/pmon-session-n-$N-bad" ] || fail "bad config ($what): a session cgroup was made"
   echo "ok: bad config ($what): $(cat "$t/err")"
 }
@@ -224,11 +230,11 @@ bad_config "beside a flag's envelope" '[session]\nswap = 1\n' "session.swap: unk
 mkdir -p "$t/xdg/pmon"
 printf '[session]\nmemory = "1G"\n' > "$t/xdg/pmon/config.toml"
 rm -f "$t/ran"
-rc=0; env -u PMON_CONFIG XDG_CONFIG_HOME="$t/xdg" "$PMON" run -- "${RAN[@]}" 2> "$t/err" || rc=$?
+rc=0; env -u PMON_CONFIG XDG_CONFIG_HOME="$t/xdg" "$PMON" run --session "$N-xdg" -- "${RAN[@]}" 2> "$t/err" || rc=$?
 [ "$rc" = 125 ] && [ ! -e "$t/ran" ] && [ "$(wc -l < "$t/err")" = 1 ] &&
   grep -qF "pmon: run: $t/xdg/pmon/config.toml: session.memory: unknown key" "$t/err" ||
   fail "bad config in \$XDG_CONFIG_HOME: exit $rc: $(cat "$t/err")"
-rc=0; PMON_CONFIG=$t/missing.toml "$PMON" run -- "${RAN[@]}" 2> "$t/err" || rc=$?
+rc=0; PMON_CONFIG=$t/missing.toml "$PMON" run --session "$N-missing" -- "${RAN[@]}" 2> "$t/err" || rc=$?
 [ "$rc" = 125 ] && [ ! -e "$t/ran" ] && [ "$(cat "$t/err")" = "pmon: run: PMON_CONFIG: cannot read $t/missing.toml" ] ||
   fail "PMON_CONFIG of a missing file: exit $rc: $(cat "$t/err")"
 echo "ok: bad config in \$XDG_CONFIG_HOME, and PMON_CONFIG of a missing file"

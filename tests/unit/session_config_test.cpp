@@ -475,13 +475,13 @@ TEST_F(ResolveEnvelope, BadConfigFileRefusedEvenBesideFlags) {
 TEST_F(ResolveEnvelope, BadValuesNameTheFlagOrVariable) {
   EnvelopeAsk flags;
   flags.memory_max = "1X";
-  EXPECT_TRUE(refused(flags).starts_with("--session-memory-max: memory_max: '1X' is not a size")) << refused(flags);
+  EXPECT_TRUE(refused(flags).starts_with("--session-memory-max: '1X' is not a size")) << refused(flags);
   flags = {};
   fake_env["PMON_SESSION_PIDS_MAX"] = "-1";
-  EXPECT_TRUE(refused(flags).starts_with("PMON_SESSION_PIDS_MAX: pids_max: '-1' is not a whole number"));
+  EXPECT_TRUE(refused(flags).starts_with("PMON_SESSION_PIDS_MAX: '-1' is not a whole number"));
   fake_env.erase("PMON_SESSION_PIDS_MAX");
   flags.cpu_max = "0";
-  EXPECT_TRUE(refused(flags).starts_with("--session-cpu-max: cpu_max: '0' is out of range"));
+  EXPECT_TRUE(refused(flags).starts_with("--session-cpu-max: '0' is out of range"));
   flags = {};
   flags.memory_max = "1G";
   fake_env["PMON_SESSION_MEMORY_HIGH"] = "1G";
@@ -490,7 +490,7 @@ TEST_F(ResolveEnvelope, BadValuesNameTheFlagOrVariable) {
   EXPECT_EQ(refused(flags), "--session-profile: unknown profile 'tiny' (profiles: small, standard, large)");
   // One line, whatever the variable holds.
   fake_env["PMON_SESSION_CPU_MAX"] = "1\n2";
-  EXPECT_TRUE(refused().starts_with("PMON_SESSION_CPU_MAX: cpu_max: '1\\n2' is not a number of cores")) << refused();
+  EXPECT_TRUE(refused().starts_with("PMON_SESSION_CPU_MAX: '1\\n2' is not a number of cores")) << refused();
 }
 
 // An envelope as the session holds it.
