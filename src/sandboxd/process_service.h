@@ -32,14 +32,16 @@ struct ProcessOptions {
   bool own_pmon = false;
 };
 
-class ProcessService final : public process::v1::ProcessService::Service {
+// Execute is served through gRPC's callback API (sandboxd/execute_call.h),
+// the streaming calls by handlers that wait on gRPC's threads.
+class ProcessService final : public process::v1::ProcessService::WithCallbackMethod_Execute<process::v1::ProcessService::Service> {
  public:
   ProcessService(Engine& engine, ProcessOptions opts) : engine_(engine), opts_(std::move(opts)) {}
 
   grpc::Status Start(grpc::ServerContext* ctx, const process::v1::StartRequest* req,
                      grpc::ServerWriter<process::v1::StartResponse>* out) override;
-  grpc::Status Execute(grpc::ServerContext* ctx, const process::v1::ExecuteRequest* req,
-                       process::v1::ExecuteResponse* out) override;
+  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* ctx, const process::v1::ExecuteRequest* req,
+                                    process::v1::ExecuteResponse* out) override;
   grpc::Status WriteStdin(grpc::ServerContext* ctx, const process::v1::WriteStdinRequest* req,
                           process::v1::WriteStdinResponse* out) override;
   grpc::Status SendSignal(grpc::ServerContext* ctx, const process::v1::SendSignalRequest* req,
