@@ -20,9 +20,9 @@ class ExecuteState : public std::enable_shared_from_this<ExecuteState> {
   using Lock = std::lock_guard<std::recursive_mutex>;
 
  public:
-  ExecuteState(Engine& engine, const ProcessOptions& opts, grpc::ServerUnaryReactor* call,
+  ExecuteState(std::atomic<size_t>& active, Engine& engine, const ProcessOptions& opts, grpc::ServerUnaryReactor* call,
                std::chrono::system_clock::time_point deadline, process::v1::ExecuteResponse* out)
-      : engine_(engine), opts_(opts), call_(call), deadline_(deadline), out_(out) {}
+      : active_(active), engine_(engine), opts_(opts), call_(call), deadline_(deadline), out_(out) {}
 
   // --- from gRPC's threads ---
   void start(serve::CreateParams p) {
@@ -211,6 +211,8 @@ class ExecuteState : public std::enable_shared_from_this<ExecuteState> {
   void finish(grpc::Status s) {
     if (finished_) return;
     finished_ = true;
+    // (its place among the calls at once is free before its client hears)
+    active_.fetch_sub(1);
     call_->Finish(std::move(s));
     if (proc_)
       (void)engine_.post([e = &engine_, p = proc_](serve::JobTable& t) {
@@ -219,6 +221,7 @@ class ExecuteState : public std::enable_shared_from_this<ExecuteState> {
       });
   }
 
+  std::atomic<size_t>& active_;
   Engine& engine_;
   const ProcessOptions& opts_;
   grpc::ServerUnaryReactor* call_;  // not to be touched once finished: gRPC deletes it
@@ -230,10 +233,12 @@ class ExecuteState : public std::enable_shared_from_this<ExecuteState> {
   std::optional<grpc::Status> stopping_;  // the answer once the stop is verified
 };
 
-ExecuteCall::ExecuteCall(std::atomic<size_t>& active, Engine& engine, const ProcessOptions& opts,
-                         std::chrono::system_clock::time_point deadline, process::v1::ExecuteResponse* out)
-    : active_(active), state_(std::make_shared<ExecuteState>(engine, opts, this, deadline, out)) {
-  admitted_ = active_.fetch_add(1) < opts.max_streams;
+ExecuteCall::ExecuteCall(std::atomic<size_t>& active, std::atomic<size_t>& unsent, Engine& engine,
+                         const ProcessOptions& opts, std::chrono::system_clock::time_point deadline,
+                         process::v1::ExecuteResponse* out)
+    : unsent_(unsent), state_(std::make_shared<ExecuteState>(active, engine, opts, this, deadline, out)) {
+  unsent_.fetch_add(1);
+  admitted_ = active.fetch_add(1) < opts.max_streams;
 }
 
 void ExecuteCall::refuse(grpc::Status s) { state_->end_now(std::move(s)); }
@@ -243,7 +248,7 @@ void ExecuteCall::start(serve::CreateParams p) { state_->start(std::move(p)); }
 void ExecuteCall::OnCancel() { state_->cancel(); }
 
 void ExecuteCall::OnDone() {
-  active_.fetch_sub(1);
+  unsent_.fetch_sub(1);
   delete this;
 }
 

@@ -26,11 +26,12 @@ int32_t shell_code(const serve::ExitStatus& s);
 
 class ExecuteState;
 
-// One Execute. It counts itself in `active` until gRPC is done with it, and
-// deletes itself then. Either refuse() it at once, or start() it.
+// One Execute. It counts itself in `active` (the calls at once) until its
+// answer is given, and in `unsent` until gRPC is done with it, and deletes
+// itself then. Either refuse() it at once, or start() it.
 class ExecuteCall final : public grpc::ServerUnaryReactor {
  public:
-  ExecuteCall(std::atomic<size_t>& active, Engine& engine, const ProcessOptions& opts,
+  ExecuteCall(std::atomic<size_t>& active, std::atomic<size_t>& unsent, Engine& engine, const ProcessOptions& opts,
               std::chrono::system_clock::time_point deadline, process::v1::ExecuteResponse* out);
   // Whether it came within opts.max_streams calls at once.
   bool admitted() const { return admitted_; }
@@ -41,7 +42,7 @@ class ExecuteCall final : public grpc::ServerUnaryReactor {
   void OnDone() override;
 
  private:
-  std::atomic<size_t>& active_;
+  std::atomic<size_t>& unsent_;
   bool admitted_ = false;
   std::shared_ptr<ExecuteState> state_;
 };

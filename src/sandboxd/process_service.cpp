@@ -356,7 +356,7 @@ std::pair<int, std::string> ProcessService::reset() {
 }
 
 void ProcessService::wait_answered(std::chrono::system_clock::time_point deadline) const {
-  while (active_.load() > 0 && std::chrono::system_clock::now() < deadline)
+  while ((active_.load() > 0 || unsent_.load() > 0) && std::chrono::system_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
@@ -397,7 +397,7 @@ grpc::Status ProcessService::Start(grpc::ServerContext* ctx, const process::v1::
 grpc::ServerUnaryReactor* ProcessService::Execute(grpc::CallbackServerContext* ctx,
                                                   const process::v1::ExecuteRequest* req,
                                                   process::v1::ExecuteResponse* out) {
-  auto* call = new ExecuteCall(active_, engine_, opts_, ctx->deadline(), out);
+  auto* call = new ExecuteCall(active_, unsent_, engine_, opts_, ctx->deadline(), out);
   if (!call->admitted()) {
     call->refuse(too_many(opts_.max_streams));
     return call;

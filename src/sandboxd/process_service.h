@@ -55,13 +55,15 @@ class ProcessService final : public process::v1::ProcessService::WithCallbackMet
   std::pair<int, std::string> reset();
 
   // Once the engine is stopped: waits until every Start and Execute has
-  // answered (each had its command's end), or `deadline`.
+  // answered (each had its command's end) and each Execute's answer is
+  // sent, or `deadline`.
   void wait_answered(std::chrono::system_clock::time_point deadline) const;
 
  private:
   Engine& engine_;
   ProcessOptions opts_;
-  std::atomic<size_t> active_{0};
+  std::atomic<size_t> active_{0};  // Start and Execute calls not yet answered
+  std::atomic<size_t> unsent_{0};  // Execute calls gRPC is not done with (their answer on its way)
 };
 
 }  // namespace pmon::sandboxd
