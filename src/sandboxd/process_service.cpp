@@ -407,6 +407,8 @@ grpc::ServerUnaryReactor* ProcessService::Execute(grpc::CallbackServerContext* c
     call->refuse(p.error());
     return call;
   }
+  // No spool files: all its output is in its answer, and nothing reads them.
+  p->spool_byte_limit = 0;
   call->start(std::move(*p));
   return call;
 }
