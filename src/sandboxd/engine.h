@@ -3,7 +3,8 @@
 // handlers run on gRPC's threads; the job table is the service's, on its one
 // thread. A handler posts its work there and blocks for the result; a wait
 // (for output, an exit, a stop verified) is answered there through Front
-// and handed back to the handler that waits for it.
+// and handed back to the handler that waits for it, or, for a call that no
+// thread waits for (Execute), to its callback there.
 #pragma once
 
 #include <atomic>

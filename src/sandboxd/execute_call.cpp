@@ -241,11 +241,13 @@ ExecuteCall::ExecuteCall(std::atomic<size_t>& active, std::atomic<size_t>& unsen
   admitted_ = active.fetch_add(1) < opts.max_streams;
 }
 
-void ExecuteCall::refuse(grpc::Status s) { state_->end_now(std::move(s)); }
+// (each through a copy of the state: the answer may be the call's end, and
+// the state must outlive what is being done with it)
+void ExecuteCall::refuse(grpc::Status s) { std::shared_ptr<ExecuteState>(state_)->end_now(std::move(s)); }
 
-void ExecuteCall::start(serve::CreateParams p) { state_->start(std::move(p)); }
+void ExecuteCall::start(serve::CreateParams p) { std::shared_ptr<ExecuteState>(state_)->start(std::move(p)); }
 
-void ExecuteCall::OnCancel() { state_->cancel(); }
+void ExecuteCall::OnCancel() { std::shared_ptr<ExecuteState>(state_)->cancel(); }
 
 void ExecuteCall::OnDone() {
   unsent_.fetch_sub(1);
