@@ -26,7 +26,7 @@ void open_spools(Job& j, uint64_t limit, SpoolDir& dir) {
 }
 
 void write_job_record(Job& j, SpoolDir& dir) {
-  if (!j.spool || !j.call) return;  // (no spool: no directory of spools either)
+  if (!j.call) return;
   Json rec = {{"id", j.id}, {"name", j.name}, {"command", j.command},
               {"cgroup", j.call->cgroup() ? Json(*j.call->cgroup()) : Json(nullptr)}};
   auto r = Spool::open(dir, j.id + ".job", uint64_t{1} << 20);

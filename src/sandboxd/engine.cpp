@@ -17,14 +17,15 @@ bool Engine::run(const std::function<void(serve::JobTable&)>& work) {
     std::lock_guard lock(mu_);
     if (over_ || !wake_) return false;
     // (the promise lives in the work alone: work dropped unrun breaks it)
-    posted_.push_back([this, &work, done = std::move(done)] {
-      try {
-        work(*jobs_);
-        done->set_value(true);
-      } catch (...) {
-        done->set_exception(std::current_exception());
-      }
-    });
+    posted_.push_back({[this, &work, done = std::move(done)] {
+                         try {
+                           work(*jobs_);
+                           done->set_value(true);
+                         } catch (...) {
+                           done->set_exception(std::current_exception());
+                         }
+                       },
+                       {}});
   }
   const uint64_t one = 1;
   (void)!::write(wake_.get(), &one, sizeof one);
@@ -37,16 +38,17 @@ bool Engine::run(const std::function<void(serve::JobTable&)>& work) {
   }
 }
 
-bool Engine::post(std::function<void(serve::JobTable&)> work) {
+bool Engine::post(std::function<void(serve::JobTable&)> work, std::function<void()> dropped) {
   {
     std::lock_guard lock(mu_);
     if (over_ || !wake_) return false;
-    posted_.push_back([this, work = std::move(work)] {
-      try {
-        work(*jobs_);
-      } catch (...) {  // (out of memory: the service stays up)
-      }
-    });
+    posted_.push_back({[this, work = std::move(work)] {
+                         try {
+                           work(*jobs_);
+                         } catch (...) {  // (out of memory: the service stays up)
+                         }
+                       },
+                       std::move(dropped)});
   }
   const uint64_t one = 1;
   (void)!::write(wake_.get(), &one, sizeof one);
@@ -71,12 +73,12 @@ bool Engine::closing_down() const {
 void Engine::run_posted() {
   uint64_t n;
   (void)!::read(wake_.get(), &n, sizeof n);
-  std::vector<std::function<void()>> work;
+  std::vector<Posted> work;
   {
     std::lock_guard lock(mu_);
     work.swap(posted_);
   }
-  for (auto& w : work) w();
+  for (Posted& w : work) w.work();
 }
 
 void Engine::closing() {
@@ -88,13 +90,16 @@ void Engine::closing() {
 }
 
 void Engine::stop() {
-  std::vector<std::function<void()>> left;
+  std::vector<Posted> left;
   {
     std::lock_guard lock(mu_);
     over_ = true;
     left.swap(posted_);
   }
-  // What was posted and never ran: its handler is told (a broken promise).
+  // What was posted and never ran: its handler is told (a broken promise,
+  // or its `dropped`).
+  for (Posted& p : left)
+    if (p.dropped) p.dropped();
   left.clear();
   Error gone = Error::line("the sandbox's service has stopped");
   for (auto& [id, slot] : waits_) slot->fill(gone);

@@ -3,7 +3,8 @@
 // handlers run on gRPC's threads; the job table is the service's, on its one
 // thread. A handler posts its work there and blocks for the result; a wait
 // (for output, an exit, a stop verified) is answered there through Front
-// and handed back to the handler that waits for it.
+// and handed back to the handler that waits for it, or, for a call that no
+// thread waits for (Execute), to its callback there.
 #pragma once
 
 #include <atomic>
@@ -25,15 +26,21 @@ namespace pmon::sandboxd {
 
 struct Process;
 
-// What a handler waits for: filled once, on the service's thread.
+// What a handler waits for: filled once, on the service's thread (or, once
+// the service is over, by Engine::stop()).
 struct Slot {
   // An output read for this process: what it returns counts as given to
   // its handler from the moment it is read (see Process).
   std::shared_ptr<Process> process;
+  // A call answered from the service's thread (Execute) is handed its due
+  // here instead of a thread waiting on `cv`. It runs inside the job table's
+  // own work: it must not call the table (it posts what more it does).
+  std::function<void(serve::Due&)> then;
   std::mutex mu;
   std::condition_variable cv;
   std::optional<serve::Due> due;
   void fill(serve::Due d) {
+    if (then) return then(d);
     std::lock_guard lock(mu);
     due = std::move(d);
     cv.notify_all();
@@ -64,8 +71,10 @@ class Engine final : public serve::ThreadedFront {
   // Runs `work` on the service's thread and returns once it has run; false
   // when the service is over (nothing runs any more).
   bool run(const std::function<void(serve::JobTable&)>& work);
-  // The same without waiting for it to run.
-  bool post(std::function<void(serve::JobTable&)> work);
+  // The same without waiting for it to run. `dropped`, if given, is called
+  // instead when the work was taken but never runs (the service ended first);
+  // when post returns false, neither is called.
+  bool post(std::function<void(serve::JobTable&)> work, std::function<void()> dropped = {});
   // A fresh connection id (a job's owner) and a fresh wait id.
   uint64_t new_conn();
   uint64_t new_wait_id();
@@ -100,7 +109,11 @@ class Engine final : public serve::ThreadedFront {
  private:
   Fd wake_;
   mutable std::mutex mu_;  // posted_, over_, closing_, next ids
-  std::vector<std::function<void()>> posted_;
+  struct Posted {
+    std::function<void()> work;
+    std::function<void()> dropped;
+  };
+  std::vector<Posted> posted_;
   bool over_ = false;
   bool closing_ = false;
   std::function<void()> on_closing_;

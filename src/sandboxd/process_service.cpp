@@ -15,22 +15,11 @@
 #include "confine/scan.h"
 #include "jobs/job_api.h"
 #include "jobs/ports.h"
+#include "sandboxd/execute_call.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
 
 namespace pmon::sandboxd {
-
-namespace {
-
-using process::v1::ProcessConfig;
-using Clock = std::chrono::steady_clock;
-
-// How long a handler waits for new output before it looks again whether
-// its client is still there.
-constexpr uint64_t kWaitMs = 200;
-// What a stop may take before the handler gives up waiting for it to be
-// verified (the job's grace and the kill's verification are well inside).
-constexpr auto kStopWait = std::chrono::seconds(60);
 
 grpc::Status status_of(const Error& e, std::string_view what) {
   const std::string text = std::string(what) + ": " + serve::words(e, "process");
@@ -47,14 +36,27 @@ grpc::Status status_of(const Error& e, std::string_view what) {
   }
 }
 
-const grpc::Status kOver{grpc::StatusCode::UNAVAILABLE, "the sandbox is shutting down"};
+grpc::Status shutting_down() { return {grpc::StatusCode::UNAVAILABLE, "the sandbox is shutting down"}; }
 
-// The exit code as a shell gives it: 128 + n for a signal.
 int32_t shell_code(const serve::ExitStatus& s) {
   if (s.exit_code) return *s.exit_code;
   if (s.signal) return 128 + *s.signal;
   return 128 + SIGKILL;  // never seen to end: it was stopped before its status could be read
 }
+
+namespace {
+
+using process::v1::ProcessConfig;
+using Clock = std::chrono::steady_clock;
+
+// How long a handler waits for new output before it looks again whether
+// its client is still there.
+constexpr uint64_t kWaitMs = 200;
+// What a stop may take before the handler gives up waiting for it to be
+// verified (the job's grace and the kill's verification are well inside).
+constexpr auto kStopWait = std::chrono::seconds(60);
+
+const grpc::Status kOver = shutting_down();
 
 // `cwd` under the sandbox root, resolved there (a `..` or a symlink that
 // leaves it is refused by the kernel, not by a look at the words), as the
@@ -113,7 +115,12 @@ std::expected<serve::CreateParams, grpc::Status> params_of(const ProcessConfig& 
   return p;
 }
 
-// One Start or Execute at a time more, up to the bound.
+grpc::Status too_many(size_t most) {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "too many commands at once (" + std::to_string(most) + "): wait for one to end"};
+}
+
+// One Start at a time more, up to the bound (an Execute counts itself in).
 class Admission {
  public:
   Admission(std::atomic<size_t>& n, size_t most) : n_(n), most_(most) { ok_ = n_.fetch_add(1) < most; }
@@ -121,8 +128,7 @@ class Admission {
   // RESOURCE_EXHAUSTED past the bound.
   std::optional<grpc::Status> refused() const {
     if (ok_) return std::nullopt;
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        "too many commands at once (" + std::to_string(most_) + "): wait for one to end");
+    return too_many(most_);
   }
 
  private:
@@ -350,7 +356,7 @@ std::pair<int, std::string> ProcessService::reset() {
 }
 
 void ProcessService::wait_answered(std::chrono::system_clock::time_point deadline) const {
-  while (active_.load() > 0 && std::chrono::system_clock::now() < deadline)
+  while ((active_.load() > 0 || unsent_.load() > 0) && std::chrono::system_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
@@ -388,31 +394,23 @@ grpc::Status ProcessService::Start(grpc::ServerContext* ctx, const process::v1::
   return grpc::Status::OK;
 }
 
-grpc::Status ProcessService::Execute(grpc::ServerContext* ctx, const process::v1::ExecuteRequest* req,
-                                     process::v1::ExecuteResponse* out) {
-  Admission admit(active_, opts_.max_streams);
-  if (auto no = admit.refused()) return *no;
+grpc::ServerUnaryReactor* ProcessService::Execute(grpc::CallbackServerContext* ctx,
+                                                  const process::v1::ExecuteRequest* req,
+                                                  process::v1::ExecuteResponse* out) {
+  auto* call = new ExecuteCall(active_, unsent_, engine_, opts_, ctx->deadline(), out);
+  if (!call->admitted()) {
+    call->refuse(too_many(opts_.max_streams));
+    return call;
+  }
   auto p = params_of(req->config(), opts_);
-  if (!p) return p.error();
-  bool too_much = false;
-  auto sink = [&](bool err, std::string_view bytes) {
-    std::string* to = err ? out->mutable_stderr() : out->mutable_stdout();
-    if (to->size() + bytes.size() > opts_.execute_output_limit) {
-      too_much = true;
-      return false;
-    }
-    to->append(bytes);
-    return true;
-  };
-  int32_t code = 0;
-  grpc::Status s = drive(engine_, ctx, *p, opts_, [](int32_t) { return true; }, sink, &code);
-  if (too_much)
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "the command wrote more than " + std::to_string(opts_.execute_output_limit >> 20) +
-                " MiB to one stream: it was stopped; use Start to stream its output"};
-  if (!s.ok()) return s;
-  out->set_exit_code(code);
-  return grpc::Status::OK;
+  if (!p) {
+    call->refuse(p.error());
+    return call;
+  }
+  // No spool files: all its output is in its answer, and nothing reads them.
+  p->spool_byte_limit = 0;
+  call->start(std::move(*p));
+  return call;
 }
 
 namespace {

@@ -32,14 +32,16 @@ struct ProcessOptions {
   bool own_pmon = false;
 };
 
-class ProcessService final : public process::v1::ProcessService::Service {
+// Execute is served through gRPC's callback API (sandboxd/execute_call.h),
+// the streaming calls by handlers that wait on gRPC's threads.
+class ProcessService final : public process::v1::ProcessService::WithCallbackMethod_Execute<process::v1::ProcessService::Service> {
  public:
   ProcessService(Engine& engine, ProcessOptions opts) : engine_(engine), opts_(std::move(opts)) {}
 
   grpc::Status Start(grpc::ServerContext* ctx, const process::v1::StartRequest* req,
                      grpc::ServerWriter<process::v1::StartResponse>* out) override;
-  grpc::Status Execute(grpc::ServerContext* ctx, const process::v1::ExecuteRequest* req,
-                       process::v1::ExecuteResponse* out) override;
+  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* ctx, const process::v1::ExecuteRequest* req,
+                                    process::v1::ExecuteResponse* out) override;
   grpc::Status WriteStdin(grpc::ServerContext* ctx, const process::v1::WriteStdinRequest* req,
                           process::v1::WriteStdinResponse* out) override;
   grpc::Status SendSignal(grpc::ServerContext* ctx, const process::v1::SendSignalRequest* req,
@@ -53,13 +55,15 @@ class ProcessService final : public process::v1::ProcessService::Service {
   std::pair<int, std::string> reset();
 
   // Once the engine is stopped: waits until every Start and Execute has
-  // answered (each had its command's end), or `deadline`.
+  // answered (each had its command's end) and each Execute's answer is
+  // sent, or `deadline`.
   void wait_answered(std::chrono::system_clock::time_point deadline) const;
 
  private:
   Engine& engine_;
   ProcessOptions opts_;
-  std::atomic<size_t> active_{0};
+  std::atomic<size_t> active_{0};  // Start and Execute calls not yet answered
+  std::atomic<size_t> unsent_{0};  // Execute calls gRPC is not done with (their answer on its way)
 };
 
 }  // namespace pmon::sandboxd

@@ -73,14 +73,15 @@ left() {
   fail "$2"
 }
 
-# jobs_of ROUND: two jobs with a setsid daemon each (one named), and one
-# that has ended (kept): its record goes as it ends. Sets $ids, $daemons.
+# jobs_of ROUND: two jobs with a setsid daemon each (one named; the other
+# with no spool files, which has its record all the same), and one that has
+# ended (kept): its record goes as it ends. Sets $ids, $daemons.
 jobs_of() {
   local r
   client_open "a$1"
   r=$(call "a$1" terminal/create "$(create_params "$t/d$1-1" '{"name":"dev-'"$1"'"}')")
   id1=$(jf "$r" 'm["result"]["terminalId"]')
-  r=$(call "a$1" terminal/create "$(create_params "$t/d$1-2")")
+  r=$(call "a$1" terminal/create "$(create_params "$t/d$1-2" '{"spoolByteLimit":0}')")
   id2=$(jf "$r" 'm["result"]["terminalId"]')
   r=$(call "a$1" terminal/create '{"command":"true","keep":true}')
   id3=$(jf "$r" 'm["result"]["terminalId"]')
@@ -88,6 +89,8 @@ jobs_of() {
   daemon_of "$t/d$1-1"; d1="$dpid $dst"
   daemon_of "$t/d$1-2"; d2="$dpid $dst"
   [ -f "$spool"/*/"$id1.job" ] || fail "no record of job $id1 in $spool: $(ls -R "$spool")"
+  [ -f "$spool"/*/"$id2.job" ] || fail "no record of job $id2 (no spool files) in $spool: $(ls -R "$spool")"
+  [ ! -e "$spool"/*/"$id2.out" ] || fail "job $id2 has a spool file with spoolByteLimit 0"
   [ ! -e "$spool"/*/"$id3.job" ] || fail "the ended job $id3 still has its record"
 }
 

@@ -82,6 +82,31 @@ def test_execute_past_its_deadline_stops_the_whole_tree(sandboxd, recorded):
     assert gone(p) == [], "processes of an Execute past its deadline are still running"
 
 
+def test_execute_past_its_output_bound_stops_the_whole_tree(sandboxd, recorded):
+    # 70 MB to stdout, past Execute's 64 MiB: RESOURCE_EXHAUSTED once the
+    # whole tree is stopped, the setsid daemon that ignores SIGTERM too.
+    procs = sandboxd.root / "procs"
+    recorded.add_file(procs)
+    line = f"{escaper()} {procs} -x exit:0 name=d,orphan,setsid,ignore; head -c 70000000 /dev/zero; exec sleep 600"
+    with pytest.raises(grpc.RpcError) as e:
+        sandboxd.stub.Execute(pb.ExecuteRequest(config=sh(line)), timeout=60)
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value
+    p = read_procs(procs)
+    assert sorted(n for _, _, n in p) == ["d", "main"], p
+    assert [q for q in p if alive(q[0], q[1])] == [], "the answer came before the tree was stopped"
+
+
+def test_a_cancelled_execute_stops_the_whole_tree(sandboxd, recorded):
+    procs = sandboxd.root / "procs"
+    recorded.add_file(procs)
+    call = sandboxd.stub.Execute.future(pb.ExecuteRequest(config=sh(f"exec {escaper()} {procs} -x sleep name=d,orphan,setsid")))
+    assert wait_until(lambda: len(read_procs(procs)) == 2)
+    call.cancel()
+    assert gone(read_procs(procs)) == [], "a cancelled Execute left processes running"
+    # (and the daemon takes the next one)
+    assert sandboxd.stub.Execute(pb.ExecuteRequest(config=config("true")), timeout=30).exit_code == 0
+
+
 def test_a_cancelled_start_stops_the_whole_tree(sandboxd, recorded):
     procs = sandboxd.root / "procs"
     recorded.add_file(procs)
@@ -243,6 +268,53 @@ def test_too_many_at_once_is_refused(tmp_path, recorded):
     a.cancel()
     b.cancel()
     assert s.stop() == 0
+
+
+def test_an_execute_counts_among_the_calls_at_once(tmp_path, recorded):
+    root = tmp_path / "ws"
+    root.mkdir()
+    s = Sandboxd(root, recorded, "--max-streams", "1")
+    a, _ = start(s, sh("exec sleep 300"))
+    with pytest.raises(grpc.RpcError) as e:
+        s.stub.Execute(pb.ExecuteRequest(config=config("true")), timeout=30)
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    a.cancel()
+    # Its place is free once the Start has ended: an Execute holds it in turn.
+    procs = root / "procs"
+    recorded.add_file(procs)
+    def runs():
+        try:
+            return s.stub.Execute(pb.ExecuteRequest(config=config("true")), timeout=30).exit_code == 0
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            return False
+    assert wait_until(runs)
+    call = s.stub.Execute.future(pb.ExecuteRequest(config=sh(f"exec {escaper()} {procs} -x sleep")))
+    assert wait_until(lambda: len(read_procs(procs)) == 1)
+    with pytest.raises(grpc.RpcError) as e:
+        start(s, sh("exec sleep 300"))
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    call.cancel()
+    assert gone(read_procs(procs)) == []
+    assert s.stop() == 0
+
+
+@pytest.mark.parametrize("holds", list(HOLDS))
+def test_sigterm_of_sandboxd_answers_an_execute_in_flight(tmp_path, recorded, holds):
+    root = tmp_path / "ws"
+    root.mkdir()
+    s = Sandboxd(root, recorded, *HOLDS[holds])
+    procs = root / "procs"
+    recorded.add_file(procs)
+    call = s.stub.Execute.future(pb.ExecuteRequest(config=sh(f"echo up; exec {escaper()} {procs} -x sleep name=d,orphan,setsid")),
+                                 timeout=60)
+    assert wait_until(lambda: len(read_procs(procs)) == 2)
+    s.proc.send_signal(signal.SIGTERM)
+    r = call.result()
+    assert (r.exit_code, r.stdout) == (143, b"up\n"), "the Execute in flight did not get its command's end"
+    assert gone(read_procs(procs)) == []
+    assert s.proc.wait(60) == 0, s.err.read_text()
+    s.channel.close()
 
 
 def test_as_a_pid_namespace_s_first_process(tmp_path, recorded):
