@@ -13,6 +13,8 @@
 #     outside the session, holding 32 MiB of its own, runs on throughout
 #     (pid + start time, its counter going up). The session stays while a fifth call
 #     holds it and goes with that call.
+#     One call going on past memory.max (memory.high just below it) is
+#     killed whole, the session's other call runs on.
 #  2. A fork storm in a session with pids.max 64 is held at 64 (the
 #     session's pids.current, sampled), the refused forks are counted, the
 #     scenario itself (the harness's stand-in, outside the session) forks on
@@ -56,7 +58,13 @@ leaf_of() {
 # The value of KEY in a "key value" file (memory.events, pids.events).
 keyed() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 none_alive() { [ -z "$(alive_in "$1")" ]; }
-running() { kill -0 "$1" 2>/dev/null && [ "$(state_of "$1")" != Z ]; }
+# (builtins only: a loop that samples beside a fork storm must not fork)
+running() {
+  local s
+  kill -0 "$1" 2>/dev/null && { read -r s < "/proc/$1/stat"; } 2>/dev/null || return 1
+  s=${s##*) }
+  [ "${s%% *}" != Z ]
+}
 sdir() { echo "$LROOT/pmon-session-n-$1"; }
 kernel_at_least() {
   local maj min
@@ -193,23 +201,80 @@ assert_none_alive "$rec" "the holding call"
 [ ! -d "$SD1" ] || fail "the session $SD1 is still there after its last call: $(find "$SD1")"
 echo "ok: four calls past memory.high: high events $high, peak $((peak / MiB)) MiB <= 256 MiB; the process outside ran on; the session went with its last call"
 
+# 1b. At memory.max: one call past it is killed whole (its leaf is its own
+#     OOM group), not the session's other call. memory.high just below
+#     memory.max, so that the call gets there before its timeout.
+S1b=max-$$
+SD1b=$(sdir "$S1b")
+ENV1b=(--session "$S1b" --cgroup-root "$LROOT" --session-memory-max 128M --session-memory-high 120M)
+"$PMON" run -q "${ENV1b[@]}" -- sh -c "rec=$t/other.rec; $RECORD_SH; exec sleep 1000" > /dev/null 2> "$t/other.err" &
+other=$!
+record_pid "$other"
+wait_until 30 test -s "$t/other.rec" || fail "the session's other call did not start: $(cat "$t/other.err")"
+record_file "$t/other.rec"
+[ "$(cat "$SD1b/memory.max")" = $((128 * MiB)) ] && [ "$(cat "$SD1b/memory.high")" = $((120 * MiB)) ] ||
+  fail "the session's memory.max $(cat "$SD1b/memory.max"), memory.high $(cat "$SD1b/memory.high")"
+cat > "$t/alloc2.py" <<'PY'
+chunks = []
+for i in range(1, 51):
+    chunks.append(b"\x01" * (4 << 20))
+    print("allocated", 4 * i, "MiB", flush=True)
+print("done", flush=True)
+PY
+rec=$t/over.rec
+cat > "$t/over.sh" <<SH
+rec=$rec
+$RECORD_SH
+(rec=$rec; $RECORD_SH; exec sleep 1000) &
+sh -c 'rec=$rec; $RECORD_SH; exec python3 $t/alloc2.py'
+echo "the allocator returned \$?"
+wait
+SH
+rc=0
+"$PMON" run "${ENV1b[@]}" --timeout $((12 * TIME_SCALE))s --report "$t/over.json" -- sh "$t/over.sh" > "$t/over.out" 2> "$t/over.err" || rc=$?
+record_file "$rec"
+assert_none_alive "$rec" "the call past memory.max"
+[ "$(wc -l < "$rec")" = 3 ] || fail "want the shell, the sleeper and the allocator recorded: $(cat "$rec")"
+steps=$(grep -c '^allocated' "$t/over.out" || true)
+omax=$(rj "$t/over.json" .session.usage.memory_events.max)
+ooom=$(rj "$t/over.json" .session.usage.memory_events.oom_kill)
+opeak=$(rj "$t/over.json" .session.usage.memory_peak)
+echo "figures: past memory.max 128M (memory.high 120M): exit $rc, oom_killed $(rj "$t/over.json" .oom_killed), $steps of 50 steps; session memory.peak $opeak ($((opeak / MiB)) MiB), memory.events high $(rj "$t/over.json" .session.usage.memory_events.high) max $omax oom_kill $ooom; the call's leaf oom_kill $(rj "$t/over.json" .session.call_usage.memory_events.oom_kill)"
+[ $rc = 137 ] || fail "the call past the session's memory.max: exit $rc, want 137 (killed whole): $(cat "$t/over.out" "$t/over.err")"
+[ "$(rj "$t/over.json" .oom_killed)" = true ] || fail "oom_killed is $(rj "$t/over.json" .oom_killed)"
+! grep -q "the allocator returned" "$t/over.out" || fail "the call's shell lived on after the kill: $(cat "$t/over.out")"
+[ "$opeak" -le $((128 * MiB)) ] || fail "the session's memory.peak $opeak is above its memory.max"
+[ "$omax" -gt 0 ] && [ "$ooom" -gt 0 ] || fail "the session counted no max ($omax) or oom_kill ($ooom) event"
+[ "$(rj "$t/over.json" '.session.call_usage.memory_events.oom_kill // 0')" -gt 0 ] || fail "the call's leaf counted no oom_kill"
+assert_leaf_gone "$t/over.json" "the call past memory.max"
+[ -n "$(alive_in "$t/other.rec")" ] || fail "the session's other call was killed with the one past memory.max"
+outside_alive "after the kill at memory.max"
+kill -TERM "$other"
+wait "$other" 2>/dev/null || true
+assert_none_alive "$t/other.rec" "the session's other call"
+[ ! -d "$SD1b" ] || fail "the session $SD1b is still there after its last call"
+echo "ok: past the session's memory.max: the call killed whole (137), the session's other call ran on, peak $((opeak / MiB)) MiB <= 128 MiB"
+
 # 2. A fork storm against the session's pids.max 64.
 S2=bomb-$$
 SD2=$(sdir "$S2")
-"$PMON" run --session "$S2" --cgroup-root "$LROOT" --session-pids-max 64 --timeout 5s --grace 500ms \
+"$PMON" run --session "$S2" --cgroup-root "$LROOT" --session-pids-max 64 --timeout 10s --grace 500ms \
   --report "$t/b.json" -- "$STORM" "$t/storm" 2000 200000 20000 30 > "$t/b.out" 2> "$t/b.err" &
 bp=$!
 record_pid "$bp"
-maxp=0 psamples=0 forks=0 forks_failed=0
+maxp=0 psamples=0 forks=0 forks_failed=0 i=0
 while running "$bp"; do
-  if n=$(cat "$SD2/pids.current" 2>/dev/null); then
+  # (read: a builtin, so that the storm cannot slow the sampling down with
+  # a fork of its own)
+  if { read -r n < "$SD2/pids.current"; } 2>/dev/null; then
     psamples=$((psamples + 1))
     [ "$n" -gt "$maxp" ] && maxp=$n
-    cat "$SD2/pids.events" > "$t/b.events" 2>/dev/null || true
   fi
   # The harness's stand-in forks on beside the storm.
-  if x=$(/bin/echo forked) && [ "$x" = forked ]; then forks=$((forks + 1)); else forks_failed=$((forks_failed + 1)); fi
-  sleep 0.05
+  if [ $((i++ % 4)) = 0 ]; then
+    if x=$(/bin/echo forked) && [ "$x" = forked ]; then forks=$((forks + 1)); else forks_failed=$((forks_failed + 1)); fi
+  fi
+  sleep 0.02
 done
 rc=0; wait "$bp" || rc=$?
 left=$(alive_naming "$t/storm")
@@ -363,7 +428,7 @@ while alive "$hpid" "$hst"; do
   case $w in "$SD4"/pmon-*) ;; *) fail "the hostile call was seen in $w: $(cat "$t/hcg" 2>/dev/null)" ;; esac
   [ -n "$hleaf" ] || hleaf=$w
   [ "$w" = "$hleaf" ] || fail "the hostile call moved from $hleaf to $w"
-  for p in $(cat "$hleaf/cgroup.procs" 2>/dev/null); do
+  for p in $(cat "$hleaf/cgroup.procs" 2>/dev/null || true); do
     case $(leaf_of "$p") in "$SD4"/pmon-* | "") ;; *) fail "process $p of the hostile call is in $(leaf_of "$p")" ;; esac
   done
   hsamples=$((hsamples + 1))
