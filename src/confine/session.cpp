@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -369,7 +370,9 @@ std::vector<SessionInfo> find_sessions(const std::string& mount) {
         out.push_back(std::move(info));
         continue;
       }
-      if (name.starts_with("pmon-")) continue;  // a call's leaf: its cgroups are its own
+      // A call's leaf (pmon-<pid>-...): its cgroups are its own. Any other
+      // cgroup may hold sessions, a --cgroup-root named pmon-x too.
+      if (name.size() > 5 && name.starts_with("pmon-") && std::isdigit(static_cast<unsigned char>(name[5]))) continue;
       todo.push_back(path);
     }
   }
