@@ -175,7 +175,7 @@ for i in 1 2 3 4; do
   assert_leaf_gone "$r" "call $i"
   speak=$(rj "$r" .session.usage.memory_peak)
   [ "$speak" -le 268435456 ] || fail "call $i: the session's memory_peak $speak is above memory.max"
-  outcomes="$outcomes; call $i: exit $rc, $what, $last of 20 steps, call peak $(rj "$r" '(.session.call_usage.memory_peak // 0) / 1048576 | floor') MiB"
+  outcomes="$outcomes; call $i: exit $rc, $what, $last of 20 steps, call peak $(rj "$r" '(.session.call_usage.memory_peak // 0) / 1048576 | floor') MiB, memory_high_hit $(rj "$r" .memory_high_hit), session high events $(rj "$r" .session.usage.memory_events.high)"
 done
 assert_none_alive "$t/calls.rec" "the four calls"
 outside_alive "after the calls"
