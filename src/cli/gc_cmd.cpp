@@ -27,7 +27,9 @@ int gc_main(const std::vector<std::string>& args) {
       "named so, are never touched (--dry-run and -v list the ones left alone). One line\n"
       "per cgroup; exit 0, or 1 when one could not be removed (e.g. not yours to write).\n"
       "A job of a pmon serve or pmon mcp that died with its crash guard is named by its\n"
-      "service's record: its id, name and command.");
+      "service's record: its id, name and command.\n"
+      "A session's cgroup (pmon-session-...) that no pmon holds any more is removed too,\n"
+      "once the process it is named after is gone (a named session: at once).");
   bool dry_run = false, verbose = false;
   app.add_flag("-n,--dry-run", dry_run, "list what would be removed, touch nothing");
   app.add_flag("-v,--verbose", verbose, "also list the cgroups of live pmon processes, left alone");
@@ -79,19 +81,26 @@ int gc_main(const std::vector<std::string>& args) {
       ++failed;
     }
   }
-  // Sessions nobody holds whose owner is gone (a service or a harness), and
-  // named ones nobody holds: what is left in one is a crashed call's.
+  // Sessions a crash left: no pmon holds them, and their owner is gone (a
+  // named one has none but its holders). After the leaves: what is left in
+  // one is killed with it.
   for (const confine::SessionInfo& s : confine::find_sessions(loc->mount)) {
-    if (s.held || !s.owner_gone) continue;
-    ++done;
-    if (dry_run) {
-      std::printf("would remove %s (session of %s, nobody holds it)\n", printable(s.path).c_str(), s.key.describe().c_str());
+    if (s.held || !s.owner_gone) {
+      if (verbose)
+        std::printf("kept %s (session of %s, %s)\n", printable(s.path).c_str(), s.key.describe().c_str(),
+                    s.held ? "a pmon runs calls in it" : "its owner is alive or of another PID namespace");
       continue;
     }
-    if (std::string err = confine::remove_session(s.path); err.empty()) {
-      std::printf("removed %s (session of %s, nobody holds it)\n", printable(s.path).c_str(), s.key.describe().c_str());
+    const std::string what = "session of " + s.key.describe() + ", no pmon holds it";
+    ++done;
+    if (dry_run) {
+      std::printf("would remove %s (%s)\n", printable(s.path).c_str(), what.c_str());
+      continue;
+    }
+    if (std::string why = confine::remove_session(s.path); why.empty()) {
+      std::printf("removed %s (%s)\n", printable(s.path).c_str(), what.c_str());
     } else {
-      std::printf("could not remove %s (session of %s): %s\n", printable(s.path).c_str(), s.key.describe().c_str(), err.c_str());
+      std::printf("could not remove %s (%s): %s\n", printable(s.path).c_str(), what.c_str(), why.c_str());
       ++failed;
     }
   }

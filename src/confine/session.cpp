@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -248,12 +249,16 @@ namespace confine {
 namespace {
 
 // Sessions beside us that nobody holds any more and whose owner is gone
-// (a crash's): removed before ours is opened, so they do not pile up.
+// (a crash's): removed before ours is opened, so they do not pile up. A
+// named one has no owner but its holders: one that none holds is left over
+// (its last holder was killed). One a pmon is opening just now is not
+// held yet either: removed under it, it is made again (the retries of
+// SessionCgroup::open).
 void sweep(int base, const std::string& base_path, const std::string& ours) {
   for (const std::string& name : child_cgroups(base_path)) {
     if (name == ours) continue;
     auto key = SessionKey::parse(name);
-    if (!key || key->kind == SessionKey::Kind::named || !owner_gone(*key)) continue;
+    if (!key || !owner_gone(*key)) continue;
     (void)remove_session(base_path + "/" + name);
   }
   (void)base;
@@ -379,7 +384,9 @@ std::vector<SessionInfo> find_sessions(const std::string& mount) {
         out.push_back(std::move(info));
         continue;
       }
-      if (name.starts_with("pmon-")) continue;  // a call's leaf: its cgroups are its own
+      // A call's leaf (pmon-<pid>-...): its cgroups are its own. Any other
+      // cgroup may hold sessions, a --cgroup-root named pmon-x too.
+      if (name.size() > 5 && name.starts_with("pmon-") && std::isdigit(static_cast<unsigned char>(name[5]))) continue;
       todo.push_back(path);
     }
   }
