@@ -337,6 +337,16 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
   return s;
 }
 
+CgroupUsage SessionCgroup::events() const {
+  CgroupUsage u;
+  if (auto t = sys::read_file_at(dir_.get(), "memory.events")) {
+    u.memory_high_events = keyed(*t, "high");
+    u.oom_kill = keyed(*t, "oom_kill");
+  }
+  if (auto t = sys::read_file_at(dir_.get(), "pids.events")) u.pids_max_events = keyed(*t, "max");
+  return u;
+}
+
 const Envelope& SessionCgroup::envelope() const {
   if (!envelope_read_) {
     envelope_.limits = read_cgroup_limits(dir_.get());

@@ -108,6 +108,8 @@ class SessionCgroup {
   const Envelope& envelope() const;
   bool joined() const noexcept { return joined_; }
   CgroupUsage usage() const { return read_usage(dir_.get()); }
+  // Only its memory.events and pids.events (two reads).
+  CgroupUsage events() const;
   int dir_fd() const noexcept { return dir_.get(); }
 
  private:

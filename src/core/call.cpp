@@ -23,7 +23,7 @@ namespace {
 // envelope's victim: an out-of-memory kill in the session, a fork refused at
 // its pids.max, are the call's when its own cgroup counted them.
 RunResult::InSession read_session(const confine::SessionCgroup& s, const std::optional<std::string>& leaf,
-                                  RunResult* res) {
+                                  const CgroupUsage& before, RunResult* res) {
   RunResult::InSession in{s.key().describe(), s.path(), s.envelope(), s.usage(), {}};
   if (leaf) {
     Fd dir(::open(leaf->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -31,8 +31,17 @@ RunResult::InSession read_session(const confine::SessionCgroup& s, const std::op
   }
   if (in.call.oom_kill && *in.call.oom_kill > 0) res->oom_killed = true;
   else if (in.envelope.limits.memory_max && !res->oom_killed) res->oom_killed = false;
-  if (in.call.pids_max_events && *in.call.pids_max_events > 0) res->pids_max_hit = true;
-  if (in.call.memory_high_events && *in.call.memory_high_events > 0) res->memory_high_hit = true;
+  auto grew = [](const std::optional<uint64_t>& now, const std::optional<uint64_t>& then) {
+    return now && *now > then.value_or(0);
+  };
+  // The session was throttled, or refused a fork, while the call ran: the
+  // call met the envelope (or another call of the session did, at the same
+  // time; the session's figures say how often).
+  if (in.envelope.limits.memory_high || in.envelope.limits.memory_max)
+    res->memory_high_hit = grew(in.call.memory_high_events, std::nullopt) ||
+                           grew(in.session.memory_high_events, before.memory_high_events);
+  if (in.envelope.limits.has_pids_max())
+    res->pids_max_hit = grew(in.call.pids_max_events, std::nullopt) || grew(in.session.pids_max_events, before.pids_max_events);
   return in;
 }
 
@@ -190,7 +199,7 @@ void CallMachine::wrap_up() {
     res.memory_high_hit = b->memory_high_hit();
   }
   if (const confine::SessionCgroup* session = backend ? backend->session() : nullptr; session && opts.session_figures)
-    res.session = read_session(*session, res.cgroup, &res);
+    res.session = read_session(*session, res.cgroup, session_before, &res);
   b->release(boundary_empty && main_exited);
   res.duration_ms = since_start_ms();
   result = std::move(res);
@@ -280,6 +289,9 @@ std::expected<void, Error> Call::start() {
   if (s.opts.own_all_children) s.b->set_sole_owner();
   s.res.pid = s.child.report_pid != 0 ? s.child.report_pid : s.child.pid;
   s.cpu_before = s.reaper->cpu_usec();
+  if (const confine::SessionCgroup* session = s.backend ? s.backend->session() : nullptr;
+      session && s.opts.session_figures)
+    s.session_before = session->events();
   // pgroup signals by group id, so there the zombie is kept (pinned): it
   // pins the pid and the group id until the stop is over, and nothing
   // signalled later can be a stranger that inherited the number. Every

@@ -73,6 +73,10 @@ struct CallMachine {
   RunResult result;
   bool main_exited = false;
   uint64_t cpu_before = 0;  // the reaper's count when the call began
+  // In a session: its memory.events high and pids.events max when the call
+  // began, so that a throttle or a refused fork while it ran is the call's
+  // to report too (the session's limit, not the call's leaf, counted it).
+  CgroupUsage session_before;
   int cancel_sig = 0;
   bool cancelled = false;
   bool escalated = false;
