@@ -21,6 +21,7 @@
 #include "confine/cgroup_limits.h"
 #include "confine/session_keeper.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 
 namespace pmon {
 
@@ -335,6 +336,16 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
   // one it joined on the first look (pmon run: most calls never look).
   if (!s->joined_) (void)s->envelope();
   return s;
+}
+
+CgroupUsage SessionCgroup::usage() const {
+  const int64_t now = sys::monotonic_ns();
+  std::lock_guard lock(usage_mu_);
+  if (usage_at_ == 0 || now - usage_at_ > 1'000'000) {
+    usage_ = read_usage(dir_.get());
+    usage_at_ = now;
+  }
+  return usage_;
 }
 
 CgroupUsage SessionCgroup::events() const {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,7 +108,9 @@ class SessionCgroup {
   // first look), with where it was set.
   const Envelope& envelope() const;
   bool joined() const noexcept { return joined_; }
-  CgroupUsage usage() const { return read_usage(dir_.get()); }
+  // (Read at most once a millisecond: a hundred jobs ending together
+  // share one reading.)
+  CgroupUsage usage() const;
   // Only its memory.events and pids.events (two reads).
   CgroupUsage events() const;
   int dir_fd() const noexcept { return dir_.get(); }
@@ -115,6 +118,9 @@ class SessionCgroup {
  private:
   SessionCgroup() = default;
   SessionKey key_;
+  mutable std::mutex usage_mu_;
+  mutable CgroupUsage usage_;
+  mutable int64_t usage_at_ = 0;
   mutable Envelope envelope_;
   mutable bool envelope_read_ = false;
   std::string path_;
