@@ -164,9 +164,11 @@ std::optional<CgroupLocation> locate_cgroup2_by_mountinfo(std::string* why) {
   }
   // "id parent major:minor root mountpoint options [optional...] - fstype ..."
   // (read on every start of pmon: split in place, no streams)
+  // The first cgroup2 mount point; of mounts stacked there, the last (the
+  // one a path there reaches: a container's own, mounted over the host's).
   std::string mount, root;
   std::string_view rest(*mi);
-  while (!rest.empty() && mount.empty()) {
+  while (!rest.empty()) {
     size_t nl = rest.find('\n');
     std::string_view line = rest.substr(0, nl);
     rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
@@ -183,8 +185,10 @@ std::optional<CgroupLocation> locate_cgroup2_by_mountinfo(std::string* why) {
       head.remove_prefix(sp == std::string_view::npos ? head.size() : sp + 1);
     }
     if (n < 5) continue;
+    std::string point = unescape_octal(std::string(f[4]));
+    if (!mount.empty() && point != mount) continue;
     root = unescape_octal(std::string(f[3]));
-    mount = unescape_octal(std::string(f[4]));
+    mount = std::move(point);
   }
   if (mount.empty()) {
     *why = "no cgroup2 file system is mounted (see /proc/self/mountinfo)";
