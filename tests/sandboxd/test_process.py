@@ -539,3 +539,38 @@ def test_in_a_cgroup_namespace_root_it_moves_out_of_it(tmp_path, recorded):
         # (deepest first; a cgroup whose last process is still exiting is busy a moment)
         for d in sorted([d for d in ns_root.rglob("*") if d.is_dir()], key=lambda p: -len(p.parts)) + [ns_root]:
             assert wait_until(lambda: removed(d), 10), f"cannot remove {d}"
+
+
+def test_one_envelope_for_the_sandbox(tmp_path, recorded):
+    # --session-*: every command of the sandbox a leaf in one session cgroup
+    # of the daemon's own (pmon-session-p<pid>-...), each in a cgroup
+    # namespace of its own (as root); the session is gone once the daemon
+    # has stopped. pids_max 0 writes no limit: any cgroup2 host can make it
+    # (the limits themselves are the guest suite's).
+    mount = pathlib.Path("/sys/fs/cgroup/unified")
+    if not (mount / "cgroup.procs").exists():
+        mount = pathlib.Path("/sys/fs/cgroup")
+    if os.geteuid() != 0 or not (mount / "cgroup.subtree_control").exists():
+        pytest.skip("needs root and a cgroup2 hierarchy")
+    root = tmp_path / "ws"
+    root.mkdir()
+    s = Sandboxd(root, recorded, "--confine", "cgroup", "--session-pids-max", "0")
+    try:
+        r = s.stub.Execute(pb.ExecuteRequest(config=sh("cat /proc/self/cgroup; cat /proc/$$/cgroup >&2")), timeout=30)
+        assert r.exit_code == 0, r
+        assert b"0::/\n" in r.stdout, r.stdout
+        stream, _ = start(s, sh(f"echo $$ > {tmp_path}/pid; exec sleep 300"))
+        assert wait_until(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text().strip())
+        pid = int((tmp_path / "pid").read_text())
+        st = start_time(pid)
+        recorded.add(pid, st)
+        leaf = next(line for line in pathlib.Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::"))
+        session = pathlib.PurePosixPath(leaf[3:]).parent
+        assert session.name.startswith(f"pmon-session-p{s.proc.pid}-"), leaf
+        found = [d for d in mount.rglob(session.name) if d.is_dir()]
+        assert found, f"no {session.name} under {mount}"
+        assert s.stop() == 0, s.err.read_text()
+        assert not alive(pid, st), "the command outlived the daemon"
+        assert not any(d.exists() for d in found), "the session's cgroup outlived the daemon"
+    finally:
+        s.stop()
