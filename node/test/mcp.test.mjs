@@ -7,7 +7,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { readFileSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -448,4 +448,39 @@ test('SIGKILL of pmon mcp: every job is gone', async () => {
   process.kill(transport.pid, 'SIGKILL');
   assert.deepEqual(await gone([...recs, server]), []);
   await client.close().catch(() => {});
+});
+
+test('a session envelope: the tools say it, run and list carry the session, its cgroup goes with the server', async (t) => {
+  // --session-pids-max 0: an envelope that writes no limit, so any cgroup2
+  // host makes the session (the limits themselves are the guest suite's).
+  const transport = new StdioClientTransport({ command: PMON, args: ['mcp', '--confine', 'cgroup', '--session-pids-max', '0'], stderr: 'pipe' });
+  const client = new Client({ name: 'pmon-test', version: '1.0.0' });
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    t.skip(`no cgroup backend here: ${e.message}`);
+    return;
+  }
+  const server = { pid: transport.pid, start: procStat(transport.pid).start, name: 'pmon mcp' };
+  started.push(server);
+  const { tools } = await client.listTools();
+  for (const name of ['run', 'start'])
+    assert.match(tools.find((x) => x.name === name).description, /This session runs inside an envelope set by the user/, name);
+  // The SDK checks each structuredContent against the tool's outputSchema.
+  const r = await call(client, 'run', { command: 'cat /proc/self/cgroup' });
+  const s = r.structuredContent.session;
+  assert.ok(s, JSON.stringify(r.structuredContent));
+  assert.match(s.cgroup, new RegExp(`/pmon-session-p${transport.pid}-\\d+-\\d+$`), s.cgroup);
+  assert.equal(s.envelope_set_by, '--session-pids-max');
+  if (process.getuid() === 0) assert.match(r.structuredContent.output, /^0::\/$/m);  // its own cgroup namespace
+  await call(client, 'start', { command: 'sleep 300' });
+  const l = await call(client, 'list', {});
+  assert.equal(l.structuredContent.session.cgroup, s.cgroup);
+  assert.match(l.content[0].text, /session envelope: /);
+  assert.ok(existsSync(s.cgroup), `${s.cgroup} is not there while the server runs`);
+  await client.close();
+  for (const end = Date.now() + 10000; (running([server]).length || existsSync(s.cgroup)) && Date.now() < end;)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(running([server]), []);
+  assert.ok(!existsSync(s.cgroup), `${s.cgroup} outlived the server`);
 });
