@@ -551,11 +551,17 @@ Json view_output_result(const ViewResult& v, const std::optional<ExitStatus>& ex
   return text_result(after_output(v.text, "[" + note + "]"), s);
 }
 
-Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input, const EndFacts& end) {
+Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input, const EndFacts& end,
+                 const Json& session) {
   Json s = {{"running", !exit}, {"exit_code", exit_code_json(exit)}, {"signal", signal_json(exit)}};
   if (!exit) s["waiting_for_input"] = waiting_for_input;
   else add_end_fields(s, end);
-  return text_result(exit ? ending_words(*exit) + end_words(end)
+  std::string in_session;
+  if (exit && session.is_object()) {
+    s["session"] = session;
+    in_session = "; " + session_note(session, end.oom_killed == true);
+  }
+  return text_result(exit ? ending_words(*exit) + end_words(end) + in_session
                      : waiting_for_input ? "still running, and " + std::string(kWaitingWords)
                                          : std::string("still running"),
                      s);

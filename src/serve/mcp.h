@@ -104,7 +104,10 @@ Json view_output_result(const ViewResult& v, const std::optional<ExitStatus>& ex
 // none: still running (and, with waiting_for_input, blocked reading its
 // stdin: it waits for input, not for time); over: how, and why (`end`:
 // timed_out, stopped_by, oom_killed, pids_max_hit).
-Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input = false, const EndFacts& end = {});
+// `session`: the job's report's session (a job of a session with an
+// envelope), or null.
+Json wait_result(const std::optional<ExitStatus>& exit, bool waiting_for_input = false, const EndFacts& end = {},
+                 const Json& session = nullptr);
 
 // Log levels (logging/setLevel), RFC 5424's order: debug 0 .. emergency 7.
 inline constexpr int kInfo = 1;

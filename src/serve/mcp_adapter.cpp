@@ -129,7 +129,7 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForExitParams& 
   if (!status) return mcp::tool_error(status.error());
   if (!*status) return Later{};
   (*j)->end_told = true;
-  return mcp::wait_result(*status, false, (*j)->end_facts());
+  return mcp::wait_result(*status, false, (*j)->end_facts(), session_of(**j));
 }
 
 McpAdapter::Reply McpAdapter::handle(const Asker&, const WriteParams& p) {
@@ -163,6 +163,13 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForPortParams& 
 
 // A long output's head and tail (its spool's, or what its buffer keeps),
 // ANSI stripped, lines cut, said to be cut.
+Json McpAdapter::session_of(Job& j) {
+  if (!j.done || jobs_.session() == nullptr) return nullptr;
+  Json report = jobs_.report(j);
+  auto s = report.find("session");
+  return s == report.end() ? Json(nullptr) : *s;
+}
+
 mcp::RunSummary McpAdapter::run_summary(Job& j) {
   mcp::RunSummary s;
   s.id = j.id;
@@ -187,7 +194,8 @@ void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
     result = mcp::related_result(mcp::run_result(run_summary(job)), job.id);
   else if (w.task == TaskReply::create && w.kind == Waiter::Kind::run && (!job.done || !w.stateless))
     result = as_task(job, w.stateless);
-  else if (auto* status = std::get_if<ExitStatus>(&due)) result = mcp::wait_result(*status, false, job.end_facts());
+  else if (auto* status = std::get_if<ExitStatus>(&due))
+    result = mcp::wait_result(*status, false, job.end_facts(), session_of(job));
   else if (std::holds_alternative<StillRunning>(due)) result = mcp::wait_result(std::nullopt, job.waiting_for_input());
   else if (auto* stopped = std::get_if<Stopped>(&due)) result = mcp::kill_result(*stopped);
   else if (auto* read = std::get_if<OutputRead>(&due)) result = mcp::output_result(*read);

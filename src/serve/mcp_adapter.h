@@ -45,6 +45,8 @@ class McpAdapter final : public FrontEnd {
 
   // A run's answer: the newest of its output, and its end once over.
   mcp::RunSummary run_summary(Job& j);
+  // An ended job's session figures (its report's), or null.
+  Json session_of(Job& j);
 
   // tasks/get, tasks/update, tasks/cancel (and earlier revisions'
   // tasks/result, tasks/list): the job of the task's id.

@@ -169,7 +169,8 @@ inline constexpr std::tuple kTools{
                        "timed_out": {"type": "boolean", "description": "it ended: its timeout or idle timeout stopped it"},
                        "stopped_by": {"type": ["string", "null"], "description": "it ended: why pmon stopped it (\"kill\", \"idle timeout\", \"timeout\", ...); null: it ended by itself"},
                        "oom_killed": {"type": ["boolean", "null"], "description": "it ended: killed for going past memory_max (null: no memory_max)"},
-                       "pids_max_hit": {"type": ["boolean", "null"], "description": "it ended: a fork failed at pids_max (null: no pids_max)"}},
+                       "pids_max_hit": {"type": ["boolean", "null"], "description": "it ended: a fork failed at pids_max (null: no pids_max)"},
+                       "session": {"type": "object", "description": "it ended, in a session with an envelope: the envelope, and what the session (usage) and the job (call_usage) used"}},
         "required": ["running"]
       }
     })JSON"},
