@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "confine/session.h"
+#include "confine/envelope.h"
 
 namespace pmon {
 

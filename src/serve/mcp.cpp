@@ -662,9 +662,9 @@ Json session_fields(const JobInfo::InSession& s) {
           {"job_usage", usage_fields(s.job)}};
 }
 
-std::string envelope_words(const confine::SessionCgroup* s) {
-  if (s == nullptr) return "";
-  return " This session runs inside an envelope set by the user (" + describe(s->envelope()) +
+std::string envelope_words(const pmon::Envelope* e) {
+  if (e == nullptr) return "";
+  return " This session runs inside an envelope set by the user (" + describe(*e) +
          "): every command and job of the session shares it, and a command may ask for less (memory_max, "
          "memory_high, pids_max, cpu_max), never more. Past memory.high the session is slowed down; past "
          "memory.max a command is killed whole.";

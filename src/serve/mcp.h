@@ -59,7 +59,7 @@ Json initialize_result(const Json& params);
 // `envelope`: words added to the run and start tools' descriptions (the
 // session's envelope, envelope_words), or "".
 Json tools_list(bool stateless = false, const std::string& envelope = "");
-std::string envelope_words(const confine::SessionCgroup* s);
+std::string envelope_words(const pmon::Envelope* e);
 Json session_fields(const JobInfo::InSession& s);
 
 // A result as the revision wants it: resultType "complete" unless it has

@@ -42,7 +42,7 @@ void McpAdapter::on_line(Conn& c, std::string_view line) {
     c.mcp_log_level = level;
     return reply(Json::object());
   }
-  if (m.method == "tools/list") return reply(mcp::tools_list(rev.modern, mcp::envelope_words(jobs_.session())));
+  if (m.method == "tools/list") return reply(mcp::tools_list(rev.modern, mcp::envelope_words(jobs_.session() ? &jobs_.session()->envelope() : nullptr)));
   if (m.method.starts_with("tasks/")) return on_task(c, m, rev);
   if (m.method != "tools/call") return fail({rpc::kMethodNotFound, "unknown method '" + m.method + "'"});
   if (jobs_.shutting_down()) return reply(mcp::tool_error("pmon is stopping"));
