@@ -422,29 +422,6 @@ Json tool_error(const Error& e) { return tool_error(words(e, "job")); }
 
 // A call's end in its session, as a model reads it: what the session's
 // envelope did to it, and how much of it is used.
-std::string session_note(const Json& session, bool oom_killed) {
-  const Json& env = session["envelope"];
-  const Json& use = session["usage"];
-  auto mib = [](const Json& v) { return v.is_number() ? std::to_string(v.get<uint64_t>() >> 20) + " MiB" : std::string("?"); };
-  std::string t;
-  if (oom_killed)
-    t = "killed whole by the kernel for memory: the session's envelope holds memory.max " + mib(env["memory_max"]) +
-        " for all its commands together (ask for less memory, or end other jobs of the session); ";
-  if (use["memory_peak"].is_number()) {
-    t += "session memory peak " + mib(use["memory_peak"]);
-    if (env["memory_max"].is_number()) t += " of memory.max " + mib(env["memory_max"]);
-  } else {
-    t += "in a session";
-  }
-  const Json& high = use["memory_events"]["high"];
-  if (high.is_number() && high.get<uint64_t>() > 0)
-    t += ", slowed down past memory.high " + std::to_string(high.get<uint64_t>()) + " times";
-  const Json& forks = use["pids_events_max"];
-  if (forks.is_number() && forks.get<uint64_t>() > 0)
-    t += ", forks refused at the session's pids.max " + std::to_string(forks.get<uint64_t>()) + " times";
-  return t;
-}
-
 Json run_result(const RunSummary& a) {
   auto [out, cut] = head_and_tail(a.output);
   const bool truncated = cut || a.truncated;
@@ -603,73 +580,6 @@ Json kill_result(const Stopped& s) {
                      {{"cleanup_verified", s.cleanup_verified}});
 }
 
-namespace {
-
-template <class T>
-Json maybe(const std::optional<T>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
-
-Json usage_fields(const CgroupUsage& u) {
-  return {{"memory_current", maybe(u.memory_current)},
-          {"memory_peak", maybe(u.memory_peak)},
-          {"memory_events",
-           {{"high", maybe(u.memory_high_events)},
-            {"max", maybe(u.memory_max_events)},
-            {"oom", maybe(u.oom)},
-            {"oom_kill", maybe(u.oom_kill)}}},
-          {"pids_current", maybe(u.pids_current)},
-          {"pids_events_max", maybe(u.pids_max_events)},
-          {"memory_pressure_avg10", maybe(u.memory_pressure_avg10)},
-          {"cpu_pressure_avg10", maybe(u.cpu_pressure_avg10)}};
-}
-
-std::string mib(uint64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
-
-// One line a model can act on: how much of the envelope is used, and
-// whether it has been throttled or has killed.
-std::string session_line(const JobInfo::InSession& s) {
-  const Limits& l = s.envelope.limits;
-  const CgroupUsage& u = s.session;
-  std::string t = "session envelope: " + describe(s.envelope);
-  if (u.memory_current) t += "; memory in use " + mib(*u.memory_current);
-  if (u.memory_peak) t += " (peak " + mib(*u.memory_peak) + ")";
-  if (u.memory_high_events && *u.memory_high_events > 0)
-    t += "; slowed down past memory.high " + std::to_string(*u.memory_high_events) + " times";
-  if (u.oom_kill && *u.oom_kill > 0) t += "; " + std::to_string(*u.oom_kill) + " processes killed for memory";
-  if (u.pids_current && l.pids_max) t += "; " + std::to_string(*u.pids_current) + " processes of " + std::to_string(*l.pids_max);
-  if (u.pids_max_events && *u.pids_max_events > 0) t += " (forks refused " + std::to_string(*u.pids_max_events) + " times)";
-  if (u.memory_pressure_avg10) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", *u.memory_pressure_avg10);
-    t += std::string("; memory pressure ") + buf + "%";
-  }
-  return t + "\n";
-}
-
-}  // namespace
-
-Json session_fields(const JobInfo::InSession& s) {
-  const Limits& l = s.envelope.limits;
-  return {{"cgroup", s.cgroup},
-          {"envelope",
-           {{"memory_max", maybe(l.memory_max)},
-            {"memory_high", maybe(l.memory_high)},
-            {"pids_max", maybe(l.pids_max)},
-            {"cpu_max", maybe(l.cpu_max)},
-            {"set_by", s.envelope.set_by}}},
-          {"usage", usage_fields(s.session)},
-          {"job_usage", usage_fields(s.job)}};
-}
-
-std::string envelope_words(const pmon::Envelope* e) {
-  if (e == nullptr) return "";
-  return " This session runs inside an envelope set by the user (" + describe(*e) +
-         "): every command and job of the session shares it, and a command may ask for less (memory_max, "
-         "memory_high, pids_max, cpu_max), never more. Past memory.high the session is slowed down; past "
-         "memory.max a command is killed whole.";
-}
-
 Json list_result(const std::vector<JobInfo>& jobs) {
   Json list = Json::array();
   std::string text;
@@ -687,8 +597,8 @@ Json list_result(const std::vector<JobInfo>& jobs) {
                 {"signal", signal_json(t.exit)}, {"waiting_for_input", t.waiting_for_input}};
     add_end_fields(job, t.end);
     if (t.in_session) {
-      job["memory_peak"] = maybe(t.in_session->job.memory_peak);
-      job["oom_kill"] = maybe(t.in_session->job.oom_kill);
+      job["memory_peak"] = t.in_session->job.memory_peak ? Json(*t.in_session->job.memory_peak) : Json(nullptr);
+      job["oom_kill"] = t.in_session->job.oom_kill ? Json(*t.in_session->job.oom_kill) : Json(nullptr);
       if (session == nullptr || t.status == std::string_view("running")) session = &*t.in_session;
     }
     list.push_back(std::move(job));

@@ -60,6 +60,10 @@ Json initialize_result(const Json& params);
 // session's envelope, envelope_words), or "".
 Json tools_list(bool stateless = false, const std::string& envelope = "");
 std::string envelope_words(const pmon::Envelope* e);
+// A command's end in its session, in words (the run and wait results), and
+// the session's use in one line (list's): serve/mcp_session.cpp.
+std::string session_note(const Json& session, bool oom_killed);
+std::string session_line(const JobInfo::InSession& s);
 Json session_fields(const JobInfo::InSession& s);
 
 // A result as the revision wants it: resultType "complete" unless it has
