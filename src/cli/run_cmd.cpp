@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 #include "cli/cli.h"
 #include "cli/call_flags.h"
@@ -110,15 +112,54 @@ Fd watch_parent(pid_t ppid) {
   return pfd ? std::move(*pfd) : Fd();
 }
 
+// The common line, "[--confine BACKEND] [-q] [--die-with-parent] -- CMD
+// [ARG...]", read without building the option table (a few dozen options,
+// each with its help text: a tenth of a millisecond of every start). Each
+// option at most once and CMD not starting with '-': whatever else, even
+// what means the same, goes through the table, which says what is wrong
+// and answers --help. Sets what the table would set; false: not such a line
+// (nothing set).
+bool read_plain_line(const std::vector<std::string>& args, ConfineFlags& confine, bool& quiet,
+                     bool& die_with_parent, std::vector<std::string>& command) {
+  std::string_view backend;
+  bool q = false, dwp = false;
+  size_t i = 0;
+  for (; i < args.size() && args[i] != "--"; ++i) {
+    const std::string_view a = args[i];
+    if (a == "-q" || a == "--quiet") {
+      if (q) return false;
+      q = true;
+    } else if (a == "--die-with-parent") {
+      if (dwp) return false;
+      dwp = true;
+    } else if (a == "--confine" || a.starts_with("--confine=")) {
+      if (!backend.empty()) return false;
+      if (a == "--confine") {
+        if (++i == args.size()) return false;
+        backend = args[i];
+      } else {
+        backend = a.substr(std::string_view("--confine=").size());
+      }
+      if (backend != "auto" && backend != "cgroup" && backend != "pidns" && backend != "subreaper" &&
+          backend != "pgroup")
+        return false;
+    } else {
+      return false;
+    }
+  }
+  if (i + 1 >= args.size() || (args[i + 1].size() > 1 && args[i + 1][0] == '-')) return false;
+  if (!backend.empty()) confine.confine = std::string(backend);
+  quiet = q;
+  die_with_parent = dwp;
+  command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+  return true;
+}
+
 }  // namespace
 
 int run_main(const std::vector<std::string>& args, const RunFront& front) {
   // The parent as pmon started: the one --die-with-parent watches.
   const pid_t ppid = ::getppid();
-  CLI::App app{"Run CMD so that nothing it starts outlives it.", "pmon run"};
-  app.footer(std::string(kRunFooter) + kDurationWords + kSizeWords + kSignalWords + kBackendWords);
-  app.prefix_command();
-
   std::string timeout_s, report_path;
   StopFlags stop;
   ConfineFlags confine;
@@ -126,38 +167,51 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   bool wait_tree = false;
   int verbose = 0;
   bool quiet = false;
-  CLI::Option* timeout_opt =
-      app.add_option("--timeout", timeout_s, "stop CMD and everything it started after DURATION (exit 124); 0: no timeout")
-          ->type_name("DURATION");
-  stop.add_to(app, /*with_signal=*/true);
-  confine.add_to(app);
-  confine.add_session_to(app, front.shell ? ConfineFlags::SessionUse::shell : ConfineFlags::SessionUse::run);
-  limits.add_to(app);
-  app.add_flag("--wait-tree", wait_tree, "when CMD exits, wait for what it left running instead of stopping it");
   bool pty = false;
-  app.add_flag("--pty", pty,
-               "run CMD on a new pseudo-terminal (its controlling terminal), sized like pmon's own or 24x80; "
-               "its output goes to pmon's stdout, pmon's stdin to it");
-  app.add_option("--report", report_path, "write the JSON report to FILE (atomically), or - for stdout")
-      ->type_name("FILE|-");
   std::string pdeathsig_s = "none";
-  app.add_option("--pdeathsig", pdeathsig_s,
-                 "a signal CMD gets if pmon itself dies, or none (the default)")
-      ->type_name("SIGNAL");
   bool die_with_parent = false;
-  app.add_flag("--die-with-parent", die_with_parent,
-               "when the program that started pmon exits or is killed, stop CMD and everything it started "
-               "(the same as PMON_DIE_WITH_PARENT=1 in the environment)");
-  app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
-  app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
+  bool timeout_given = false;
+  std::vector<std::string> command;
+  // The option table is built only for a line the plain reading below does
+  // not take: the limits' parse() looks at its options, so it lives on.
+  std::optional<CLI::App> table;
+  if (!read_plain_line(args, confine, quiet, die_with_parent, command)) {
+    CLI::App& app = table.emplace("Run CMD so that nothing it starts outlives it.", "pmon run");
+    app.footer(std::string(kRunFooter) + kDurationWords + kSizeWords + kSignalWords + kBackendWords);
+    app.prefix_command();
+    CLI::Option* timeout_opt =
+        app.add_option("--timeout", timeout_s, "stop CMD and everything it started after DURATION (exit 124); 0: no timeout")
+            ->type_name("DURATION");
+    stop.add_to(app, /*with_signal=*/true);
+    confine.add_to(app);
+    confine.add_session_to(app, front.shell ? ConfineFlags::SessionUse::shell : ConfineFlags::SessionUse::run);
+    limits.add_to(app);
+    app.add_flag("--wait-tree", wait_tree, "when CMD exits, wait for what it left running instead of stopping it");
+    app.add_flag("--pty", pty,
+                 "run CMD on a new pseudo-terminal (its controlling terminal), sized like pmon's own or 24x80; "
+                 "its output goes to pmon's stdout, pmon's stdin to it");
+    app.add_option("--report", report_path, "write the JSON report to FILE (atomically), or - for stdout")
+        ->type_name("FILE|-");
+    app.add_option("--pdeathsig", pdeathsig_s,
+                   "a signal CMD gets if pmon itself dies, or none (the default)")
+        ->type_name("SIGNAL");
+    app.add_flag("--die-with-parent", die_with_parent,
+                 "when the program that started pmon exits or is killed, stop CMD and everything it started "
+                 "(the same as PMON_DIE_WITH_PARENT=1 in the environment)");
+    app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
+    app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
 
-  auto parsed = parse_command_line(app, args, "run");
-  if (!parsed) return 0;
-  std::vector<std::string> command = std::move(*parsed);
+    auto parsed = parse_command_line(app, args, "run");
+    if (!parsed) return 0;
+    command = std::move(*parsed);
+    timeout_given = timeout_opt->count() > 0;
+  } else {
+    confine.session_use = front.shell ? ConfineFlags::SessionUse::shell : ConfineFlags::SessionUse::run;
+  }
 
   RunOptions opts;
   opts.spawn.argv = command;
-  if (timeout_opt->count() > 0) {
+  if (timeout_given) {
     auto d = parse_duration(timeout_s);
     if (!d) die("run: --timeout: " + describe_duration_error(timeout_s, d.error()));
     if (d->count() > 0) opts.timeout = *d;  // 0: no timeout, as timeout(1)
