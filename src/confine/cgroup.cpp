@@ -279,6 +279,7 @@ class CgroupBackend final : public Backend {
   // The base is this process's own session: the guard removes it too.
   void guard_removes_base(std::string name) { session_base_ = std::move(name); }
   void single_call() noexcept override { single_ = true; }
+  bool single() const noexcept { return single_; }
 
   void keep_helpers_apart() noexcept override {
     if (!guard_ || guard_->apart()) return;
@@ -510,7 +511,8 @@ void CgroupBoundary::release(bool verified_empty) noexcept {
   if (released_) return;
   released_ = true;
   bool reuse = verified_empty && !killed_;
-  if (reuse && !cpu_read_) (void)cpu_usec();  // the next call's starting point
+  // The next call's starting point (none after pmon run's single call).
+  if (reuse && !cpu_read_ && !owner_.single()) (void)cpu_usec();
   owner_.give_back(std::move(leaf_), reuse);
 }
 

@@ -190,9 +190,12 @@ void CallMachine::wrap_up() {
   res.leftovers = leftovers.take();
   res.escaped = std::move(escaped);
   merge_escaped(res.leftovers, res.escaped);
-  res.cpu_usec = b->cpu_usec();
+  // (A cgroup's figures are files to read: only for a caller that shows them.)
+  if (opts.session_figures || b->kind() != ConfineKind::cgroup) {
+    res.cpu_usec = b->cpu_usec();
+    res.memory_peak_bytes = b->memory_peak_bytes();
+  }
   if (!res.cpu_usec && b->kind() != ConfineKind::cgroup) res.cpu_usec = reaper->cpu_usec() - cpu_before;
-  res.memory_peak_bytes = b->memory_peak_bytes();
   if (opts.limits.any() || res.limits.has_pids_max()) {
     res.oom_killed = b->oom_killed();
     res.pids_max_hit = b->pids_max_hit();

@@ -57,8 +57,10 @@ struct RunOptions {
   // backend can (Backend::open_boundary_inside); else where it always goes.
   std::string inside_cgroup;
   // In a session: read what the session and the call used as it ends
-  // (RunResult::session; some twenty files). Off for a caller that shows
-  // no result but the exit status (pmon run without a report).
+  // (RunResult::session; some twenty files); and on the cgroup backend, the
+  // call's CPU time and memory peak (cpu.stat, memory.peak). Off for a
+  // caller that shows no result but the exit status (pmon run without a
+  // report).
   bool session_figures = true;
   // The reaper to collect with (shared by an init, whose boundary reaps
   // too, and by a restart loop); null: the call's own.
