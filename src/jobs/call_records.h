@@ -43,7 +43,7 @@ void remove_call_record(const std::string& path) noexcept;
 
 // The pmon that ran a call: the records left for it (its own pid, its own
 // start time), each read once and removed, from a runtime directory that
-// is ours (jobs/socket.h's open_runtime_dir) only. Costs two opens when
+// is ours (jobs/socket.h's open_runtime_dir) only. Costs one lookup when
 // there are none, the common case.
 std::vector<CallRecord> take_call_records();
 
