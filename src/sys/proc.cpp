@@ -99,6 +99,16 @@ Result<std::vector<pid_t>> read_nspid(pid_t pid) noexcept {
   return v;
 }
 
+namespace {
+
+// This process as the mounted /proc shows it, read once (self_start_time):
+// its start time, and its pid there (self_pid_namespace's check).
+std::atomic<pid_t> cached_pid{0};
+std::atomic<uint64_t> cached_start{0};
+std::atomic<pid_t> cached_in_proc{0};
+
+}  // namespace
+
 Result<pid_t> pid_in_proc() noexcept {
   char buf[32];
   ssize_t n = ::readlink("/proc/self", buf, sizeof buf - 1);
@@ -111,20 +121,21 @@ Result<pid_t> pid_in_proc() noexcept {
 }
 
 Result<uint64_t> self_pid_namespace() noexcept {
-  auto in_proc = pid_in_proc();
-  if (!in_proc || *in_proc != ::getpid()) return fail(EXDEV);
+  // /proc/self/stat read already (self_start_time) said how /proc numbers us.
+  const pid_t self = ::getpid();
+  Result<pid_t> in_proc = cached_pid.load(std::memory_order_acquire) == self
+                              ? Result<pid_t>(cached_in_proc.load(std::memory_order_relaxed))
+                              : pid_in_proc();
+  if (!in_proc || *in_proc != self) return fail(EXDEV);
   struct stat st;
   if (::stat("/proc/self/ns/pid", &st) != 0) return fail_errno();
   return static_cast<uint64_t>(st.st_ino);
 }
 
-Result<ProcStat> read_stat(pid_t pid) noexcept {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  auto text = read_file(path);
-  if (!text) return std::unexpected(text.error());
+namespace {
+
+Result<ProcStat> parse_stat(const std::string& s, pid_t pid) noexcept {
   // comm may hold spaces and ')' — the last ')' ends it.
-  const std::string& s = *text;
   size_t open = s.find('(');
   size_t close = s.rfind(')');
   if (open == std::string::npos || close == std::string::npos || close < open)
@@ -156,15 +167,28 @@ Result<ProcStat> read_stat(pid_t pid) noexcept {
   return st;
 }
 
+}  // namespace
+
+Result<ProcStat> read_stat(pid_t pid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  auto text = read_file(path);
+  if (!text) return std::unexpected(text.error());
+  return parse_stat(*text, pid);
+}
+
 Result<uint64_t> self_start_time() noexcept {
   // Keyed by pid: a forked copy of us reads its own.
-  static std::atomic<pid_t> cached_pid{0};
-  static std::atomic<uint64_t> cached_start{0};
   const pid_t self = ::getpid();
   if (cached_pid.load(std::memory_order_acquire) == self) return cached_start.load(std::memory_order_relaxed);
-  auto st = read_stat(self);
+  auto text = read_file("/proc/self/stat");
+  if (!text) return std::unexpected(text.error());
+  auto st = parse_stat(*text, self);
   if (!st) return std::unexpected(st.error());
+  pid_t in_proc = 0;
+  (void)std::from_chars(text->data(), text->data() + text->size(), in_proc);
   cached_start.store(st->start_time, std::memory_order_relaxed);
+  cached_in_proc.store(in_proc, std::memory_order_relaxed);
   cached_pid.store(self, std::memory_order_release);
   return st->start_time;
 }

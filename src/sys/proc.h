@@ -35,8 +35,8 @@ struct ProcStat {
 // /proc/<pid>/stat, parsed. ENOENT/ESRCH when the process is gone.
 Result<ProcStat> read_stat(pid_t pid) noexcept;
 
-// This process's start time (read_stat(getpid())->start_time), read once
-// per process: the names of its cgroups and its systemd scope carry it.
+// This process's start time (from /proc/self/stat), read once per process:
+// the names of its cgroups and its systemd scope carry it.
 Result<uint64_t> self_start_time() noexcept;
 
 // The NSpid line of a /proc/<pid>/status text: the process's pid in each
