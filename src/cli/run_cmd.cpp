@@ -140,9 +140,8 @@ bool read_plain_line(const std::vector<std::string>& args, ConfineFlags& confine
       } else {
         backend = a.substr(std::string_view("--confine=").size());
       }
-      if (backend != "auto" && backend != "cgroup" && backend != "pidns" && backend != "subreaper" &&
-          backend != "pgroup")
-        return false;
+      // A name the table would refuse goes to the table, which says so.
+      if (backend != "auto" && !parse_confine_kind(backend)) return false;
     } else {
       return false;
     }
