@@ -1,9 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A JSON-RPC connection to a pmon serve socket, for the serve scenarios'
-own Python (import it with the scenario directory on PYTHONPATH)."""
+"""The scenarios' JSON-RPC client of a pmon serve socket.
+
+From Python (the scenario directory on PYTHONPATH): Rpc, FdRpc.
+From shell (serve.inc):
+  serve_rpc.py pipe SOCKET      forwards each stdin line to the socket and
+                                each line the service sends to stdout; exits
+                                (closing the connection) at EOF on stdin or
+                                when the service hangs up
+  serve_rpc.py reply FILE ID    prints the first whole line of FILE (lines
+                                the pipe wrote) that answers request ID;
+                                exit 1: none yet
+"""
 import array
 import json
+import os
+import selectors
 import socket
+import sys
 
 
 class Rpc:
@@ -60,3 +73,57 @@ class FdRpc:
             m = json.loads(line)
             if m.get("id") == self.n:
                 return m, (self.fds.pop(0) if self.fds else None)
+
+
+def pipe(path):
+    # Other clients' fifo ends the shell handed down: holding them would
+    # keep their connections from seeing EOF.
+    os.closerange(3, 1024)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    sel = selectors.DefaultSelector()
+    sel.register(s, selectors.EVENT_READ)
+    sel.register(sys.stdin.fileno(), selectors.EVENT_READ)
+    out = sys.stdout.buffer
+    pending = b""
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is s:
+                data = s.recv(1 << 20)
+                if not data:
+                    return 0
+                # Whole lines only, so a reader of the output never sees
+                # half a message.
+                pending += data
+                cut = pending.rfind(b"\n") + 1
+                if cut:
+                    out.write(pending[:cut])
+                    out.flush()
+                    pending = pending[cut:]
+            else:
+                data = os.read(sys.stdin.fileno(), 1 << 20)
+                if not data:
+                    s.close()
+                    return 0
+                s.sendall(data)
+
+
+def reply(path, n):
+    # A line still being written does not parse: not the reply yet.
+    for line in open(path, encoding="utf-8"):
+        try:
+            m = json.loads(line)
+        except ValueError:
+            continue
+        if m.get("id") == n and "method" not in m:
+            sys.stdout.write(line)
+            return 0
+    return 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "pipe":
+        sys.exit(pipe(sys.argv[2]))
+    if sys.argv[1] == "reply":
+        sys.exit(reply(sys.argv[2], int(sys.argv[3])))
+    sys.exit("serve_rpc.py: pipe SOCKET | reply FILE ID")

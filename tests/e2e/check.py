@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Named checks on JSON for the end-to-end scenarios (reports, replies, the
+output of --json): called from shell, through the functions of common.inc.
+
+SRC is a JSON text (it starts with { or [) or the path of a file holding one
+(a file of several lines, one message each, is read as its first line unless
+it parses whole). PATH names a value in it: keys and list indexes joined by
+dots (stop.reason, command.3, result.terminals.0.pid); a [KEY=VALUE] picks
+the one element of a list with that field (result.terminals[terminalId=j1].pid);
+# is the length of the value before it (result.terminals.#).
+
+A value is compared as text: a string as it is, anything else as JSON
+(true, 3, null, ["a", "b"]).
+
+  check.py get SRC PATH                prints the value (exit 1: absent)
+  check.py eq SRC PATH WANT            the value is WANT
+  check.py ne SRC PATH WANT            the value is there and is not WANT
+  check.py absent SRC PATH             there is no such value
+  check.py has SRC PATH TEXT           the value (as text) contains TEXT
+  check.py cmp SRC PATH OP N           the number compares: OP is one of
+                                       -lt -le -gt -ge -eq -ne
+  check.py params [K=STR|K:=JSON]... -- COMMAND ARG...
+                                       prints {"command":..,"args":[..],K:..}
+
+On failure a check prints one line, what was expected and what was found,
+and exits 1. The shell side adds the scenario's name and ends it."""
+import json
+import operator
+import os
+import re
+import sys
+
+ABSENT = object()
+
+
+def load(src):
+    text = src if src.lstrip()[:1] in ("{", "[") else open(src, encoding="utf-8").read()
+    try:
+        return json.loads(text)
+    except ValueError:
+        return json.loads(text.splitlines()[0])
+
+
+def name_of(src):
+    if src.lstrip()[:1] in ("{", "["):
+        return "reply " + (src if len(src) <= 300 else src[:300] + "...")
+    return os.path.basename(src)
+
+
+STEP = re.compile(r"([^.\[]+)|\[([^=\]]+)=([^\]]*)\]|\.")
+
+
+def walk(value, path):
+    pos = 0
+    while pos < len(path):
+        m = STEP.match(path, pos)
+        if not m or m.end() == pos:
+            raise SystemExit("check.py: bad path " + path)
+        pos = m.end()
+        key, fkey, fval = m.groups()
+        if key is None and fkey is None:
+            continue
+        if fkey is not None:
+            if not isinstance(value, list):
+                return ABSENT
+            hits = [x for x in value if isinstance(x, dict) and fkey in x and text(x[fkey]) == fval]
+            if len(hits) != 1:
+                return ABSENT
+            value = hits[0]
+        elif key == "#":
+            if not isinstance(value, (list, dict, str)):
+                return ABSENT
+            value = len(value)
+        elif isinstance(value, list) and re.fullmatch(r"-?\d+", key):
+            i = int(key)
+            if not -len(value) <= i < len(value):
+                return ABSENT
+            value = value[i]
+        elif isinstance(value, dict) and key in value:
+            value = value[key]
+        else:
+            return ABSENT
+    return value
+
+
+def text(value):
+    if value is ABSENT:
+        return "(absent)"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def shown(value):
+    if value is ABSENT:
+        return "(absent)"
+    s = json.dumps(value)
+    return s if len(s) <= 200 else s[:200] + "..."
+
+
+OPS = {"-lt": operator.lt, "-le": operator.le, "-gt": operator.gt, "-ge": operator.ge,
+       "-eq": operator.eq, "-ne": operator.ne}
+
+
+def params(argv):
+    out = {}
+    while argv and argv[0] != "--":
+        k, sep, v = argv[0].partition(":=")
+        if sep:
+            out[k] = json.loads(v)
+        else:
+            k, sep, v = argv[0].partition("=")
+            if not sep:
+                raise SystemExit("check.py params: not K=STR or K:=JSON: " + argv[0])
+            out[k] = v
+        argv = argv[1:]
+    argv = argv[1:]
+    if argv:
+        out = {"command": argv[0], "args": argv[1:], **out}
+    print(json.dumps(out))
+
+
+def main(argv):
+    what = argv[0]
+    if what == "params":
+        return params(argv[1:])
+    src, path = argv[1], argv[2]
+    value = walk(load(src), path)
+    where, found_in = path, " (in %s)" % name_of(src)
+    if what == "get":
+        if value is ABSENT:
+            print("%s: expected a value, found none" % where + found_in)
+            return 1
+        print(text(value))
+        return 0
+    if what == "eq":
+        if text(value) == argv[3]:
+            return 0
+        print("%s: expected %s, found %s" % (where, argv[3], shown(value)) + found_in)
+    elif what == "ne":
+        if value is not ABSENT and text(value) != argv[3]:
+            return 0
+        print("%s: expected anything but %s, found %s" % (where, argv[3], shown(value)) + found_in)
+    elif what == "absent":
+        if value is ABSENT:
+            return 0
+        print("%s: expected no value, found %s" % (where, shown(value)) + found_in)
+    elif what == "has":
+        if value is not ABSENT and argv[3] in text(value):
+            return 0
+        print("%s: expected to contain %s, found %s" % (where, json.dumps(argv[3]), shown(value)) + found_in)
+    elif what == "cmp":
+        op, want = argv[3], float(argv[4])
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and OPS[op](value, want):
+            return 0
+        print("%s: expected %s %s, found %s" % (where, op, argv[4], shown(value)) + found_in)
+    else:
+        raise SystemExit("check.py: no check named " + what)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
