@@ -20,6 +20,10 @@ A value is compared as text: a string as it is, anything else as JSON
   check.py has SRC PATH TEXT           the value (as text) contains TEXT
   check.py cmp SRC PATH OP N           the number compares: OP is one of
                                        -lt -le -gt -ge -eq -ne
+  check.py is [-m LABEL] SRC CHECK...  each CHECK holds: PATH=WANT, PATH!=WANT,
+                                       PATH~TEXT (contains), PATH<N, PATH<=N,
+                                       PATH>N, PATH>=N; PATH=(absent) and
+                                       PATH!=(absent) say whether it is there
   check.py params [K=STR|K:=JSON]... -- COMMAND ARG...
                                        prints {"command":..,"args":[..],K:..}
 
@@ -119,10 +123,45 @@ def params(argv):
     print(json.dumps(out))
 
 
+CHECK = re.compile(r"((?:[^.\[=!<>~]+|\[[^\]]*\]|\.)+)(=|!=|~|<=|>=|<|>)(.*)", re.S)
+NUM = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def holds(value, op, want):
+    if op == "=":
+        return text(value) == want
+    if op == "!=":
+        return text(value) != want
+    if op == "~":
+        return value is not ABSENT and want in text(value)
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and NUM[op](value, float(want)))
+
+
+def is_(argv):
+    label = ""
+    if argv[0] == "-m":
+        label, argv = argv[1] + ": ", argv[2:]
+    src, doc = argv[0], load(argv[0])
+    for c in argv[1:]:
+        m = CHECK.fullmatch(c)
+        if not m:
+            raise SystemExit("check.py is: not PATH OP VALUE: " + c)
+        path, op, want = m.groups()
+        value = walk(doc, path)
+        if not holds(value, op, want):
+            shown_want = want if op == "=" else "%s %s" % ({"~": "to contain"}.get(op, op), want)
+            print("%s%s: expected %s, found %s (in %s)" % (label, path, shown_want, shown(value), name_of(src)))
+            return 1
+    return 0
+
+
 def main(argv):
     what = argv[0]
     if what == "params":
         return params(argv[1:])
+    if what == "is":
+        return is_(argv[1:])
     src, path = argv[1], argv[2]
     value = walk(load(src), path)
     where, found_in = path, " (in %s)" % name_of(src)

@@ -16,15 +16,41 @@ import json
 import os
 import selectors
 import socket
+import subprocess
 import sys
 
 
+def connect(path):
+    """A socket connected to PATH (a socket given is taken as it is)."""
+    if isinstance(path, socket.socket):
+        return path
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    return s
+
+
 class Rpc:
+    """A connection to a socket path (or a connected socket)."""
+
     def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.connect(path)
+        self.s = connect(path)
         self.f = self.s.makefile("rwb")
         self.n = 0
+
+    @classmethod
+    def stdio(cls, pmon, *flags):
+        """A `pmon serve -q --stdio` of its own, on pipes; close() ends it
+        and returns its exit status."""
+        self = cls.__new__(cls)
+        self.p = subprocess.Popen([pmon, "serve", "-q", "--stdio", *flags],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.f = _Pipes(self.p.stdout, self.p.stdin)
+        self.n = 0
+        return self
+
+    def close(self, timeout=30):
+        self.f.close()
+        return self.p.wait(timeout) if hasattr(self, "p") else None
 
     def message(self, method, params):
         """Sends a request and returns its whole answer (result or error);
@@ -45,13 +71,26 @@ class Rpc:
         return m["result"]
 
 
+class _Pipes:
+    """A read pipe and a write pipe as one file."""
+
+    def __init__(self, r, w):
+        self.r, self.w = r, w
+        self.readline = r.readline
+        self.write = w.write
+        self.flush = w.flush
+
+    def close(self):
+        self.w.close()
+
+
 class FdRpc:
-    """A connection that keeps the fds that come with answers (a stream's
-    pipe, terminal/output with stream)."""
+    """A connection (a socket path or a connected socket) that keeps the
+    fds that come with answers (a stream's pipe, terminal/output with
+    stream)."""
 
     def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.connect(path)
+        self.s = connect(path)
         self.buf, self.fds, self.n = b"", [], 0
 
     def message(self, method, params):
