@@ -3,12 +3,14 @@
 """Named checks on JSON for the end-to-end scenarios (reports, replies, the
 output of --json): called from shell, through the functions of common.inc.
 
-SRC is a JSON text (it starts with { or [) or the path of a file holding one
+SRC is a JSON text (it starts with { or [), - (one on stdin) or the path of
+a file holding one
 (a file of several lines, one message each, is read as its first line unless
 it parses whole). PATH names a value in it: keys and list indexes joined by
 dots (stop.reason, command.3, result.terminals.0.pid); a [KEY=VALUE] picks
 the one element of a list with that field (result.terminals[terminalId=j1].pid);
-# is the length of the value before it (result.terminals.#).
+# is the length of the value before it (result.terminals.#), #b the length
+of a string in bytes (UTF-8).
 
 A value is compared as text: a string as it is, anything else as JSON
 (true, 3, null, ["a", "b"]).
@@ -23,7 +25,8 @@ A value is compared as text: a string as it is, anything else as JSON
   check.py is [-m LABEL] SRC CHECK...  each CHECK holds: PATH=WANT, PATH!=WANT,
                                        PATH~TEXT (contains), PATH<N, PATH<=N,
                                        PATH>N, PATH>=N; PATH=(absent) and
-                                       PATH!=(absent) say whether it is there
+                                       PATH!=(absent) say whether it is there;
+                                       PATH=@FILE: the string is FILE's text
   check.py params [K=STR|K:=JSON]... -- COMMAND ARG...
                                        prints {"command":..,"args":[..],K:..}
 
@@ -38,8 +41,15 @@ import sys
 ABSENT = object()
 
 
+STDIN = []
+
+
 def load(src):
-    text = src if src.lstrip()[:1] in ("{", "[") else open(src, encoding="utf-8").read()
+    if src == "-":
+        STDIN.append(sys.stdin.read())
+        text = STDIN[0]
+    else:
+        text = src if src.lstrip()[:1] in ("{", "[") else open(src, encoding="utf-8").read()
     try:
         return json.loads(text)
     except ValueError:
@@ -47,6 +57,8 @@ def load(src):
 
 
 def name_of(src):
+    if src == "-":
+        src = STDIN[0].strip()
     if src.lstrip()[:1] in ("{", "["):
         return "reply " + (src if len(src) <= 300 else src[:300] + "...")
     return os.path.basename(src)
@@ -76,6 +88,10 @@ def walk(value, path):
             if not isinstance(value, (list, dict, str)):
                 return ABSENT
             value = len(value)
+        elif key == "#b":
+            if not isinstance(value, str):
+                return ABSENT
+            value = len(value.encode())
         elif isinstance(value, list) and re.fullmatch(r"-?\d+", key):
             i = int(key)
             if not -len(value) <= i < len(value):
@@ -128,6 +144,9 @@ NUM = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def holds(value, op, want):
+    if op == "=" and want.startswith("@"):
+        with open(want[1:], encoding="utf-8", newline="") as f:
+            return value == f.read()
     if op == "=":
         return text(value) == want
     if op == "!=":
@@ -151,6 +170,8 @@ def is_(argv):
         value = walk(doc, path)
         if not holds(value, op, want):
             shown_want = want if op == "=" else "%s %s" % ({"~": "to contain"}.get(op, op), want)
+            if op == "=" and want.startswith("@"):
+                shown_want = "the text of " + os.path.basename(want[1:])
             print("%s%s: expected %s, found %s (in %s)" % (label, path, shown_want, shown(value), name_of(src)))
             return 1
     return 0
