@@ -10,12 +10,14 @@ it parses whole). PATH names a value in it: keys and list indexes joined by
 dots (stop.reason, command.3, result.terminals.0.pid); a [KEY=VALUE] picks
 the one element of a list with that field (result.terminals[terminalId=j1].pid);
 # is the length of the value before it (result.terminals.#), #b the length
-of a string in bytes (UTF-8).
+of a string in bytes (UTF-8); * takes the rest of the path in each element
+of a list (result.terminals.*.status: the list of their statuses).
 
 A value is compared as text: a string as it is, anything else as JSON
 (true, 3, null, ["a", "b"]).
 
-  check.py get SRC PATH                prints the value (exit 1: absent)
+  check.py get SRC PATH [DEFAULT]      prints the value (or DEFAULT; exit 1:
+                                       absent and no DEFAULT)
   check.py eq SRC PATH WANT            the value is WANT
   check.py ne SRC PATH WANT            the value is there and is not WANT
   check.py absent SRC PATH             there is no such value
@@ -27,8 +29,9 @@ A value is compared as text: a string as it is, anything else as JSON
                                        PATH>N, PATH>=N; PATH=(absent) and
                                        PATH!=(absent) say whether it is there;
                                        PATH=@FILE: the string is FILE's text
-  check.py params [K=STR|K:=JSON]... -- COMMAND ARG...
+  check.py params [K=STR|K:=JSON|{JSON}]... -- COMMAND ARG...
                                        prints {"command":..,"args":[..],K:..}
+                                       (a {JSON} object's fields added)
 
 On failure a check prints one line, what was expected and what was found,
 and exits 1. The shell side adds the scenario's name and ends it."""
@@ -84,6 +87,11 @@ def walk(value, path):
             if len(hits) != 1:
                 return ABSENT
             value = hits[0]
+        elif key == "*":
+            if not isinstance(value, list):
+                return ABSENT
+            each = [walk(x, path[pos:]) for x in value]
+            return ABSENT if ABSENT in each else each
         elif key == "#":
             if not isinstance(value, (list, dict, str)):
                 return ABSENT
@@ -124,6 +132,10 @@ OPS = {"-lt": operator.lt, "-le": operator.le, "-gt": operator.gt, "-ge": operat
 def params(argv):
     out = {}
     while argv and argv[0] != "--":
+        if argv[0].startswith("{"):
+            out.update(json.loads(argv[0]))
+            argv = argv[1:]
+            continue
         k, sep, v = argv[0].partition(":=")
         if sep:
             out[k] = json.loads(v)
@@ -187,8 +199,10 @@ def main(argv):
     value = walk(load(src), path)
     where, found_in = path, " (in %s)" % name_of(src)
     if what == "get":
+        if value is ABSENT and len(argv) > 3:
+            value = argv[3]
         if value is ABSENT:
-            print("%s: expected a value, found none" % where + found_in)
+            sys.stderr.write("%s: expected a value, found none%s\n" % (where, found_in))
             return 1
         print(text(value))
         return 0
