@@ -25,7 +25,8 @@ A value is compared as text: a string as it is, anything else as JSON
   check.py cmp SRC PATH OP N           the number compares: OP is one of
                                        -lt -le -gt -ge -eq -ne
   check.py is [-m LABEL] SRC CHECK...  each CHECK holds: PATH=WANT, PATH!=WANT,
-                                       PATH~TEXT (contains), PATH<N, PATH<=N,
+                                       PATH~TEXT (contains), PATH^=TEXT (starts
+                                       with), PATH$=TEXT (ends with), PATH<N, PATH<=N,
                                        PATH>N, PATH>=N; PATH=(absent) and
                                        PATH!=(absent) say whether it is there;
                                        PATH=@FILE: the string is FILE's text
@@ -151,7 +152,7 @@ def params(argv):
     print(json.dumps(out))
 
 
-CHECK = re.compile(r"((?:[^.\[=!<>~]+|\[[^\]]*\]|\.)+)(=|!=|~|<=|>=|<|>)(.*)", re.S)
+CHECK = re.compile(r"((?:[^.\[=!<>~^$]+|\[[^\]]*\]|\.)+)(=|!=|~|\^=|\$=|<=|>=|<|>)(.*)", re.S)
 NUM = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
@@ -165,6 +166,10 @@ def holds(value, op, want):
         return text(value) != want
     if op == "~":
         return value is not ABSENT and want in text(value)
+    if op == "^=":
+        return isinstance(value, str) and value.startswith(want)
+    if op == "$=":
+        return isinstance(value, str) and value.endswith(want)
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and NUM[op](value, float(want)))
 
@@ -181,7 +186,9 @@ def is_(argv):
         path, op, want = m.groups()
         value = walk(doc, path)
         if not holds(value, op, want):
-            shown_want = want if op == "=" else "%s %s" % ({"~": "to contain"}.get(op, op), want)
+            if not want.isprintable():
+                want = json.dumps(want)
+            shown_want = want if op == "=" else "%s %s" % ({"~": "to contain", "^=": "to start with", "$=": "to end with"}.get(op, op), want)
             if op == "=" and want.startswith("@"):
                 shown_want = "the text of " + os.path.basename(want[1:])
             print("%s%s: expected %s, found %s (in %s)" % (label, path, shown_want, shown(value), name_of(src)))
@@ -209,7 +216,8 @@ def main(argv):
     if what == "eq":
         if text(value) == argv[3]:
             return 0
-        print("%s: expected %s, found %s" % (where, argv[3], shown(value)) + found_in)
+        print("%s: expected %s, found %s" % (where, argv[3] if argv[3].isprintable() else json.dumps(argv[3]),
+                                             shown(value)) + found_in)
     elif what == "ne":
         if value is not ABSENT and text(value) != argv[3]:
             return 0
