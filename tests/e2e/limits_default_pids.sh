@@ -62,9 +62,9 @@ echo "ok: --pids-max 0: no limit, no note"
 serve_start --confine cgroup
 client_open c
 r=$(call c terminal/create '{"command":"sh","args":["-c","'"$(printf '%s' "$LEAF_PIDS" | sed 's/\\/\\\\/g; s/"/\\"/g')"'"]}')
-job=$(jf "$r" 'm["result"]["terminalId"]')
+job=$(jget "$r" result.terminalId)
 call c terminal/wait_for_exit '{"terminalId":"'"$job"'"}' > /dev/null
-seen=$(jf "$(call c terminal/output '{"terminalId":"'"$job"'"}')" 'm["result"]["output"].strip()')
+seen=$(jget "$(call c terminal/output '{"terminalId":"'"$job"'"}')" result.output | tr -d ' \t\n')
 call c terminal/report '{"terminalId":"'"$job"'"}' | jq '.result' > "$t/rs.json"
 check_default "$t/rs.json" "$seen" "a serve job"
 client_close c

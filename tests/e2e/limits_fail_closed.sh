@@ -145,9 +145,8 @@ expect_refused "cores 0" "run: --cpu-max: '0' is out of range" "$PMON" run --cpu
 serve_start
 client_open c
 expect_rpc_error() {  # expect_rpc_error CODE MESSAGE-PART REPLY
-  [ "$(jf "$3" 'm["error"]["code"]')" = "$1" ] || fail "expected error $1, got: $3"
-  case $(jf "$3" 'm["error"]["message"]') in *"$2"*) ;; *) fail "error message lacks '$2': $3" ;; esac
-  echo "ok: serve: $(jf "$3" 'm["error"]["message"]')"
+  reply_error "$3" "$1" "$2"
+  echo "ok: serve: $(jget "$3" error.message)"
 }
 create() { call c terminal/create '{"command":"sh","args":["-c","echo ran > '"$t/ran"'"],'"$1"'}'; }
 rm -f "$t/ran"
@@ -158,9 +157,9 @@ else
   # Set: the job reads it back.
   rm -f "$t/val"
   r=$(call c terminal/create "$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1],sys.argv[2],"memory.max",sys.argv[3]],"memoryMax":"100M"}))' "$READ_SH" "$cg2" "$t/val")")
-  id=$(jf "$r" 'm["result"]["terminalId"]')
+  id=$(jget "$r" result.terminalId)
   r=$(call c terminal/wait_for_exit '{"terminalId":"'"$id"'"}')
-  [ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "serve: the job with memoryMax: $r"
+  reply_is -m "serve: the job with memoryMax" "$r" result.exitCode=0
   [ "$(cat "$t/val")" = 104857600 ] || fail "serve: memoryMax reads '$(cat "$t/val")'"
   call c terminal/release '{"terminalId":"'"$id"'"}' > /dev/null
   echo "ok: serve: memoryMax set (104857600)"
@@ -175,7 +174,7 @@ expect_rpc_error -32602 "'cpuMax' must be a number of cores" "$(create '"cpuMax"
 expect_rpc_error -32602 "out of range" "$(create '"cpuMax":0')"
 [ ! -e "$t/ran" ] || fail "serve: a refused job ran"
 r=$(call c terminal/list)
-[ "$(jf "$r" 'len(m["result"]["terminals"])')" = 0 ] || fail "serve: a refused job is listed: $r"
+reply_is -m "serve: a refused job is listed" "$r" result.terminals.#=0
 client_close c
 
 # 5. An mcp tool: the tool's error, and the input schema offers the limits.

@@ -95,7 +95,7 @@ if enabled pids; then
   "$PMON" stop "$lim" || fail "pmon stop of the limited job"
   client_open c
   r=$(call c terminal/report '{"terminalId":"'"$lim"'"}')
-  [ "$(jf "$r" 'm["result"]["limits"]["pids_max"]')" = 7 ] || fail "the job's report: limits: $r"
+  reply_is -m "the job's report: limits" "$r" result.limits.pids_max=7
   client_close c
   "$PMON" rm "$lim"
   echo "ok: start --pids-max 7: pids.max 7 in the job's cgroup, limits.pids_max 7 in its report"
