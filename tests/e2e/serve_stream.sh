@@ -239,7 +239,7 @@ reply_is -m bad "$r" 'not_bool.code=-32602' 'not_bool.message~stream' 'follow_no
 # pmon logs -f prints the raw bytes too, and ends with the job.
 client_open c
 r=$(call c terminal/create '{"command":"sh","args":["-c","printf \"a\\377\\n\"; sleep 0.3; printf \"b\\n\""],"keep":true}')
-id=$(jf "$r" 'm["result"]["terminalId"]')
+id=$(jget "$r" result.terminalId)
 [ "$("$PMON" logs -f --socket "$SOCK" "$id" | od -An -tx1 | tr -d ' \n')" = 61ff0a620a ] || fail "pmon logs -f did not print the raw bytes"
 call c terminal/release '{"terminalId":"'"$id"'"}' > /dev/null
 client_close c
