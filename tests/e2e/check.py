@@ -4,11 +4,10 @@
 output of --json): called from shell, through the functions of common.inc.
 
 SRC is a JSON text (it starts with { or [), - (one on stdin) or the path of
-a file holding one
-(a file of several lines, one message each, is read as its first line unless
-it parses whole). PATH names a value in it: keys and list indexes joined by
+a file holding one (and nothing else). PATH names a value in it: keys and list indexes joined by
 dots (stop.reason, command.3, result.terminals.0.pid); a [KEY=VALUE] picks
-the one element of a list with that field (result.terminals[terminalId=j1].pid);
+the one element of a list with that field (result.terminals[terminalId=j1].pid;
+none when there is not exactly one);
 # is the length of the value before it (result.terminals.#), #b the length
 of a string in bytes (UTF-8); * takes the rest of the path in each element
 of a list (result.terminals.*.status: the list of their statuses).
@@ -56,8 +55,9 @@ def load(src):
         text = src if src.lstrip()[:1] in ("{", "[") else open(src, encoding="utf-8").read()
     try:
         return json.loads(text)
-    except ValueError:
-        return json.loads(text.splitlines()[0])
+    except ValueError as e:
+        print("expected one JSON document, found: %s (%s)" % (json.dumps(text[:200]), e))
+        sys.exit(1)
 
 
 def name_of(src):
