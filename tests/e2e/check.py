@@ -6,8 +6,8 @@ output of --json): called from shell, through the functions of common.inc.
 SRC is a JSON text (it starts with { or [), - (one on stdin) or the path of
 a file holding one (and nothing else). PATH names a value in it: keys and list indexes joined by
 dots (stop.reason, command.3, result.terminals.0.pid); a [KEY=VALUE] picks
-the one element of a list with that field (result.terminals[terminalId=j1].pid;
-none when there is not exactly one);
+the one element of a list with those fields (result.terminals[terminalId=j1].pid,
+leftovers[pid=7,start_time=99]; none when there is not exactly one);
 # is the length of the value before it (result.terminals.#), #b the length
 of a string in bytes (UTF-8); * takes the rest of the path in each element
 of a list (result.terminals.*.status: the list of their statuses).
@@ -68,7 +68,7 @@ def name_of(src):
     return os.path.basename(src)
 
 
-STEP = re.compile(r"([^.\[]+)|\[([^=\]]+)=([^\]]*)\]|\.")
+STEP = re.compile(r"([^.\[]+)|\[([^=\]]+=[^\]]*)\]|\.")
 
 
 def walk(value, path):
@@ -78,13 +78,14 @@ def walk(value, path):
         if not m or m.end() == pos:
             raise SystemExit("check.py: bad path " + path)
         pos = m.end()
-        key, fkey, fval = m.groups()
-        if key is None and fkey is None:
+        key, fields = m.groups()
+        if key is None and fields is None:
             continue
-        if fkey is not None:
+        if fields is not None:
+            want = [f.partition("=")[::2] for f in fields.split(",")]
             if not isinstance(value, list):
                 return ABSENT
-            hits = [x for x in value if isinstance(x, dict) and fkey in x and text(x[fkey]) == fval]
+            hits = [x for x in value if isinstance(x, dict) and all(k in x and text(x[k]) == v for k, v in want)]
             if len(hits) != 1:
                 return ABSENT
             value = hits[0]

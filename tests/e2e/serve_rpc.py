@@ -10,6 +10,9 @@ From shell (serve.inc):
   serve_rpc.py reply FILE ID    prints the first whole line of FILE (lines
                                 the pipe wrote) that answers request ID;
                                 exit 1: none yet
+  serve_rpc.py call SOCKET METHOD PARAMS-JSON
+                                one request on a connection of its own:
+                                prints the whole answer (result or error)
 """
 import array
 import json
@@ -165,4 +168,7 @@ if __name__ == "__main__":
         sys.exit(pipe(sys.argv[2]))
     if sys.argv[1] == "reply":
         sys.exit(reply(sys.argv[2], int(sys.argv[3])))
-    sys.exit("serve_rpc.py: pipe SOCKET | reply FILE ID")
+    if sys.argv[1] == "call":
+        print(json.dumps(Rpc(sys.argv[2]).message(sys.argv[3], json.loads(sys.argv[4]))))
+        sys.exit(0)
+    sys.exit("serve_rpc.py: pipe SOCKET | reply FILE ID | call SOCKET METHOD PARAMS")
