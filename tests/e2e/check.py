@@ -7,7 +7,8 @@ SRC is a JSON text (it starts with { or [), - (one on stdin) or the path of
 a file holding one (and nothing else). PATH names a value in it: keys and list indexes joined by
 dots (stop.reason, command.3, result.terminals.0.pid); a [KEY=VALUE] picks
 the one element of a list with those fields (result.terminals[terminalId=j1].pid,
-leftovers[pid=7,start_time=99]; none when there is not exactly one);
+leftovers[pid=7,start_time=99]; none when there is not exactly one), a
+{KEY=VALUE,...} all the elements with those fields, as a list (leftovers{pid=7}.#);
 # is the length of the value before it (result.terminals.#), #b the length
 of a string in bytes (UTF-8); * takes the rest of the path in each element
 of a list (result.terminals.*.status: the list of their statuses).
@@ -68,7 +69,7 @@ def name_of(src):
     return os.path.basename(src)
 
 
-STEP = re.compile(r"([^.\[]+)|\[([^=\]]+=[^\]]*)\]|\.")
+STEP = re.compile(r"([^.\[{]+)|\[([^=\]]+=[^\]]*)\]|\{([^=}]+=[^}]*)\}|\.")
 
 
 def walk(value, path):
@@ -78,7 +79,13 @@ def walk(value, path):
         if not m or m.end() == pos:
             raise SystemExit("check.py: bad path " + path)
         pos = m.end()
-        key, fields = m.groups()
+        key, fields, every = m.groups()
+        if every is not None:
+            if not isinstance(value, list):
+                return ABSENT
+            want = [f.partition("=")[::2] for f in every.split(",")]
+            value = [x for x in value if isinstance(x, dict) and all(k in x and text(x[k]) == v for k, v in want)]
+            continue
         if key is None and fields is None:
             continue
         if fields is not None:
@@ -153,7 +160,7 @@ def params(argv):
     print(json.dumps(out))
 
 
-CHECK = re.compile(r"((?:[^.\[=!<>~^$]+|\[[^\]]*\]|\.)+)(=|!=|~|\^=|\$=|<=|>=|<|>)(.*)", re.S)
+CHECK = re.compile(r"((?:[^.\[{=!<>~^$]+|\[[^\]]*\]|\{[^}]*\}|\.)+)(=|!=|~|\^=|\$=|<=|>=|<|>)(.*)", re.S)
 NUM = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
