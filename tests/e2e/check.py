@@ -4,7 +4,8 @@
 output of --json): called from shell, through the functions of common.inc.
 
 SRC is a JSON text (it starts with { or [), - (one on stdin) or the path of
-a file holding one (and nothing else). PATH names a value in it: keys and list indexes joined by
+a file holding one (and nothing else), or lines:FILE (a file of JSON lines,
+one message each, read as the list of them). PATH names a value in it: keys and list indexes joined by
 dots (stop.reason, command.3, result.terminals.0.pid); a [KEY=VALUE] picks
 the one element of a list with those fields (result.terminals[terminalId=j1].pid,
 leftovers[pid=7,start_time=99]; none when there is not exactly one), a
@@ -52,6 +53,9 @@ def load(src):
     if src == "-":
         STDIN.append(sys.stdin.read())
         text = STDIN[0]
+    elif src.startswith("lines:"):
+        with open(src[6:], encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
     else:
         text = src if src.lstrip()[:1] in ("{", "[") else open(src, encoding="utf-8").read()
     try:
@@ -62,6 +66,8 @@ def load(src):
 
 
 def name_of(src):
+    if src.startswith("lines:"):
+        return os.path.basename(src[6:])
     if src == "-":
         src = STDIN[0].strip()
     if src.lstrip()[:1] in ("{", "["):
