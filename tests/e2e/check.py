@@ -47,6 +47,7 @@ ABSENT = object()
 
 
 STDIN = []
+LABEL = [""]
 
 
 def load(src):
@@ -61,7 +62,7 @@ def load(src):
     try:
         return json.loads(text)
     except ValueError as e:
-        print("expected one JSON document, found: %s (%s)" % (json.dumps(text[:200]), e))
+        print("%sexpected one JSON document in %s, found: %s (%s)" % (LABEL[0], name_of(src), json.dumps(text[:200]), e))
         sys.exit(1)
 
 
@@ -192,6 +193,7 @@ def is_(argv):
     label = ""
     if argv[0] == "-m":
         label, argv = argv[1] + ": ", argv[2:]
+        LABEL[0] = label
     src, doc = argv[0], load(argv[0])
     for c in argv[1:]:
         m = CHECK.fullmatch(c)
