@@ -149,8 +149,7 @@ done
 # command's own exit status, not an abort of pmon).
 rc=0; "$PMON" run -q --report "$t/r.json" -- sh -c 'exit 7' "$(printf 'x\377y')" || rc=$?
 [ $rc = 7 ] || fail "non-UTF-8 argument: exit $rc"
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["command"][3].startswith("x"), r' "$t/r.json" ||
-  fail "non-UTF-8 argument: report"
+report_is -m "non-UTF-8 argument" "$t/r.json" 'command.3^=x'
 
 # Atomic write: an existing (larger) file is replaced by rename, whole, and no
 # temp file is left beside it.
@@ -161,7 +160,7 @@ ino=$(stat -c %i "$t/rep/r.json")
 "$PMON" run -q --report "$t/rep/r.json" -- true || fail "atomic: pmon exit $?"
 [ "$(stat -c %i "$t/rep/r.json")" != "$ino" ] || fail "atomic: the report was rewritten in place, not renamed over"
 [ "$(stat -c %s "$t/old-link")" = 100000 ] || fail "atomic: the old file was modified"
-python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$t/rep/r.json" || fail "atomic: not one JSON document"
+report_is -m "atomic" "$t/rep/r.json"  # one JSON document
 [ "$(ls -A "$t/rep")" = r.json ] || fail "atomic: left beside the report: $(ls -A "$t/rep")"
 # A relative path (no directory part) works the same.
 (cd "$t/rep" && "$PMON" run -q --report r2.json -- true) || fail "relative report path"
