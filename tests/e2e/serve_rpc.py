@@ -33,12 +33,14 @@ def connect(path):
 
 
 class Rpc:
-    """A connection to a socket path (or a connected socket)."""
+    """A connection to a socket path (or a connected socket). The
+    notifications it reads are kept in `notes`."""
 
     def __init__(self, path):
         self.s = connect(path)
         self.f = self.s.makefile("rwb")
         self.n = 0
+        self.notes = []
 
     @classmethod
     def stdio(cls, pmon, *flags):
@@ -49,22 +51,48 @@ class Rpc:
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.f = _Pipes(self.p.stdout, self.p.stdin)
         self.n = 0
+        self.notes = []
         return self
 
     def close(self, timeout=30):
         self.f.close()
         return self.p.wait(timeout) if hasattr(self, "p") else None
 
+    def read(self):
+        """The next message (a notification is kept in `notes` too)."""
+        line = self.f.readline()
+        if not line:
+            raise SystemExit("the service closed the connection")
+        m = json.loads(line)
+        if "method" in m and "id" not in m:
+            self.notes.append(m)
+        return m
+
     def message(self, method, params):
         """Sends a request and returns its whole answer (result or error);
-        notifications before it are passed over."""
+        notifications before it are kept."""
         self.n += 1
         self.f.write((json.dumps({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}) + "\n").encode())
         self.f.flush()
         while True:
-            m = json.loads(self.f.readline())
-            if m.get("id") == self.n:
+            m = self.read()
+            if m.get("id") == self.n and "method" not in m:
                 return m
+
+    def notified(self, method, match, timeout=20):
+        """The params of the first notification METHOD whose params MATCH
+        (a function) holds, read for up to TIMEOUT seconds (on a socket)."""
+        def seen():
+            return [n["params"] for n in self.notes if n["method"] == method and match(n["params"])]
+        self.s.settimeout(timeout)
+        try:
+            while not seen():
+                self.read()
+        except socket.timeout:
+            raise SystemExit("no %s within %d s" % (method, timeout))
+        finally:
+            self.s.settimeout(None)
+        return seen()[0]
 
     def call(self, method, params):
         """The result of a request; an error answer ends the scenario."""
