@@ -15,10 +15,10 @@ for b in $(backends); do
   read -r pid st < "$t/daemon"
   echo "$pid $st" >> "$t/pids"; echo "$pid $st" >> "$STATE/pids"
   ! alive "$pid" "$st" || fail "$b: daemon $pid survived"
-  grep -q '"cleanup_verified": true' "$t/r.json" || fail "$b: cleanup not verified"
+  report_is -m "$b" "$t/r.json" cleanup_verified=true
   if [ "$b" = pgroup ]; then
     # Outside the group, but below pmon (its subreaper): found and stopped.
-    grep -q '"confinement_weak": true' "$t/r.json" || fail "pgroup: report does not flag weakness"
+    report_is -m "pgroup: weakness flagged" "$t/r.json" confinement_weak=true
     report_is -m "pgroup: the escapee, stopped" "$t/r.json" "escaped[pid=$pid].action=SIGTERM" "leftovers{pid=$pid}.#=0"
   fi
   echo "ok: $b"
