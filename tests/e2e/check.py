@@ -205,6 +205,8 @@ def is_(argv):
             if not want.isprintable():
                 want = json.dumps(want)
             shown_want = want if op == "=" else "%s %s" % ({"~": "to contain", "^=": "to start with", "$=": "to end with"}.get(op, op), want)
+            if want == "(absent)":
+                shown_want = "none" if op == "=" else "a value"
             if op == "=" and want.startswith("@"):
                 shown_want = "the text of " + os.path.basename(want[1:])
             print("%s%s: expected %s, found %s (in %s)" % (label, path, shown_want, shown(value), name_of(src)))
