@@ -151,7 +151,7 @@ if ! enabled memory; then
 else
   # Set: the job reads it back.
   rm -f "$t/val"
-  r=$(call c terminal/create "$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1],sys.argv[2],"memory.max",sys.argv[3]],"memoryMax":"100M"}))' "$READ_SH" "$cg2" "$t/val")")
+  r=$(call c terminal/create "$(jparams memoryMax=100M -- sh -c "$READ_SH" "$cg2" memory.max "$t/val")")
   id=$(jget "$r" result.terminalId)
   r=$(call c terminal/wait_for_exit '{"terminalId":"'"$id"'"}')
   reply_is -m "serve: the job with memoryMax" "$r" result.exitCode=0

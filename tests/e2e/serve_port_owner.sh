@@ -21,10 +21,8 @@ time.sleep(1000)'
 
 serve_start
 client_open c
-pa=$(python3 -c 'import json,sys; print(json.dumps({"command":"python3","args":["-c",sys.argv[1],sys.argv[2]],"name":"main-listens"}))' \
-  "$listener" "$t/a")
-pb=$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c","python3 -c \"$0\" \"$1\" & wait",sys.argv[1],sys.argv[2]],"name":"child-listens"}))' \
-  "$listener" "$t/b")
+pa=$(jparams name=main-listens -- python3 -c "$listener" "$t/a")
+pb=$(jparams name=child-listens -- sh -c 'python3 -c "$0" "$1" & wait' "$listener" "$t/b")
 r=$(call c terminal/create "$pa"); ida=$(jget "$r" result.terminalId)
 r=$(call c terminal/create "$pb"); idb=$(jget "$r" result.terminalId)
 r=$(call c terminal/list)
