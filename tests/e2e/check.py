@@ -48,6 +48,7 @@ ABSENT = object()
 
 STDIN = []
 LABEL = [""]
+WHY = [""]  # why the last value looked for is absent, when that says more
 
 
 def load(src):
@@ -101,6 +102,7 @@ def walk(value, path):
                 return ABSENT
             hits = [x for x in value if isinstance(x, dict) and all(k in x and text(x[k]) == v for k, v in want)]
             if len(hits) != 1:
+                WHY[0] = " (%d elements with %s)" % (len(hits), fields)
                 return ABSENT
             value = hits[0]
         elif key == "*":
@@ -136,7 +138,7 @@ def text(value):
 
 def shown(value):
     if value is ABSENT:
-        return "(absent)"
+        return "(absent)" + WHY[0]
     s = json.dumps(value)
     return s if len(s) <= 200 else s[:200] + "..."
 
@@ -200,6 +202,7 @@ def is_(argv):
         if not m:
             raise SystemExit("check.py is: not PATH OP VALUE: " + c)
         path, op, want = m.groups()
+        WHY[0] = ""
         value = walk(doc, path)
         if not holds(value, op, want):
             if not want.isprintable():
