@@ -27,7 +27,8 @@ A value is compared as text: a string as it is, anything else as JSON
                                        -lt -le -gt -ge -eq -ne
   check.py is [-m LABEL] SRC CHECK...  each CHECK holds: PATH=WANT, PATH!=WANT,
                                        PATH~TEXT (contains), PATH^=TEXT (starts
-                                       with), PATH$=TEXT (ends with), PATH<N, PATH<=N,
+                                       with; PATH^= alone: a string), PATH$=TEXT
+                                       (ends with), PATH=~REGEX (matches), PATH<N, PATH<=N,
                                        PATH>N, PATH>=N; PATH=(absent) and
                                        PATH!=(absent) say whether it is there;
                                        PATH=@FILE: the string is FILE's text
@@ -59,7 +60,7 @@ def load(src):
         with open(src[6:], encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
     else:
-        text = src if src.lstrip()[:1] in ("{", "[") else open(src, encoding="utf-8").read()
+        text = src if src.lstrip()[:1] in ("{", "[") or not os.path.isfile(src) else open(src, encoding="utf-8").read()
     try:
         return json.loads(text)
     except ValueError as e:
@@ -169,7 +170,7 @@ def params(argv):
     print(json.dumps(out))
 
 
-CHECK = re.compile(r"((?:[^.\[{=!<>~^$]+|\[[^\]]*\]|\{[^}]*\}|\.)+)(=|!=|~|\^=|\$=|<=|>=|<|>)(.*)", re.S)
+CHECK = re.compile(r"((?:[^.\[{=!<>~^$]+|\[[^\]]*\]|\{[^}]*\}|\.)+)(=~|=|!=|~|\^=|\$=|<=|>=|<|>)(.*)", re.S)
 NUM = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
@@ -183,6 +184,8 @@ def holds(value, op, want):
         return text(value) != want
     if op == "~":
         return value is not ABSENT and want in text(value)
+    if op == "=~":
+        return isinstance(value, str) and re.search(want, value) is not None
     if op == "^=":
         return isinstance(value, str) and value.startswith(want)
     if op == "$=":
@@ -207,7 +210,7 @@ def is_(argv):
         if not holds(value, op, want):
             if not want.isprintable():
                 want = json.dumps(want)
-            shown_want = want if op == "=" else "%s %s" % ({"~": "to contain", "^=": "to start with", "$=": "to end with"}.get(op, op), want)
+            shown_want = want if op == "=" else "%s %s" % ({"~": "to contain", "^=": "to start with", "$=": "to end with", "=~": "to match"}.get(op, op), want)
             if want == "(absent)":
                 shown_want = "none" if op == "=" else "a value"
             if op == "=" and want.startswith("@"):
