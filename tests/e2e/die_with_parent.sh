@@ -192,6 +192,6 @@ echo "ok: pmon-shell -c with no line is the usage error; PMON_DIE_WITH_PARENT na
 st=$( { "$SHELL_LINK" "bash $t/work.sh $t/pipe.rec & until [ \"\$(wc -l < $t/pipe.rec)\" -ge 3 ] 2> /dev/null; do sleep 0.05; done; echo first; wait" | head -1 > /dev/null; echo "${PIPESTATUS[0]}"; } )
 record_file "$t/pipe.rec"
 [ "$st" = 141 ] || fail "pmon-shell LINE | head -1: exit $st, want 141"
-[ -z "$(alive_in "$t/pipe.rec")" ] || fail "pmon-shell LINE | head -1 left: $(alive_in "$t/pipe.rec")"
+all_gone "$t/pipe.rec" "pmon-shell LINE | head -1"
 echo "ok: pmon-shell LINE | head -1: exit 141, its tree gone"
 pass

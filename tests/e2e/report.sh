@@ -82,7 +82,7 @@ need(r["outcome"] == "signaled" and r["signal"] == 10 and r["exit_code"] is None
   record_file "$t/tree"
   [ $rc = 124 ] || fail "$b: timeout exit $rc"
   [ "$(grep -c . "$t/tree")" = 2 ] || fail "$b: timeout: the tree did not record itself: $(cat "$t/tree")"
-  left=$(alive_in "$t/tree"); [ -z "$left" ] || fail "$b: timeout: alive after pmon returned: $left"
+  all_gone "$t/tree" "$b: timeout: once pmon returned"
   check "$t/r.json" "$b" '
 need(r["outcome"] == "timeout" and r["timed_out"] is True, "timeout outcome")
 need(s["signal_sent_ms"] is not None and s["signal_sent_ms"] >= 250, "TERM sent at %s" % s["signal_sent_ms"])
@@ -127,7 +127,7 @@ need(s["empty_confirmed_ms"] >= s["kill_sent_ms"], "empty before KILL")'
   kill -TERM "$pp"
   rc=0; wait "$pp" || rc=$?
   [ $rc = 143 ] || fail "$b: cancel exit $rc"
-  left=$(alive_in "$t/tree"); [ -z "$left" ] || fail "$b: cancel: alive after pmon returned: $left"
+  all_gone "$t/tree" "$b: cancel: once pmon returned"
   check "$t/r.json" "$b" '
 need(r["outcome"] == "cancelled", "cancelled outcome")
 need(r["timed_out"] is False, "not a timeout")
