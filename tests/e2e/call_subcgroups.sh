@@ -55,10 +55,9 @@ case $leaf in
   "$R"/pmon-*) ;;
   *) fail "leaf $leaf is not under $R" ;;
 esac
-[ "$(grep '"cgroup":' "$t/r.json")" = "  \"cgroup\": \"$leaf\"," ] || fail "report names another cgroup"
 ! alive "$dpid" "$dst" || fail "daemon $dpid in the call's own sub-cgroup survived"
-grep -q "\"pid\": $dpid," "$t/r.json" || fail "the daemon in $leaf/sub is not in the leftovers"
-grep -q '"cleanup_verified": true' "$t/r.json" || fail "cleanup not verified"
+report_is -m "the report: the leaf, the daemon in $leaf/sub a leftover" "$t/r.json" "cgroup=$leaf" \
+  "leftovers[pid=$dpid]!=(absent)" cleanup_verified=true
 [ ! -d "$leaf/sub" ] || fail "the call's sub-cgroup $leaf/sub is left"
 [ ! -d "$leaf" ] || fail "leaf $leaf is left (it had sub-cgroups)"
 [ "$(find "$R" -mindepth 1 -type d)" = "$R/inner" ] || fail "cgroups left: $(find "$R" -mindepth 1 -type d)"

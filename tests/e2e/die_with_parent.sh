@@ -66,10 +66,6 @@ wait_gone() {
   }
 }
 
-report_reason() {
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["stop"]["reason"], r["outcome"], r["cleanup_verified"])' "$1"
-}
-
 # (a) --die-with-parent, next to (d) the control without it: both parents
 # are SIGKILLed at once; when (a)'s call is gone, the control's is running.
 start_call ctl "$PMON" run -q --
@@ -78,8 +74,7 @@ start_call flag "$PMON" run --die-with-parent --report "$t/flag.json" --
 kill -KILL "$parent" "$ctl_parent"
 wait "$parent" "$ctl_parent" 2>/dev/null || true
 wait_gone flag
-[ "$(report_reason "$t/flag.json")" = "parent_exited cancelled True" ] ||
-  fail "flag: report: $(report_reason "$t/flag.json")"
+report_is -m "flag" "$t/flag.json" stop.reason=parent_exited outcome=cancelled cleanup_verified=true
 echo "ok: --die-with-parent: the parent's SIGKILL stopped the call (3 processes and pmon gone; report says parent_exited)"
 [ "$(alive_in "$t/ctl.rec" | wc -l)" = 3 ] && alive "$ctl_pm" "$ctl_pm_st" ||
   fail "control: without --die-with-parent the call did not outlive its parent: $(alive_in "$t/ctl.rec")"
@@ -197,6 +192,6 @@ echo "ok: pmon-shell -c with no line is the usage error; PMON_DIE_WITH_PARENT na
 st=$( { "$SHELL_LINK" "bash $t/work.sh $t/pipe.rec & until [ \"\$(wc -l < $t/pipe.rec)\" -ge 3 ] 2> /dev/null; do sleep 0.05; done; echo first; wait" | head -1 > /dev/null; echo "${PIPESTATUS[0]}"; } )
 record_file "$t/pipe.rec"
 [ "$st" = 141 ] || fail "pmon-shell LINE | head -1: exit $st, want 141"
-[ -z "$(alive_in "$t/pipe.rec")" ] || fail "pmon-shell LINE | head -1 left: $(alive_in "$t/pipe.rec")"
+all_gone "$t/pipe.rec" "pmon-shell LINE | head -1"
 echo "ok: pmon-shell LINE | head -1: exit 141, its tree gone"
 pass

@@ -5,7 +5,6 @@
 # the reason is given (own cgroup not writable; systemd not reachable).
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/unpriv.inc"
-command -v jq >/dev/null || skip "jq is not installed"
 
 "$PMON" doctor > "$t/out" || fail "doctor as root: exit $?: $(cat "$t/out")"
 for line in '^cgroup2 +yes +mounted at ' '^own cgroup +yes ' '^delegated +yes ' \
@@ -16,9 +15,8 @@ for line in '^cgroup2 +yes +mounted at ' '^own cgroup +yes ' '^delegated +yes ' 
   grep -Eq "$line" "$t/out" || fail "doctor as root: no line /$line/ in: $(cat "$t/out")"
 done
 "$PMON" doctor --json > "$t/j" || fail "doctor --json as root: exit $?"
-jq -e '.version == 1 and .ok and .auto.backend == "cgroup" and .backends.cgroup.available and
-       ([.checks[] | select(.name == "cgroup.kill" and .ok)] | length == 1)' "$t/j" >/dev/null ||
-  fail "doctor --json as root: $(cat "$t/j")"
+report_is -m "doctor --json as root" "$t/j" version=1 ok=true auto.backend=cgroup backends.cgroup.available=true \
+  'checks[name=cgroup.kill,ok=true]!=(absent)'
 
 acquire_user
 rc=0
@@ -29,6 +27,6 @@ grep -Eq '^systemd +no +no systemd manager reachable' "$u/out" || fail "doctor u
 grep -Eq '^auto +yes +(pidns|subreaper) \(passed over: cgroup: .*Permission denied' "$u/out" ||
   fail "doctor unprivileged: auto line: $(cat "$u/out")"
 as_user_in "$CG" env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR="$u" "$PMON" doctor --json > "$u/j" || true
-jq -e '.ok and .auto.backend != "cgroup" and (.backends.cgroup.available | not) and
-       (.auto.passed_over[0] | startswith("cgroup: "))' "$u/j" >/dev/null || fail "doctor --json unprivileged: $(cat "$u/j")"
+report_is -m "doctor --json unprivileged" "$u/j" ok=true auto.backend!=cgroup backends.cgroup.available=false \
+  'auto.passed_over.0^=cgroup: '
 pass

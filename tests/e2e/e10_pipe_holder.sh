@@ -43,11 +43,9 @@ for b in $(backends); do
     # Generous liveness bound: EOF within 5 s of pmon's return.
     readers_done
     if [ $b = pgroup ] && [ $mode = setsid ]; then
-      [ "$(rj "$t/r.json" ".escaped[] | select(.pid == $hpid) | .start_time")" = "$hst" ] ||
-        fail "pgroup/setsid: report does not list the escaped holder"
-      [ "$(rj "$t/r.json" ".escaped[] | select(.pid == $hpid) | .action")" = SIGTERM ] ||
-        fail "pgroup/setsid: the escaped holder is not reported as stopped: $(rj "$t/r.json" .escaped)"
-      [ "$(rj "$t/r.json" .confinement_weak)" = true ] || fail "pgroup/setsid: report does not flag weakness"
+      report_is -m "pgroup/setsid: report does not list the escaped holder" "$t/r.json" "escaped[pid=$hpid].start_time=$hst"
+      report_is -m "pgroup/setsid: the escaped holder is not reported as stopped" "$t/r.json" "escaped[pid=$hpid].action=SIGTERM"
+      report_is -m "pgroup/setsid: report does not flag weakness" "$t/r.json" confinement_weak=true
     fi
     kill -0 $rout 2>/dev/null && fail "$b/$mode: stdout reader still waiting 5 s after pmon returned"
     kill -0 $rerr 2>/dev/null && fail "$b/$mode: stderr reader still waiting 5 s after pmon returned"
@@ -57,7 +55,7 @@ for b in $(backends); do
     assert_all_gone "$b/$mode" "$t/procs"
     assert_nothing_left "$b/$mode"
     if ! [ $b = pgroup ] || ! [ $mode = setsid ]; then
-      [ "$(action_of "$t/r.json" "$hpid")" = SIGTERM ] || fail "$b/$mode: holder not reported as stopped"
+      report_is -m "$b/$mode: holder not reported as stopped" "$t/r.json" "leftovers[pid=$hpid].action=SIGTERM"
     fi
     echo "ok: $b/$mode"
   done

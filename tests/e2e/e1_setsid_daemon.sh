@@ -15,17 +15,11 @@ for b in $(backends); do
   read -r pid st < "$t/daemon"
   echo "$pid $st" >> "$t/pids"; echo "$pid $st" >> "$STATE/pids"
   ! alive "$pid" "$st" || fail "$b: daemon $pid survived"
-  grep -q '"cleanup_verified": true' "$t/r.json" || fail "$b: cleanup not verified"
+  report_is -m "$b" "$t/r.json" cleanup_verified=true
   if [ "$b" = pgroup ]; then
     # Outside the group, but below pmon (its subreaper): found and stopped.
-    grep -q '"confinement_weak": true' "$t/r.json" || fail "pgroup: report does not flag weakness"
-    python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-e = [x for x in r["escaped"] if x["pid"] == int(sys.argv[2])]
-assert len(e) == 1 and e[0]["action"] == "SIGTERM", r["escaped"]
-assert all(l["pid"] != int(sys.argv[2]) for l in r["leftovers"]), r["leftovers"]' "$t/r.json" "$pid" ||
-      fail "pgroup: report does not list the escapee as stopped: $(cat "$t/r.json")"
+    report_is -m "pgroup: weakness flagged" "$t/r.json" confinement_weak=true
+    report_is -m "pgroup: the escapee, stopped" "$t/r.json" "escaped[pid=$pid].action=SIGTERM" "leftovers{pid=$pid}.#=0"
   fi
   echo "ok: $b"
 done

@@ -24,27 +24,24 @@ for b in $(backends); do
     read -r gpid _ < <(proc_named "$t/procs" grp)
     read -r opid _ < <(proc_named "$t/procs" orphan)
     read -r main _ < <(proc_named "$t/procs" main)
-    [ "$(rj "$t/r.json" .pid)" = "$main" ] || fail "$b/$mode: report pid is not the main"
+    report_is -m "$b/$mode: report pid is not the main" "$t/r.json" "pid=$main"
     assert_all_gone "$b/$mode" "$t/procs"
     assert_nothing_left "$b/$mode"
-    [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/$mode: cleanup not verified"
+    report_is -m "$b/$mode: cleanup not verified" "$t/r.json" cleanup_verified=true
     if [ "$b" = pgroup ]; then
       # killpg misses them, but they are below pmon (a subreaper): found
       # there and stopped, listed as escaped with what ended them.
       for n in grp grp.kid orphan; do
         read -r pid st < <(proc_named "$t/procs" $n)
-        [ "$(rj "$t/r.json" ".escaped[] | select(.pid == $pid) | .start_time")" = "$st" ] ||
-          fail "pgroup/$mode: report does not list escaped $n (pid $pid)"
-        [ "$(rj "$t/r.json" ".escaped[] | select(.pid == $pid) | .action")" = SIGTERM ] ||
-          fail "pgroup/$mode: escaped $n (pid $pid) not reported as stopped by SIGTERM: $(rj "$t/r.json" .escaped)"
+        report_is -m "pgroup/$mode: report does not list escaped $n (pid $pid)" "$t/r.json" "escaped[pid=$pid].start_time=$st"
+        report_is -m "pgroup/$mode: escaped $n (pid $pid) not reported as stopped by SIGTERM" "$t/r.json" "escaped[pid=$pid].action=SIGTERM"
       done
-      [ "$(rj "$t/r.json" .confinement_weak)" = true ] || fail "pgroup/$mode: report does not flag weakness"
+      report_is -m "pgroup/$mode: report does not flag weakness" "$t/r.json" confinement_weak=true
     else
-      [ "$(rj "$t/r.json" '.escaped | length')" = 0 ] || fail "$b/$mode: report claims escapees"
-      [ "$(rj "$t/r.json" .confinement_weak)" = false ] || fail "$b/$mode: strong backend flagged weak"
+      report_is -m "$b/$mode: report claims escapees" "$t/r.json" "escaped.#=0"
+      report_is -m "$b/$mode: strong backend flagged weak" "$t/r.json" confinement_weak=false
       for pid in $gpid $opid; do
-        [ "$(action_of "$t/r.json" "$pid")" = SIGTERM ] ||
-          fail "$b/$mode: leftover $pid not reported as stopped by SIGTERM: $(rj "$t/r.json" .leftovers)"
+        report_is -m "$b/$mode: leftover $pid not reported as stopped by SIGTERM" "$t/r.json" "leftovers[pid=$pid].action=SIGTERM"
       done
     fi
     [ $mode = timeout ] && { [ "$(rj "$t/r.json" .outcome)" = timeout ] || fail "$b/$mode: outcome not timeout"; }

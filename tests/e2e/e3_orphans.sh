@@ -30,8 +30,8 @@ for b in $(backends); do
     [ -s "$t/procs" ] || fail "$b/$form: nothing recorded"
     assert_all_gone "$b/$form" "$t/procs"
     assert_nothing_left "$b/$form"
-    [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/$form: cleanup not verified"
-    [ "$(rj "$t/r.json" '.escaped | length')" = 0 ] || fail "$b/$form: report claims escapees"
+    report_is -m "$b/$form: cleanup not verified" "$t/r.json" cleanup_verified=true
+    report_is -m "$b/$form: report claims escapees" "$t/r.json" "escaped.#=0"
     # Every recorded process was a leftover of the call, and is reported.
     while read -r pid st name; do
       a=$(action_of "$t/r.json" "$pid")

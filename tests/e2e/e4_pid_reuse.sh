@@ -60,12 +60,12 @@ attempt() {
 
   [ $rc = 0 ] || fail "$b: pmon exit $rc"
   alive "$spid" "$sst" || fail "$b: pmon killed the stranger that recycled pid $spid ($method)"
-  [ "$(rj "$t/r.json" "[.leftovers[], .escaped[] | select(.start_time == $sst)] | length")" = 0 ] ||
-    fail "$b: the report lists the stranger as the call's"
-  [ "$(action_of "$t/r.json" "$vpid")" = SIGTERM ] || fail "$b: victim not reported as ended by SIGTERM"
+  report_is -m "$b: the report lists the stranger as the call's" "$t/r.json" "leftovers{start_time=$sst}.#=0" \
+    "escaped{start_time=$sst}.#=0"
+  report_is -m "$b: victim not reported as ended by SIGTERM" "$t/r.json" "leftovers[pid=$vpid].action=SIGTERM"
   read -r spid2 _ < <(proc_named "$t/procs" stubborn)
-  [ "$(action_of "$t/r.json" "$spid2")" = SIGKILL ] || fail "$b: stubborn leftover not reported SIGKILL"
-  [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b: cleanup not verified"
+  report_is -m "$b: stubborn leftover not reported SIGKILL" "$t/r.json" "leftovers[pid=$spid2].action=SIGKILL"
+  report_is -m "$b: cleanup not verified" "$t/r.json" cleanup_verified=true
   assert_all_gone "$b" "$t/procs"
   assert_nothing_left "$b"
   kill -9 "$spid"

@@ -31,7 +31,7 @@ for b in $(backends); do
     [ "$nz" = $((2 * N)) ] || fail "$b/$mode: $nz zombies recorded, want $((2 * N))"
     assert_nothing_left "$b/$mode"
     assert_all_gone "$b/$mode" "$t/procs"
-    [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/$mode: cleanup not verified"
+    report_is -m "$b/$mode: cleanup not verified" "$t/r.json" cleanup_verified=true
     echo "ok: $b/$mode ($nz zombies)"
   done
 done

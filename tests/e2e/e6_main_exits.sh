@@ -14,10 +14,8 @@ check_reported() {  # check_reported LABEL ACTION NAME...
   for n in "$@"; do
     read -r pid st < <(proc_named "$t/procs" "$n")
     [ -n "$pid" ] || fail "$label: $n was not recorded"
-    [ "$(rj "$t/r.json" ".leftovers[] | select(.pid == $pid) | .start_time")" = "$st" ] ||
-      fail "$label: $n (pid $pid) is not in the report's leftovers: $(rj "$t/r.json" -c .leftovers)"
-    [ "$(action_of "$t/r.json" "$pid")" = "$want" ] ||
-      fail "$label: $n reported with action '$(action_of "$t/r.json" "$pid")', want $want"
+    report_is -m "$label: $n (pid $pid) in the report's leftovers" "$t/r.json" "leftovers[pid=$pid].start_time=$st" \
+      "leftovers[pid=$pid].action=$want"
   done
 }
 
@@ -28,13 +26,12 @@ for b in $(backends); do
     "$ESCAPER" "$t/procs" -x exit:4 name=s,kids=1 name=o,orphan
   record_file "$t/procs"
   [ $rc = 4 ] || fail "$b/stop: pmon exit $rc, want the main's 4"
-  [ "$(rj "$t/r.json" '[.outcome, .exit_code, .stop.reason] | join(" ")')" = "exited 4 leftovers" ] ||
-    fail "$b/stop: report says $(rj "$t/r.json" -c '[.outcome, .exit_code, .stop.reason]')"
+  report_is -m "$b/stop" "$t/r.json" outcome=exited exit_code=4 stop.reason=leftovers
   check_reported "$b/stop" SIGTERM s s.kid o
-  [ "$(rj "$t/r.json" '.leftovers | length')" = 3 ] || fail "$b/stop: leftovers are not exactly the 3"
+  report_is -m "$b/stop: leftovers are not exactly the 3" "$t/r.json" "leftovers.#=3"
   assert_all_gone "$b/stop" "$t/procs"
   assert_nothing_left "$b/stop"
-  [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/stop: cleanup not verified"
+  report_is -m "$b/stop: cleanup not verified" "$t/r.json" cleanup_verified=true
   echo "ok: $b/stop"
 
   # --wait-tree: pmon returns after them; they ended on their own.
@@ -47,11 +44,11 @@ for b in $(backends); do
     grep -q " $n.done\$" "$t/procs" || fail "$b/wait: $n did not end by itself before pmon returned"
   done
   check_reported "$b/wait" waited w1 w2
-  [ "$(rj "$t/r.json" .stop.signal_sent_ms)" = null ] || fail "$b/wait: pmon signalled the tree"
-  [ "$(rj "$t/r.json" .stop.kill_sent_ms)" = null ] || fail "$b/wait: pmon killed the tree"
+  report_is -m "$b/wait: pmon signalled the tree" "$t/r.json" stop.signal_sent_ms=null
+  report_is -m "$b/wait: pmon killed the tree" "$t/r.json" stop.kill_sent_ms=null
   assert_all_gone "$b/wait" "$t/procs"
   assert_nothing_left "$b/wait"
-  [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/wait: cleanup not verified"
+  report_is -m "$b/wait: cleanup not verified" "$t/r.json" cleanup_verified=true
   echo "ok: $b/wait-tree"
 
   # --wait-tree bounded by --timeout: then stopped, and reported so.
@@ -60,8 +57,7 @@ for b in $(backends); do
     "$ESCAPER" "$t/procs" -x exit:0 name=s,kids=1 name=o,orphan
   record_file "$t/procs"
   [ $rc = 124 ] || fail "$b/wait+timeout: pmon exit $rc, want 124"
-  [ "$(rj "$t/r.json" '[.outcome, .stop.reason] | join(" ")')" = "timeout timeout" ] ||
-    fail "$b/wait+timeout: report says $(rj "$t/r.json" -c '[.outcome, .stop.reason]')"
+  report_is -m "$b/wait+timeout" "$t/r.json" outcome=timeout stop.reason=timeout
   check_reported "$b/wait+timeout" SIGTERM s s.kid o
   assert_all_gone "$b/wait+timeout" "$t/procs"
   assert_nothing_left "$b/wait+timeout"

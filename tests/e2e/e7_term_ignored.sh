@@ -37,20 +37,19 @@ for b in $(stop_modes); do
       fail "$b/$mode: SIGKILL at $kil ms, before the grace after TERM at $sig ms"
     for n in ign trap blk blk.kid o; do
       read -r pid _ < <(proc_named "$t/procs" $n)
-      [ "$(action_of "$t/r.json" "$pid")" = SIGKILL ] ||
-        fail "$b/$mode: $n reported with action '$(action_of "$t/r.json" "$pid")', want SIGKILL"
+      report_is -m "$b/$mode: $n (pid $pid)" "$t/r.json" "leftovers[pid=$pid].action=SIGKILL"
     done
     if [ $mode = cancel ]; then
-      [ "$(rj "$t/r.json" .outcome)" = cancelled ] || fail "$b/$mode: outcome not cancelled"
-      [ "$(rj "$t/r.json" .signal)" = 9 ] || fail "$b/$mode: the main did not die by SIGKILL"
+      report_is -m "$b/$mode: outcome not cancelled" "$t/r.json" outcome=cancelled
+      report_is -m "$b/$mode: the main did not die by SIGKILL" "$t/r.json" signal=9
     fi
     if [ $mode = timeout ]; then
-      [ "$(rj "$t/r.json" .outcome)" = timeout ] || fail "$b/$mode: outcome not timeout"
-      [ "$(rj "$t/r.json" .signal)" = 9 ] || fail "$b/$mode: the main did not die by SIGKILL"
+      report_is -m "$b/$mode: outcome not timeout" "$t/r.json" outcome=timeout
+      report_is -m "$b/$mode: the main did not die by SIGKILL" "$t/r.json" signal=9
     fi
     assert_all_gone "$b/$mode" "$t/procs"
     assert_nothing_left "$b/$mode"
-    [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/$mode: cleanup not verified"
+    report_is -m "$b/$mode: cleanup not verified" "$t/r.json" cleanup_verified=true
     echo "ok: $b/$mode (TERM at $sig ms, KILL at $kil ms)"
   done
 done

@@ -44,17 +44,15 @@ for b in $(stop_modes); do
     for n in st so si; do
       read -r pid _ < <(proc_named "$t/procs" $n)
       want_action=SIGTERM; [ $n = si ] && want_action=SIGKILL
-      [ "$(action_of "$t/r.json" "$pid")" = $want_action ] ||
-        fail "$b/$mode: stopped $n reported with action '$(action_of "$t/r.json" "$pid")', want $want_action"
+      report_is -m "$b/$mode: stopped $n (pid $pid)" "$t/r.json" "leftovers[pid=$pid].action=$want_action"
     done
     if [ $mode = timeout ]; then
-      [ "$(rj "$t/r.json" '[.outcome, .signal] | join(" ")')" = "timeout 15" ] ||
-        fail "$b/$mode: the stopped main did not die of the TERM: $(rj "$t/r.json" -c '[.outcome, .signal]')"
+      report_is -m "$b/$mode: the stopped main died of the TERM" "$t/r.json" outcome=timeout signal=15
     fi
-    [ "$(rj "$t/r.json" .stop.empty_confirmed_ms)" != null ] || fail "$b/$mode: emptiness not confirmed"
+    report_is -m "$b/$mode: emptiness not confirmed" "$t/r.json" "stop.empty_confirmed_ms>=0"
     assert_all_gone "$b/$mode" "$t/procs"
     assert_nothing_left "$b/$mode"
-    [ "$(rj "$t/r.json" .cleanup_verified)" = true ] || fail "$b/$mode: cleanup not verified"
+    report_is -m "$b/$mode: cleanup not verified" "$t/r.json" cleanup_verified=true
     echo "ok: $b/$mode"
   done
 done

@@ -8,7 +8,6 @@
 # and init. Each checks the process gone by pid and start time, and no leaf
 # left. The process ignores SIGTERM, so only the kill step can end it.
 . "$(dirname "$0")/common.inc"
-command -v jq >/dev/null || skip "jq is not installed"
 H=$HELPERS/exited_leader
 [ -x "$H" ] || fail "helper $H missing"
 CG=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
@@ -74,11 +73,9 @@ for b in $modes; do
     [ -s "$out" ] || fail "$b/$mode: the helper never got going"
     [ $rc = $want ] || fail "$b/$mode: pmon exit $rc, want $want"
     all_gone "$out" "$b/$mode"
-    [ "$(jq -r .cleanup_verified "$t/r.json")" = true ] || fail "$b/$mode: cleanup not verified"
     read -r pid _ < "$out"
-    act=$(jq -r --argjson p "$pid" '.leftovers[] | select(.pid == $p) | .action' "$t/r.json")
-    [ "$act" = SIGKILL ] || fail "$b/$mode: the report says '$act' of $pid, want SIGKILL: $(jq -c .leftovers "$t/r.json")"
-    leaf=$(jq -r .cgroup "$t/r.json")
+    report_is -m "$b/$mode" "$t/r.json" cleanup_verified=true "leftovers[pid=$pid].action=SIGKILL"
+    leaf=$(jget "$t/r.json" cgroup)
     [ "$leaf" = null ] || [ ! -d "$leaf" ] || fail "$b/$mode: leaf $leaf left behind"
     echo "ok: $b/$mode"
   done
@@ -94,7 +91,7 @@ for b in $modes; do
   rc=0; wait "$pp" || rc=$?
   [ $rc = 143 ] || fail "$b/cancel: pmon exit $rc, want 143"
   all_gone "$out" "$b/cancel"
-  [ "$(jq -r .cleanup_verified "$t/r.json")" = true ] || fail "$b/cancel: cleanup not verified"
+  report_is -m "$b/cancel" "$t/r.json" cleanup_verified=true
   no_leaf_of "$pp" "$b/cancel"
   echo "ok: $b/cancel"
 done

@@ -76,7 +76,7 @@ rc=0; "$PMON" -x 2> "$t/dashx" || rc=$?
 ver=$("$PMON" --version)
 printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' |
   "$PMON" mcp > "$t/mcp" || fail "pmon mcp exit $?"
-[ "pmon $(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["result"]["serverInfo"]["version"])' "$t/mcp")" = "$ver" ] ||
+[ "pmon $(jget "$(head -n 1 "$t/mcp")" result.serverInfo.version)" = "$ver" ] ||
   fail "pmon mcp's version differs from '$ver': $(cat "$t/mcp")"
 
 # What -v and doctor print: no labels either.

@@ -23,13 +23,13 @@ pp=$!; record_pid "$pp"
 for _ in $(seq 300); do grep -q '^done' "$t/cg" 2>/dev/null && break; sleep 0.01; done
 grep -q '^done' "$t/cg" || fail "cgroup: the hostile call did not finish its attempts: $(cat "$t/cg" 2>/dev/null)"
 read -r hpid hst < "$t/hpid"; echo "$hpid $hst" >> "$t/pids"; echo "$hpid $hst" >> "$STATE/pids"
-leaf=$(jq -r .cgroup "$t/r1.json" 2>/dev/null || true)
+leaf=$(jget "$t/r1.json" cgroup 2>/dev/null || true)
 where=$(sed -n 's/^0:://p' /proc/$hpid/cgroup)
 case $where in /pmon-*) ;; *) fail "cgroup: the hostile call moved to '$where': $(cat "$t/cg")" ;; esac
 rc=0; wait "$pp" || rc=$?
 [ $rc = 124 ] || fail "cgroup: pmon exit $rc, want 124"
 ! alive "$hpid" "$hst" || fail "cgroup: the hostile call survived"
-[ "$(jq -r .cgroup "$t/r1.json")" = "$CG$where" ] || fail "cgroup: it sat in $where, not the call's leaf $(jq -r .cgroup "$t/r1.json")"
+report_is -m "cgroup: it sat in the call's leaf" "$t/r1.json" "cgroup=$CG$where"
 # Every attempt was made (a write to its own root is a harmless no-op).
 for a in "write $CG/cgroup.procs" "umount $CG" "mount cgroup2"; do
   grep -q "^$a" "$t/cg" || fail "cgroup: the hostile call never tried '$a': $(cat "$t/cg")"
@@ -48,8 +48,7 @@ grep -q '^done' "$t/par" || fail "parents: the hostile call did not finish: $(ca
 ! grep -q 'skipped' "$t/par" || fail "parents: the hostile call was not in a pid namespace of its own: $(cat "$t/par")"
 grep -q '^kill parent ' "$t/par" || fail "parents: no parent was tried: $(cat "$t/par")"
 grep -q '^kill -1 ' "$t/par" || fail "parents: kill(-1) was not tried: $(cat "$t/par")"
-[ "$(jq -r .outcome "$t/r2.json")" = timeout ] || fail "parents: outcome $(jq -r .outcome "$t/r2.json"), want timeout"
-[ "$(jq -r .cleanup_verified "$t/r2.json")" = true ] || fail "parents: cleanup not verified"
+report_is -m "parents" "$t/r2.json" outcome=timeout cleanup_verified=true
 echo "ok: parents: $(grep -c '^kill' "$t/par") kill attempts, pmon survived (exit $rc)"
 
 # 3. Subreaper + nested PID namespace with a daemon inside.

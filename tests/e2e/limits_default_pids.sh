@@ -7,7 +7,6 @@
 # the controller exists, checks the leaf's pids.max itself:
 # tests/guest/limits_pids.sh.)
 . "$(dirname "$0")/common.inc"
-rj() { local f=$1; shift; jq -r "$@" "$f"; }
 
 # The leaf's pids.max as the command sees it ("" where there is none).
 CG=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
@@ -17,16 +16,13 @@ LEAF_PIDS='cat "'"$CG"'$(sed -n s/^0:://p /proc/self/cgroup)/pids.max" 2>/dev/nu
 check_default() {
   local f=$1 seen=$2 what=$3
   if [ "$seen" = 4096 ]; then
-    [ "$(rj "$f" .limits.pids_max)" = 4096 ] || fail "$what: the leaf has pids.max 4096 but the report says $(rj "$f" -c .limits)"
-    [ "$(rj "$f" .limits_note)" = null ] || fail "$what: set, yet a note: $(rj "$f" .limits_note)"
-    [ "$(rj "$f" .pids_max_hit)" = false ] || fail "$what: pids_max_hit $(rj "$f" .pids_max_hit)"
+    report_is -m "$what: pids.max 4096 in the leaf" "$f" limits.pids_max=4096 limits_note=null pids_max_hit=false
     echo "ok: $what: pids.max 4096 in the leaf and the report"
   else
     [ -z "$seen" ] || [ "$seen" = max ] || fail "$what: the leaf's pids.max is '$seen'"
-    [ "$(rj "$f" .limits.pids_max)" = null ] || fail "$what: not set, yet the report says $(rj "$f" -c .limits)"
-    note=$(rj "$f" .limits_note)
+    report_is -m "$what: not set" "$f" limits.pids_max=null pids_max_hit=null
+    note=$(jget "$f" limits_note)
     case $note in "the default pids_max (4096) is not set: "?*) ;; *) fail "$what: limits_note is '$note'" ;; esac
-    [ "$(rj "$f" .pids_max_hit)" = null ] || fail "$what: pids_max_hit $(rj "$f" .pids_max_hit) without a pids limit"
     echo "ok: $what: not set here; the note: $note"
   fi
 }
@@ -43,17 +39,15 @@ for b in pgroup subreaper; do
   rc=0
   "$PMON" run -q --confine $b --report "$t/r-$b.json" -- true 2> "$t/e-$b" || rc=$?
   [ $rc = 0 ] || fail "run --confine $b: exit $rc: $(cat "$t/e-$b")"
-  [ "$(rj "$t/r-$b.json" .limits_note)" = "the default pids_max (4096) is not set: the $b backend has no cgroup" ] ||
-    fail "run --confine $b: limits_note: $(rj "$t/r-$b.json" .limits_note)"
-  [ "$(rj "$t/r-$b.json" .limits.pids_max)" = null ] || fail "run --confine $b: limits $(rj "$t/r-$b.json" -c .limits)"
+  report_is -m "run --confine $b" "$t/r-$b.json" limits.pids_max=null \
+    "limits_note=the default pids_max (4096) is not set: the $b backend has no cgroup"
 done
 echo "ok: pgroup and subreaper: run, with the note"
 
 # 3. --pids-max 0: none, no note.
 "$PMON" run -q --confine cgroup --pids-max 0 --report "$t/r0.json" -- sh -c "$LEAF_PIDS" > "$t/o0" ||
   fail "run --pids-max 0: exit $?"
-[ "$(rj "$t/r0.json" .limits.pids_max)" = 0 ] || fail "--pids-max 0: limits $(rj "$t/r0.json" -c .limits)"
-[ "$(rj "$t/r0.json" .limits_note)" = null ] || fail "--pids-max 0: a note: $(rj "$t/r0.json" .limits_note)"
+report_is -m "--pids-max 0" "$t/r0.json" limits.pids_max=0 limits_note=null
 case $(cat "$t/o0") in ""|max) ;; *) fail "--pids-max 0: the leaf's pids.max is $(cat "$t/o0")" ;; esac
 echo "ok: --pids-max 0: no limit, no note"
 
@@ -62,10 +56,10 @@ echo "ok: --pids-max 0: no limit, no note"
 serve_start --confine cgroup
 client_open c
 r=$(call c terminal/create '{"command":"sh","args":["-c","'"$(printf '%s' "$LEAF_PIDS" | sed 's/\\/\\\\/g; s/"/\\"/g')"'"]}')
-job=$(jf "$r" 'm["result"]["terminalId"]')
+job=$(jget "$r" result.terminalId)
 call c terminal/wait_for_exit '{"terminalId":"'"$job"'"}' > /dev/null
-seen=$(jf "$(call c terminal/output '{"terminalId":"'"$job"'"}')" 'm["result"]["output"].strip()')
-call c terminal/report '{"terminalId":"'"$job"'"}' | jq '.result' > "$t/rs.json"
+seen=$(jget "$(call c terminal/output '{"terminalId":"'"$job"'"}')" result.output | tr -d ' \t\n')
+jget "$(call c terminal/report '{"terminalId":"'"$job"'"}')" result > "$t/rs.json"
 check_default "$t/rs.json" "$seen" "a serve job"
 client_close c
 kill -TERM "$SERVE_PID"

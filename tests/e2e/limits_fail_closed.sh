@@ -84,17 +84,12 @@ for lim in "memory --memory-max 100M 104857600 memory.max 104857600 memory_max" 
   expect_refused "init $flag" "$line" "$PMON" init "$flag" "$value" -- "${RAN[@]}"
   # The report of the call that never ran says what was asked for.
   expect_refused "run --report $flag" "$line" "$PMON" run --report "$t/rep.json" "$flag" "$value" -- "${RAN[@]}"
-  python3 - "$t/rep.json" "$ctl" "$reported" "$key" <<'PY' || fail "run --report $flag: wrong report: $(cat "$t/rep.json")"
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["outcome"] == "not_started", r["outcome"]
-assert r["exit_status"] == 125
-assert "cannot set the %s limit" % sys.argv[2] in r["error"], r["error"]
-want = {"memory_max": None, "memory_high": None, "pids_max": None, "cpu_max": None}
-want[sys.argv[4]] = json.loads(sys.argv[3])
-assert r["limits"] == want, r["limits"]
-assert r["oom_killed"] is None and r["pids_max_hit"] is None and r["memory_high_hit"] is None
-PY
+  lims=('limits.#=4')
+  for k in memory_max memory_high pids_max cpu_max; do
+    if [ "$k" = "$key" ]; then lims+=("limits.$k=$reported"); else lims+=("limits.$k=null"); fi
+  done
+  report_is -m "run --report $flag" "$t/rep.json" outcome=not_started exit_status=125 "error~cannot set the $ctl limit" \
+    "${lims[@]}" oom_killed=null pids_max_hit=null memory_high_hit=null
   if [ -n "$PMON_TEST_HOSTPROC" ] && "$PMON" run -q --isolate -- true 2>/dev/null; then
     expect_refused "run --isolate $flag" "$line" "$PMON" run --isolate "$flag" "$value" -- "${RAN[@]}"
   fi
@@ -145,9 +140,8 @@ expect_refused "cores 0" "run: --cpu-max: '0' is out of range" "$PMON" run --cpu
 serve_start
 client_open c
 expect_rpc_error() {  # expect_rpc_error CODE MESSAGE-PART REPLY
-  [ "$(jf "$3" 'm["error"]["code"]')" = "$1" ] || fail "expected error $1, got: $3"
-  case $(jf "$3" 'm["error"]["message"]') in *"$2"*) ;; *) fail "error message lacks '$2': $3" ;; esac
-  echo "ok: serve: $(jf "$3" 'm["error"]["message"]')"
+  reply_error "$3" "$1" "$2"
+  echo "ok: serve: $(jget "$3" error.message)"
 }
 create() { call c terminal/create '{"command":"sh","args":["-c","echo ran > '"$t/ran"'"],'"$1"'}'; }
 rm -f "$t/ran"
@@ -157,10 +151,10 @@ if ! enabled memory; then
 else
   # Set: the job reads it back.
   rm -f "$t/val"
-  r=$(call c terminal/create "$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1],sys.argv[2],"memory.max",sys.argv[3]],"memoryMax":"100M"}))' "$READ_SH" "$cg2" "$t/val")")
-  id=$(jf "$r" 'm["result"]["terminalId"]')
+  r=$(call c terminal/create "$(jparams memoryMax=100M -- sh -c "$READ_SH" "$cg2" memory.max "$t/val")")
+  id=$(jget "$r" result.terminalId)
   r=$(call c terminal/wait_for_exit '{"terminalId":"'"$id"'"}')
-  [ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "serve: the job with memoryMax: $r"
+  reply_is -m "serve: the job with memoryMax" "$r" result.exitCode=0
   [ "$(cat "$t/val")" = 104857600 ] || fail "serve: memoryMax reads '$(cat "$t/val")'"
   call c terminal/release '{"terminalId":"'"$id"'"}' > /dev/null
   echo "ok: serve: memoryMax set (104857600)"
@@ -175,31 +169,32 @@ expect_rpc_error -32602 "'cpuMax' must be a number of cores" "$(create '"cpuMax"
 expect_rpc_error -32602 "out of range" "$(create '"cpuMax":0')"
 [ ! -e "$t/ran" ] || fail "serve: a refused job ran"
 r=$(call c terminal/list)
-[ "$(jf "$r" 'len(m["result"]["terminals"])')" = 0 ] || fail "serve: a refused job is listed: $r"
+reply_is -m "serve: a refused job is listed" "$r" result.terminals.#=0
 client_close c
 
 # 5. An mcp tool: the tool's error, and the input schema offers the limits.
-python3 - "$PMON" "$t/ran" "$(enabled memory && echo 1 || echo 0)" "$cg2" "$t/val" <<'PY' || fail "mcp: see above"
-import json, subprocess, sys
+PYTHONPATH="$(dirname "$0")" python3 - "$PMON" "$t/ran" "$(enabled memory && echo 1 || echo 0)" "$cg2" "$t/val" <<'PY' || fail "mcp: see above"
+import sys
+from mcp_stdio import Mcp
 pmon, ran, mem_enabled, cg2, val = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4], sys.argv[5]
-msgs = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+mcp = Mcp(pmon)
+def call(name, args):
+    return mcp.req("tools/call", {"name": name, "arguments": args})
+tools = {t["name"]: t for t in mcp.req("tools/list", {})["tools"]}
+replies = {
     # (Where memory is enabled this one runs, as it should: into a file of its own.)
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "echo ran > " + ran + (".3" if mem_enabled else ""), "memory_max": "100M"}}},
-    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "start", "arguments": {"command": "echo ran > " + ran, "pids_max": -1}}},
-    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "true", "cpu_max": "fast"}}},
-    {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "run", "arguments": {"command": "cg=$(sed -n 's/^0:://p' /proc/self/cgroup); cat \"%s${cg%%/}/memory.max\" > %s" % (cg2, val), "memory_max": "100M"}}},
-]
-p = subprocess.run([pmon, "mcp"], input="".join(json.dumps(m) + "\n" for m in msgs), capture_output=True, text=True, timeout=60)
-replies = {m["id"]: m for m in map(json.loads, p.stdout.splitlines()) if "id" in m}
-tools = {t["name"]: t for t in replies[2]["result"]["tools"]}
+    3: call("run", {"command": "echo ran > " + ran + (".3" if mem_enabled else ""), "memory_max": "100M"}),
+    4: call("start", {"command": "echo ran > " + ran, "pids_max": -1}),
+    5: call("run", {"command": "true", "cpu_max": "fast"}),
+    6: call("run", {"command": "cg=$(sed -n 's/^0:://p' /proc/self/cgroup); cat \"%s${cg%%/}/memory.max\" > %s" % (cg2, val),
+                    "memory_max": "100M"}),
+}
+mcp.close()
 for name in ("run", "start"):
     props = tools[name]["inputSchema"]["properties"]
     assert all(k in props for k in ("memory_max", "pids_max", "cpu_max")), (name, props.keys())
 def err_text(i):
-    r = replies[i]["result"]
+    r = replies[i]
     assert r["isError"] is True, r
     return r["content"][0]["text"]
 if not mem_enabled:
@@ -207,7 +202,7 @@ if not mem_enabled:
     assert "cannot set the memory limit: the memory controller is not" in text, text
     print("ok: mcp run:", text)
 else:
-    r = replies[6]["result"]
+    r = replies[6]
     assert r.get("isError") is not True, r
     assert open(val).read().strip() == "104857600", open(val).read()
     print("ok: mcp run: memory_max set")

@@ -41,8 +41,7 @@ in_own_cgroupns "$PMON" ps -a > "$t/psa" || fail "pmon ps -a exit $?"
 grep -q '^no pmon cgroups under /sys/fs/cgroup' "$t/psa" || fail "pmon ps -a with no leaf: '$(cat "$t/psa")'"
 
 in_own_cgroupns "$PMON" ps --json > "$t/ps.json" || fail "pmon ps --json exit $?"
-python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["calls"] == [] and d["version"] == 1, d' \
-  "$t/ps.json" || fail "pmon ps --json: $(cat "$t/ps.json")"
+report_is -m "pmon ps --json" "$t/ps.json" 'calls=[]' version=1
 
 # Seen from there, a running call is listed (so the empty answer above was
 # not blindness), and once it is over, the answer is "none" again.

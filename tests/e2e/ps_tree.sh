@@ -4,7 +4,6 @@
 # it is no longer listed.
 . "$(dirname "$0")/common.inc"
 have_backend cgroup || skip "the cgroup backend is not available here"
-command -v jq >/dev/null || skip "jq is not installed"
 
 "$PMON" run -v --confine cgroup -- sh -c '
   setsid sh -c "echo \$\$ > '"$t"'/d.tmp; mv '"$t"'/d.tmp '"$t"'/d; exec sleep 1000" &
@@ -29,11 +28,8 @@ grep -Eq "^ +$s +S +  sleep 1000" "$t/ps" || fail "ps: sleep $s is not shown und
 grep -Eq "^ +$d +S +sleep 1000" "$t/ps" || fail "ps: daemon $d is not a root: $(cat "$t/ps")"
 
 "$PMON" ps --json > "$t/ps.json" || fail "pmon ps --json exit $?"
-jq -e --arg leaf "$leaf" --argjson d "$d" --argjson o "$pmon" \
-  '.version == 1 and ([.calls[] | select(.leaf == $leaf)] | length == 1) and
-   (.calls[] | select(.leaf == $leaf) | .owner.pid == $o and .owner.alive and
-    ([.processes[] | select(.pid == $d and .state == "S")] | length == 1))' "$t/ps.json" >/dev/null ||
-  fail "ps --json: $(cat "$t/ps.json")"
+report_is -m "ps --json" "$t/ps.json" version=1 "calls[leaf=$leaf].owner.pid=$pmon" "calls[leaf=$leaf].owner.alive=true" \
+  "calls[leaf=$leaf].processes[pid=$d,state=S]!=(absent)"
 
 kill -TERM "$pmon"; wait 2>/dev/null || true
 "$PMON" ps > "$t/ps2"

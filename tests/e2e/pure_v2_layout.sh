@@ -76,11 +76,8 @@ touch "$t/go"
 rc=0; wait "$runner" || rc=$?
 runner=""
 [ "$rc" = 0 ] || fail "pmon exit $rc"
-grep -q '"confinement": "cgroup",' "$t/r.json" || fail "not confined by cgroup: $(cat "$t/r.json")"
-grep -q "\"cgroup\": \"/sys/fs/cgroup$rel\"," "$t/r.json" ||
-  fail "report does not name /sys/fs/cgroup$rel: $(grep '"cgroup"' "$t/r.json")"
+report_is "$t/r.json" confinement=cgroup "cgroup=/sys/fs/cgroup$rel" cleanup_verified=true
 ! alive "$dpid" "$dst" || fail "daemon $dpid survived"
-grep -q '"cleanup_verified": true' "$t/r.json" || fail "cleanup not verified"
 [ ! -d "$CG$rel" ] || fail "leaf $CG$rel is left (seen from outside)"
 left=$(find "$S" -mindepth 1 -type d)
 [ -z "$left" ] || fail "cgroups left under $S: $left"

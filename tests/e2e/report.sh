@@ -82,7 +82,7 @@ need(r["outcome"] == "signaled" and r["signal"] == 10 and r["exit_code"] is None
   record_file "$t/tree"
   [ $rc = 124 ] || fail "$b: timeout exit $rc"
   [ "$(grep -c . "$t/tree")" = 2 ] || fail "$b: timeout: the tree did not record itself: $(cat "$t/tree")"
-  left=$(alive_in "$t/tree"); [ -z "$left" ] || fail "$b: timeout: alive after pmon returned: $left"
+  all_gone "$t/tree" "$b: timeout: once pmon returned"
   check "$t/r.json" "$b" '
 need(r["outcome"] == "timeout" and r["timed_out"] is True, "timeout outcome")
 need(s["signal_sent_ms"] is not None and s["signal_sent_ms"] >= 250, "TERM sent at %s" % s["signal_sent_ms"])
@@ -127,7 +127,7 @@ need(s["empty_confirmed_ms"] >= s["kill_sent_ms"], "empty before KILL")'
   kill -TERM "$pp"
   rc=0; wait "$pp" || rc=$?
   [ $rc = 143 ] || fail "$b: cancel exit $rc"
-  left=$(alive_in "$t/tree"); [ -z "$left" ] || fail "$b: cancel: alive after pmon returned: $left"
+  all_gone "$t/tree" "$b: cancel: once pmon returned"
   check "$t/r.json" "$b" '
 need(r["outcome"] == "cancelled", "cancelled outcome")
 need(r["timed_out"] is False, "not a timeout")
@@ -149,8 +149,7 @@ done
 # command's own exit status, not an abort of pmon).
 rc=0; "$PMON" run -q --report "$t/r.json" -- sh -c 'exit 7' "$(printf 'x\377y')" || rc=$?
 [ $rc = 7 ] || fail "non-UTF-8 argument: exit $rc"
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["command"][3].startswith("x"), r' "$t/r.json" ||
-  fail "non-UTF-8 argument: report"
+report_is -m "non-UTF-8 argument" "$t/r.json" 'command.3^=x'
 
 # Atomic write: an existing (larger) file is replaced by rename, whole, and no
 # temp file is left beside it.
@@ -161,7 +160,7 @@ ino=$(stat -c %i "$t/rep/r.json")
 "$PMON" run -q --report "$t/rep/r.json" -- true || fail "atomic: pmon exit $?"
 [ "$(stat -c %i "$t/rep/r.json")" != "$ino" ] || fail "atomic: the report was rewritten in place, not renamed over"
 [ "$(stat -c %s "$t/old-link")" = 100000 ] || fail "atomic: the old file was modified"
-python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$t/rep/r.json" || fail "atomic: not one JSON document"
+report_is -m "atomic" "$t/rep/r.json"  # one JSON document
 [ "$(ls -A "$t/rep")" = r.json ] || fail "atomic: left beside the report: $(ls -A "$t/rep")"
 # A relative path (no directory part) works the same.
 (cd "$t/rep" && "$PMON" run -q --report r2.json -- true) || fail "relative report path"

@@ -9,25 +9,10 @@
 # check STATUS CONFINEMENT WORD: $t/r.json is a not_started report whose
 # error line contains WORD, and pmon's stderr ($t/err) is that one line.
 check() {
-  python3 - "$t/r.json" "$1" "$2" "$3" "$(cat "$t/err")" <<'PY' || fail "report for $3: $(cat "$t/r.json" 2>&1)"
-import json, sys
-path, status, confinement, word, err = sys.argv[1:]
-r = json.load(open(path))
-def need(c, what):
-    if not c:
-        sys.exit("report: " + what)
-need(r["version"] == 1, "version")
-need(r["outcome"] == "not_started", "outcome %s" % r["outcome"])
-need(r["exit_status"] == int(status), "exit_status %s" % r["exit_status"])
-need(isinstance(r["error"], str) and word in r["error"] and "\n" not in r["error"], "error %r" % r["error"])
-need(err == "pmon: " + r["error"], "stderr %r is not the error line" % err)
-need(r["pid"] is None, "pid %s" % r["pid"])
-need(r["confinement"] == confinement, "confinement %s" % r["confinement"])
-need(r["exit_code"] is None and r["signal"] is None, "an exit of a command that never ran")
-need(r["leftovers"] == [] and r["escaped"] == [], "processes of a command that never ran")
-need(r["cleanup_verified"] is True, "cleanup_verified")
-need(isinstance(r["started_at"], str) and r["duration_ms"] >= 0, "started_at / duration_ms")
-PY
+  [ "$(wc -l < "$t/err")" = 1 ] || fail "report for $3: stderr is not one line: $(cat "$t/err")"
+  report_is -m "report for $3" "$t/r.json" version=1 outcome=not_started "exit_status=$1" "error~$3" \
+    "error=$(sed -n 's/^pmon: //p' "$t/err")" pid=null "confinement=$2" exit_code=null signal=null \
+    'leftovers=[]' 'escaped=[]' cleanup_verified=true 'started_at^=' 'duration_ms>=0'
 }
 
 # Not found (127) and not executable (126), on every backend.
@@ -56,7 +41,7 @@ check 125 cgroup "confinement"
 # --report - prints the same report on stdout.
 rc=0; "$PMON" run --report - -- "$t/no-such-command" > "$t/r.json" 2> "$t/err" || rc=$?
 [ $rc = 127 ] || fail "report to stdout: exit $rc"
-check 127 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["confinement"])' "$t/r.json")" "No such file"
+check 127 "$(jget "$t/r.json" confinement)" "No such file"
 
 # A bad option is refused before the call: 125, one line, no report.
 rm -f "$t/r.json"

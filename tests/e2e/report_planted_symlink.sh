@@ -29,11 +29,7 @@ check() {
   [ "$(cat "$victim")" = precious ] || fail "$1: the victim was overwritten: $(head -c 200 "$victim")"
   [ -f "$shared/r.json" ] && [ ! -L "$shared/r.json" ] || fail "$1: r.json is not a regular file: $(ls -l "$shared")"
   [ "$(stat -c %a "$shared/r.json")" = 644 ] || fail "$1: r.json has mode $(stat -c %a "$shared/r.json")"
-  python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["command"] == ["sh", "-c", "exit 3"] and r["exit_status"] == 3, r' "$shared/r.json" ||
-    fail "$1: not the report: $(cat "$shared/r.json")"
+  report_is -m "$1: the report" "$shared/r.json" 'command=["sh", "-c", "exit 3"]' exit_status=3
 }
 
 # 1. Every name of the form r.json.tmp.<pid> for the pid pmon will have

@@ -60,10 +60,9 @@ for b in $(backends); do
   assert_nothing_left "$b"
   if [ "$b" = pgroup ]; then
     # Outside the group, below pmon: stopped too, and listed as escaped.
-    [ "$(rj "$t/r.json" ".escaped[] | select(.pid == $hpid) | .action")" = SIGTERM ] ||
-      fail "pgroup: the escaped holder is not reported as stopped: $(rj "$t/r.json" .escaped)"
+    report_is -m "pgroup: the escaped holder is not reported as stopped" "$t/r.json" "escaped[pid=$hpid].action=SIGTERM"
   else
-    [ "$(action_of "$t/r.json" "$hpid")" = SIGTERM ] || fail "$b: holder not reported as stopped"
+    report_is -m "$b: holder not reported as stopped" "$t/r.json" "leftovers[pid=$hpid].action=SIGTERM"
   fi
 
   # A holder of the pty that is no process of the call (nor below pmon): it

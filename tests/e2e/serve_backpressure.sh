@@ -51,49 +51,43 @@ PY
 
 # With backpressure, read with since: every byte, none dropped.
 r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/reader.py" "$SOCK" since "$gen" on)
-[ "$(jf "$r" 'm["bytes"]')" = $((50 * 1024 * 1024)) ] || fail "backpressure: not every byte was read: $r"
-[ "$(jf "$r" 'm["truncated"]')" = false ] || fail "backpressure: a read was truncated: $r"
-[ "$(jf "$r" 'm["md5"]')" = "$(cat "$t/want.md5")" ] || fail "backpressure: the bytes read differ from those written: $r"
+reply_is -m "backpressure: every byte, untruncated, as written" "$r" "bytes=$((50 * 1024 * 1024))" truncated=false \
+  "md5=$(cat "$t/want.md5")"
 
 # Without it, the same reader after the job's end gets the newest 1 MiB.
 r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/reader.py" "$SOCK" end "$gen" off)
-[ "$(jf "$r" 'm["truncated"]')" = true ] || fail "no backpressure: the read was not truncated: $r"
-[ "$(jf "$r" 'm["next"]')" = $((50 * 1024 * 1024)) ] || fail "no backpressure: next is not the end: $r"
-[ "$(jf "$r" 'm["bytes"] <= 1048576 and m["bytes"] > 1048576 - 4')" = true ] || fail "no backpressure: not the newest 1 MiB: $r"
+reply_is -m "no backpressure: truncated, the newest 1 MiB up to the end" "$r" truncated=true "next=$((50 * 1024 * 1024))" \
+  'bytes<=1048576' "bytes>$((1048576 - 4))"
 
 # pmon logs -f of a job made with backpressure: every byte, in order.
 client_open c
-py_job=$(python3 -c 'import json,sys; print(json.dumps({"command":"python3","args":["-c",sys.argv[1]],
-  "outputByteLimit":1048576,"outputBackpressure":True,"keep":True}))' "$gen")
+py_job=$(jparams outputByteLimit:=1048576 outputBackpressure:=true keep:=true -- python3 -c "$gen")
 r=$(call c terminal/create "$py_job")
-id=$(jf "$r" 'm["result"]["terminalId"]')
+id=$(jget "$r" result.terminalId)
 "$PMON" logs -f --socket "$SOCK" "$id" | md5sum | cut -d' ' -f1 > "$t/logs.md5"
 [ "$(cat "$t/logs.md5")" = "$(cat "$t/want.md5")" ] || fail "pmon logs -f did not print every byte the job wrote"
 
 # A reader that stops: its job waits, the service goes on serving others.
 r=$(call c terminal/create "$py_job")
-id=$(jf "$r" 'm["result"]["terminalId"]')
+id=$(jget "$r" result.terminalId)
 for i in $(seq 200); do
   r=$(call c terminal/list '{}')
-  [ "$(jf "$r" '[x["status"] for x in m["result"]["terminals"] if x["terminalId"] == "'"$id"'"][0]')" = running ] ||
-    fail "the job whose output nobody reads ended: $r"
+  reply_is -m "the job whose output nobody reads ended" "$r" "result.terminals[terminalId=$id].status=running"
   [ $i -ge 20 ] && break
   sleep 0.05
 done
 r=$(call c terminal/output '{"terminalId":"'"$id"'","since":0}')
-[ "$(jf "$r" 'm["result"]["truncated"] is False and len(m["result"]["output"].encode()) <= 1048576')" = true ] ||
-  fail "the unread job's buffer holds more than its limit or dropped bytes"
+reply_is -m "the unread job's buffer holds no more than its limit, all kept" "$r" result.truncated=false 'result.output.#b<=1048576'
 main_of c "$id"
 r=$(call c terminal/release '{"terminalId":"'"$id"'"}')
-[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release of the waiting job: $r"
+reply_is -m "release of the waiting job" "$r" result.cleanupVerified=true
 ! alive "$mpid" "$mst" || fail "release of the waiting job: its main process $mpid is still there"
 
 # Bad values are refused, naming the field.
 r=$(call c terminal/create '{"command":"true","outputBackpressure":"yes"}')
-[ "$(jf "$r" 'm["error"]["code"]')" = -32602 ] && [ "$(jf "$r" '"outputBackpressure" in m["error"]["message"]')" = true ] ||
-  fail "a non-boolean outputBackpressure was not refused: $r"
+reply_error "$r" -32602 outputBackpressure
 r=$(call c terminal/create '{"command":"true","outputBackpressure":true,"outputByteLimit":0}')
-[ "$(jf "$r" 'm["error"]["code"]')" = -32602 ] || fail "outputBackpressure with a limit of 0 was not refused: $r"
+reply_error "$r" -32602
 
 client_close c
 kill -TERM "$SERVE_PID"

@@ -11,11 +11,10 @@
 serve_start
 client_open c
 r=$(call c terminal/create '{"command":"sh","args":["-c","echo survivor; exec sleep 1000"],"keep":true}')
-job=$(jf "$r" 'm["result"]["terminalId"]')
+job=$(jget "$r" result.terminalId)
 
 expect_error() {  # expect_error CODE MESSAGE-PART REPLY
-  [ "$(jf "$3" 'm["error"]["code"]')" = "$1" ] || fail "expected error $1, got: $3"
-  case $(jf "$3" 'm["error"]["message"]') in *"$2"*) ;; *) fail "error message lacks '$2': $3" ;; esac
+  reply_error "$3" "$1" "$2"
 }
 # last_line: the newest line the service sent on connection c.
 last_line() { tail -n 1 "$t/c.out"; }
@@ -53,21 +52,21 @@ expect_error -32000 "cannot change directory" "$(call c terminal/create '{"comma
 long=$(head -c 1200000 /dev/zero | tr '\0' 'x')
 expect_error -32600 "line longer than" "$(raw "{\"jsonrpc\":\"2.0\",\"id\":\"raw\",\"method\":\"terminal/list\",\"params\":{\"x\":\"$long\"}}")"
 r=$(call c terminal/list)
-[ "$(jf "$r" 'len(m["result"]["terminals"])')" = 1 ] || fail "the connection did not go on after the long line: $r"
+reply_is -m "the connection did not go on after the long line" "$r" result.terminals.#=1
 
 # A thousand connections, opened and dropped at once (some mid-request):
 # the service survives them, closes every one (its open files come back to
 # what they were), and the jobs of its other clients run on untouched.
 client_open e
 r=$(call e terminal/create '{"command":"sh","args":["-c","echo other; exec sleep 1000"],"keep":true}')
-other=$(jf "$r" 'm["result"]["terminalId"]')
+other=$(jget "$r" result.terminalId)
 r=$(call e terminal/list)
-pid_job=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$job"'"][0]')
-pid_other=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$other"'"][0]')
+pid_job=$(jget "$r" "result.terminals[terminalId=$job].pid")
+pid_other=$(jget "$r" "result.terminals[terminalId=$other].pid")
 st_job=$(start_time_of "$pid_job"); st_other=$(start_time_of "$pid_other")
 record_pid "$pid_job"; record_pid "$pid_other"
 for _ in $(seq 200); do  # its output is in before the count is taken
-  [ "$(jf "$(call e terminal/output '{"terminalId":"'"$other"'"}')" 'm["result"]["output"]')" = other ] && break
+  [ "$(jget "$(call e terminal/output '{"terminalId":"'"$other"'"}')" result.output)" = other ] && break
   sleep 0.05
 done
 fds() { ls "/proc/$SERVE_PID/fd" | wc -l; }
@@ -87,15 +86,15 @@ PY
 kill -0 "$SERVE_PID" 2>/dev/null || fail "pmon serve is gone after a thousand dropped connections: $(cat "$t/serve.err")"
 # Answered on a connection it had before, so it has read every drop by then.
 r=$(call c terminal/list)
-[ "$(jf "$r" 'len(m["result"]["terminals"])')" = 2 ] || fail "terminal/list after a thousand dropped connections: $r"
+reply_is -m "terminal/list after a thousand dropped connections" "$r" result.terminals.#=2
 for _ in $(seq 200); do [ "$(fds)" -le "$fds_before" ] && break; sleep 0.05; done
 [ "$(fds)" -le "$fds_before" ] ||
   fail "pmon serve holds $(fds) open files after a thousand dropped connections, $fds_before before: they were not all closed"
 alive "$pid_job" "$st_job" || fail "the job of connection c is gone after a thousand dropped connections"
 alive "$pid_other" "$st_other" || fail "the job of connection e is gone after a thousand dropped connections"
 r=$(call e terminal/output '{"terminalId":"'"$other"'"}')
-[ "$(jf "$r" 'm["result"]["output"]')" = other ] || fail "the output of connection e's job after the dropped connections: $r"
-[ "$(jf "$r" 'm["result"].get("exitStatus")')" = null ] || fail "connection e's job has ended: $r"
+reply_is -m "the output of connection e's job after the dropped connections" "$r" $'result.output=other\n'
+[ "$(jget "$r" result.exitStatus null)" = null ] || fail "connection e's job has ended: $r"
 
 # A client that asks over and over and never reads its replies: once they
 # pile up it is not read any more (its sends block, it is not dropped), it
@@ -139,9 +138,9 @@ PY
 # The service still answers, the job and its output are still there.
 client_open d
 r=$(call d terminal/output '{"terminalId":"'"$job"'"}')
-[ "$(jf "$r" 'm["result"]["output"]')" = survivor ] || fail "the job's output after the bad input: $r"
+reply_is -m "the job's output after the bad input" "$r" $'result.output=survivor\n'
 r=$(call d terminal/list)
-[ "$(jf "$r" '[t["status"] for t in m["result"]["terminals"]]')" = '["running", "running"]' ] || fail "list: $r"
+reply_is -m "list" "$r" 'result.terminals.*.status=["running", "running"]'
 client_close d
 client_close e
 client_close c

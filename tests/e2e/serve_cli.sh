@@ -13,8 +13,8 @@ id1=$("$PMON" start --name web -- sh -c "echo hello from \$0; exec sleep 1000" w
 printf '%s' "$id1" | grep -Eqx 't[0-9a-f]{16}' || fail "pmon start printed '$id1'"
 "$PMON" jobs > "$t/jobs" || fail "pmon jobs failed"
 grep -q "^$id1 *web *running " "$t/jobs" || fail "pmon jobs: $(cat "$t/jobs")"
-"$PMON" jobs --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j[0]["name"]=="web" and j[0]["status"]=="running", j' ||
-  fail "pmon jobs --json"
+"$PMON" jobs --json > "$t/jobs.json" || fail "pmon jobs --json: exit $?"
+report_is -m "pmon jobs --json" "$t/jobs.json" 0.name=web 0.status=running
 for i in $(seq 100); do
   [ "$("$PMON" logs "$id1")" = "hello from web" ] && break
   sleep 0.05

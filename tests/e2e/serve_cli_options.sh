@@ -20,7 +20,7 @@ export PMON_SOCKET=$SOCK
 # job_pid ID: the main process of job ID (from pmon jobs --json), recorded
 # by pid and start time; sets $jp $jst.
 job_pid() {
-  jp=$("$PMON" jobs --json | python3 -c 'import json,sys; print([t["pid"] for t in json.load(sys.stdin) if t["terminalId"]==sys.argv[1]][0])' "$1")
+  jp=$(jget "$("$PMON" jobs --json)" "[terminalId=$1].pid")
   jst=$(start_time_of "$jp")
   [ -n "$jst" ] || fail "the main process $jp of job $1 is not there"
   echo "$jp $jst" >> "$t/pids"; echo "$jp $jst" >> "$STATE/pids"
@@ -72,7 +72,7 @@ else
   not_set() { echo "^pmon: cannot set the $1 limit: limits need a cgroup"; }
 fi
 enabled() { case " $for_leaves " in *" $1 "*) return 0 ;; esac; return 1; }
-job_ids() { "$PMON" jobs --json | python3 -c 'import json,sys; print(sorted(t["terminalId"] for t in json.load(sys.stdin)))'; }
+job_ids() { jget "$("$PMON" jobs --json)" '*.terminalId' | tr -d '[]" ' | tr , '\n' | sort; }
 # expect_refused WHAT PATTERN ARGS...: pmon start ARGS exits 125 with one
 # line matching PATTERN, and no job is started.
 expect_refused() {
@@ -95,7 +95,7 @@ if enabled pids; then
   "$PMON" stop "$lim" || fail "pmon stop of the limited job"
   client_open c
   r=$(call c terminal/report '{"terminalId":"'"$lim"'"}')
-  [ "$(jf "$r" 'm["result"]["limits"]["pids_max"]')" = 7 ] || fail "the job's report: limits: $r"
+  reply_is -m "the job's report: limits" "$r" result.limits.pids_max=7
   client_close c
   "$PMON" rm "$lim"
   echo "ok: start --pids-max 7: pids.max 7 in the job's cgroup, limits.pids_max 7 in its report"

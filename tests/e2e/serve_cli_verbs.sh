@@ -98,7 +98,7 @@ rc=0; "$PMON" stop "$web" 2> "$t/err" || rc=$?
   fail "pmon stop of an ended job: '$(cat "$t/err")'"
 # -f: a running job is stopped, then removed.
 last=$("$PMON" start -- sleep 1000) || fail "pmon start sleep"
-main_of_cli() { "$PMON" jobs --json | python3 -c 'import json,sys; print([t["pid"] for t in json.load(sys.stdin) if t["terminalId"]==sys.argv[1]][0])' "$1"; }
+main_of_cli() { jget "$("$PMON" jobs --json)" "[terminalId=$1].pid"; }
 lp=$(main_of_cli "$last"); lst=$(start_time_of "$lp"); [ -n "$lst" ] && echo "$lp $lst" >> "$t/pids" && echo "$lp $lst" >> "$STATE/pids"
 "$PMON" rm -f "$last" || fail "pmon rm -f of a running job: exit $?"
 ! alive "$lp" "$lst" || fail "pmon rm -f left the job's process $lp running"

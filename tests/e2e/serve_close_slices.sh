@@ -72,7 +72,7 @@ wait "$closer" || fail "session/close did not end every job verified"
 kill -INT "$tracer"
 wait "$tracer" 2>/dev/null || true
 
-[ -z "$(alive_in "$t/jobs")" ] || fail "a job survived the close: $(alive_in "$t/jobs")"
+all_gone "$t/jobs" "the jobs after the close"
 # (strace shows a reply's quotes as \")
 reply=$(grep -nF '\"id\":777,' "$t/trace" | head -1 | cut -d: -f1)
 [ -n "$reply" ] || fail "the reply to the other client is not in the trace: $(head -c 2000 "$t/trace")"

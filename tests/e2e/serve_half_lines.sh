@@ -13,7 +13,7 @@
 serve_start
 client_open c
 r=$(call c terminal/create '{"command":"sh","args":["-c","echo survivor; exec sleep 1000"]}')
-job=$(jf "$r" 'm["result"]["terminalId"]')
+job=$(jget "$r" result.terminalId)
 main_of c "$job"
 
 cat > "$t/half.py" <<'PY'
@@ -113,7 +113,7 @@ echo "$out"
 kill -0 "$SERVE_PID" 2>/dev/null || fail "the service is gone"
 alive "$mpid" "$mst" || fail "the job of connection c is gone"
 r=$(call c terminal/output '{"terminalId":"'"$job"'"}')
-[ "$(jf "$r" 'm["result"]["output"]')" = survivor ] || fail "the job's output: $r"
+reply_is -m "the job's output" "$r" $'result.output=survivor\n'
 client_close c
 wait_gone "$mpid" "$mst" || fail "the job of connection c outlived it"
 kill -TERM "$SERVE_PID"

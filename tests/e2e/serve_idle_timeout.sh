@@ -24,27 +24,25 @@ client_open a
 # here, on a loaded machine, could come after the stop.
 printer="$HOSTPID_SH"'; echo $hp $(cut -d" " -f22 /proc/$$/stat) > '"$t/m1"'.tmp; mv '"$t/m1"'.tmp '"$t/m1"'
 for i in $(seq 40); do echo "line $i"; sleep 0.05; done; echo quiet'
-params=$(create_params "$t/d1" '{"idleTimeoutMs": 1500}' | python3 -c '
-import json, sys
-p = json.load(sys.stdin); p["args"][1] = sys.argv[1] + "\n" + p["args"][1]; print(json.dumps(p))' "$printer")
+params=$(create_params "$t/d1" '{"idleTimeoutMs": 1500}' "$printer")
 r=$(call a terminal/create "$params")
-id=$(jf "$r" 'm["result"]["terminalId"]')
+id=$(jget "$r" result.terminalId)
 for i in $(seq 200); do [ -f "$t/m1" ] && break; sleep 0.05; done
 [ -f "$t/m1" ] || fail "the job's main process never wrote $t/m1"
 read -r mpid mst < "$t/m1"
 echo "$mpid $mst" >> "$t/pids"; echo "$mpid $mst" >> "$STATE/pids"
 daemon_of "$t/d1"
 r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id\",\"timeoutMs\":20000}")
-[ "$(jf "$r" 'm["result"].get("running", False)')" = false ] || fail "the silent job was not stopped by its idle timeout: $r"
+[ "$(jget "$r" result.running false)" = false ] || fail "the silent job was not stopped by its idle timeout: $r"
 wait_gone "$mpid" "$mst" || fail "the job's main process $mpid is still running after its idle timeout"
 wait_gone "$dpid" "$dst" || fail "the job's daemon $dpid is still running after its idle timeout"
 r=$(call a terminal/report "{\"terminalId\":\"$id\"}")
-[ "$(jf "$r" 'm["result"]["stop"]["reason"]')" = idle_timeout ] || fail "stop reason is not idle_timeout: $r"
-[ "$(jf "$r" 'm["result"]["job"]["stoppedBy"]')" = "idle timeout" ] || fail "stoppedBy is not 'idle timeout': $r"
-[ "$(jf "$r" 'm["result"]["exit_status"]')" = 124 ] || fail "exit status of an idle-timed-out job is not 124: $r"
-[ "$(jf "$r" 'm["result"]["cleanup_verified"]')" = true ] || fail "cleanup not verified: $r"
+reply_is -m "stop reason is not idle_timeout" "$r" result.stop.reason=idle_timeout
+reply_is -m "stoppedBy is not 'idle timeout'" "$r" "result.job.stoppedBy=idle timeout"
+reply_is -m "exit status of an idle-timed-out job is not 124" "$r" result.exit_status=124
+reply_is -m "cleanup not verified" "$r" result.cleanup_verified=true
 r=$(call a terminal/output "{\"terminalId\":\"$id\"}")
-out=$(jf "$r" 'm["result"]["output"]')
+out=$(jget "$r" result.output)
 echo "$out" | grep -qx 'line 40' || fail "the job was stopped while it still printed: $out"
 echo "$out" | grep -qx quiet || fail "the job was stopped before it went quiet: $out"
 rc=0; "$PMON" wait "$id" || rc=$?
@@ -54,12 +52,11 @@ echo "ok: a silent job stopped by its idle timeout, with its daemon; not while i
 # 2. Writes 256 KiB through a 4 KiB outputByteLimit with backpressure, then
 # hangs. Nobody reads for three idle timeouts: its writes wait, it is not idle.
 gen='head -c 262144 /dev/zero | tr "\0" x; echo; echo written; exec sleep 1000'
-r=$(call a terminal/create "$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1]],
-  "outputByteLimit":4096,"outputBackpressure":True,"idleTimeoutMs":500}))' "$gen")")
-id2=$(jf "$r" 'm["result"]["terminalId"]')
+r=$(call a terminal/create "$(jparams outputByteLimit:=4096 outputBackpressure:=true idleTimeoutMs:=500 -- sh -c "$gen")")
+id2=$(jget "$r" result.terminalId)
 main_of a "$id2"
 r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id2\",\"timeoutMs\":1500}")
-[ "$(jf "$r" 'm["result"].get("running", False)')" = true ] ||
+[ "$(jget "$r" result.running false)" = true ] ||
   fail "a job waiting for its reader was stopped as idle: $r"
 # Read it all (one connection, since + waitMs); then it is quiet, and stopped.
 cat > "$t/read_all.py" <<'PY'
@@ -77,10 +74,10 @@ PY
 PYTHONPATH="$(dirname "$0")" python3 "$t/read_all.py" "$SOCK" "$id2" > /dev/null ||
   fail "the backpressured job's output was not read to its end"
 r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id2\",\"timeoutMs\":20000}")
-[ "$(jf "$r" 'm["result"].get("running", False)')" = false ] || fail "the quiet job was not stopped by its idle timeout: $r"
+[ "$(jget "$r" result.running false)" = false ] || fail "the quiet job was not stopped by its idle timeout: $r"
 wait_gone "$mpid" "$mst" || fail "the backpressured job's main process $mpid is still running"
 r=$(call a terminal/report "{\"terminalId\":\"$id2\"}")
-[ "$(jf "$r" 'm["result"]["stop"]["reason"]')" = idle_timeout ] || fail "stop reason is not idle_timeout: $r"
+reply_is -m "stop reason is not idle_timeout" "$r" result.stop.reason=idle_timeout
 echo "ok: a job waiting for its reader is not idle; once read and quiet it is stopped"
 
 # 3. The shell verb.
@@ -97,7 +94,7 @@ echo "ok: pmon start --idle-timeout"
 
 # 4. idleTimeoutMs 0 is refused by name.
 r=$(call a terminal/create '{"command":"true","idleTimeoutMs":0}')
-jf "$r" 'm["error"]["message"]' | grep -q idleTimeoutMs || fail "idleTimeoutMs 0 not refused by name: $r"
+reply_is -m "idleTimeoutMs 0 not refused by name" "$r" "error.message~idleTimeoutMs"
 echo "ok: idleTimeoutMs 0 refused"
 
 client_close a

@@ -17,51 +17,17 @@
 serve_start
 cat > "$t/status.py" <<'PY'
 import json, socket, sys, time
+from serve_rpc import Rpc
 
 FACTS = ("timedOut", "stoppedBy", "oomKilled", "pidsMaxHit")
 
 
-class Conn:
-    """A connection that keeps the terminal/exited notifications it reads."""
-
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.connect(path)
-        self.f = self.s.makefile("rwb")
-        self.n = 0
-        self.exited = {}
-
-    def read(self):
-        line = self.f.readline()
-        if not line:
-            raise SystemExit("the service closed the connection")
-        m = json.loads(line)
-        if m.get("method") == "terminal/exited":
-            self.exited[m["params"]["terminalId"]] = m["params"]
-        return m
-
-    def call(self, method, params):
-        self.n += 1
-        self.f.write((json.dumps({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}) + "\n").encode())
-        self.f.flush()
-        while True:
-            m = self.read()
-            if m.get("id") == self.n and "method" not in m:
-                if "error" in m:
-                    raise SystemExit("%s: %s" % (method, m["error"]))
-                return m["result"]
+class Conn(Rpc):
+    """A connection, and the terminal/exited notifications it reads."""
 
     def notified(self, tid):
         """The job's terminal/exited params (20 s at most)."""
-        self.s.settimeout(20)
-        try:
-            while tid not in self.exited:
-                self.read()
-        except socket.timeout:
-            raise SystemExit("no terminal/exited for %s" % tid)
-        finally:
-            self.s.settimeout(None)
-        return self.exited[tid]
+        return super().notified("terminal/exited", lambda p: p["terminalId"] == tid)
 
     def listed(self, tid):
         return [t for t in self.call("terminal/list", {})["terminals"] if t["terminalId"] == tid][0]
@@ -123,7 +89,7 @@ same_as_report("terminal/exited", c.notified(tid), rep)
 same_as_report("terminal/list", c.listed(tid), rep)
 print("ok: exited by itself: stoppedBy null; oomKilled %s, pidsMaxHit %s as the report" % (w["oomKilled"], w["pidsMaxHit"]))
 PY
-out=$(timeout 120 python3 "$t/status.py" "$SOCK") || {
+out=$(PYTHONPATH="$(dirname "$0")" timeout 120 python3 "$t/status.py" "$SOCK") || {
   echo "$out"
   cat "$t/serve.err" >&2
   fail "job status: $out"

@@ -23,16 +23,15 @@ client_open b
 
 # 1. One of a kind.
 r=$(call a terminal/create "$(create_params "$t/d1" '{"name": "web"}')")
-id1=$(jf "$r" 'm["result"]["terminalId"]')
-[ "$(jf "$r" 'm["result"]["existing"]')" = false ] || fail "a new job said existing: $r"
+id1=$(jget "$r" result.terminalId)
+reply_is -m "a new job said existing" "$r" result.existing=false
 daemon_of "$t/d1"; d1pid=$dpid; d1st=$dst
 main_of a "$id1"; m1pid=$mpid; m1st=$mst
 r=$(call a terminal/create '{"command":"sleep","args":["1000"],"name":"web"}')
-[ "$(jf "$r" 'm["result"]["terminalId"]')" = "$id1" ] || fail "a second create named web did not return the running job: $r"
-[ "$(jf "$r" 'm["result"]["existing"]')" = true ] || fail "the running job was not said to be existing: $r"
+reply_is -m "a second create named web did not return the running job" "$r" "result.terminalId=$id1"
+reply_is -m "the running job was not said to be existing" "$r" result.existing=true
 r=$(call a terminal/list)
-[ "$(jf "$r" 'len([x for x in m["result"]["terminals"] if x.get("name") == "web"])')" = 1 ] ||
-  fail "two jobs named web: $r"
+reply_is -m "not one job named web" "$r" 'result.terminals[name=web]!=(absent)'
 echo "ok: a create with a running job's name returns it"
 
 # 2. Replace: the old tree is gone when the reply comes.
@@ -40,15 +39,15 @@ listener='import os, socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
 open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 time.sleep(1000)'
-params=$(python3 -c 'import json,sys; print(json.dumps({"command":"python3","args":["-c",sys.argv[1],sys.argv[2]],"name":"web","replace":True}))' "$listener" "$t/port")
+params=$(jparams name=web replace:=true -- python3 -c "$listener" "$t/port")
 r=$(call a terminal/create "$params")
-id2=$(jf "$r" 'm["result"]["terminalId"]')
-[ "$id2" != "$id1" ] && [ "$(jf "$r" 'm["result"]["existing"]')" = false ] || fail "replace did not start a new job: $r"
+id2=$(jget "$r" result.terminalId)
+[ "$id2" != "$id1" ] && [ "$(jget "$r" result.existing)" = false ] || fail "replace did not start a new job: $r"
 ! alive "$m1pid" "$m1st" || fail "the replaced job's main process $m1pid was alive when the reply came"
 ! alive "$d1pid" "$d1st" || fail "the replaced job's daemon $d1pid was alive when the reply came"
 r=$(call a terminal/report "{\"terminalId\":\"$id1\"}")
-[ "$(jf "$r" 'm["result"]["job"]["stoppedBy"]')" = replaced ] || fail "the replaced job's stoppedBy: $r"
-[ "$(jf "$r" 'm["result"]["cleanup_verified"]')" = true ] || fail "the replaced job not verified gone: $r"
+reply_is -m "the replaced job's stoppedBy" "$r" result.job.stoppedBy=replaced
+reply_is -m "the replaced job not verified gone" "$r" result.cleanup_verified=true
 main_of a "$id2"; m2pid=$mpid; m2st=$mst
 echo "ok: replace stops the old tree, verified gone, before the new job starts"
 
@@ -56,27 +55,26 @@ echo "ok: replace stops the old tree, verified gone, before the new job starts"
 for _ in $(seq 200); do [ -s "$t/port" ] && break; sleep 0.05; done
 port=$(cat "$t/port")
 r=$(call a terminal/find '{"name":"web"}')
-[ "$(jf "$r" 'm["result"]["terminalId"]')" = "$id2" ] || fail "find by name: $r"
+reply_is -m "find by name" "$r" "result.terminalId=$id2"
 found=""
 for _ in $(seq 100); do
   r=$(call a terminal/find "{\"port\":$port}")
-  found=$(jf "$r" 'm.get("result", {}).get("terminalId", "")')
+  found=$(jget "$r" result.terminalId "")
   [ "$found" = "$id2" ] && break
   sleep 0.05
 done
 [ "$found" = "$id2" ] || fail "find by port $port: $r"
 r=$(call b terminal/find '{"name":"web"}')
-jf "$r" 'm["error"]["message"]' | grep -q "no running terminal of yours is named 'web'" ||
-  fail "another connection found a job not its own: $r"
+reply_is -m "another connection found a job not its own" "$r" "error.message~no running terminal of yours is named 'web'"
 r=$(call b terminal/create '{"command":"sleep","args":["1000"],"name":"web"}')
-idb=$(jf "$r" 'm["result"]["terminalId"]')
-[ "$idb" != "$id2" ] && [ "$(jf "$r" 'm["result"]["existing"]')" = false ] ||
+idb=$(jget "$r" result.terminalId)
+[ "$idb" != "$id2" ] && [ "$(jget "$r" result.existing)" = false ] ||
   fail "another connection's create named web returned a job not its own: $r"
 main_of b "$idb"; mbpid=$mpid; mbst=$mst
 r=$(call a terminal/find '{}')
-jf "$r" 'm["error"]["message"]' | grep -q "name" || fail "find with neither name nor port: $r"
+reply_is -m "find with neither name nor port" "$r" "error.message~name"
 r=$(call a terminal/create '{"command":"true","replace":true}')
-jf "$r" 'm["error"]["message"]' | grep -q "'replace'" || fail "replace without a name: $r"
+reply_is -m "replace without a name" "$r" "error.message~'replace'"
 echo "ok: find by name and port, among the caller's own jobs only"
 
 # 4. A listener that is no job of the service is never found nor stopped.

@@ -53,7 +53,7 @@ send_raw c "$(printf '{"jsonrpc":"2.0","id":77,"method":"terminal/list","params"
 for i in $(seq 200); do grep -q '"code":-32700' "$t/c.out" && break; sleep 0.05; done
 grep -q '"code":-32700' "$t/c.out" || fail "no parse error for bytes that are not UTF-8: $(cat "$t/c.out")"
 r=$(call c terminal/create '{"command":"bash","args":["-c","(exec -a $'"'"'\\xffleft'"'"' sleep 1000) & until tr '"'"'\\0'"'"' '"'"' '"'"' < /proc/$!/cmdline | grep -q '"'"'left [1]000'"'"'; do sleep 0.01; done"]}')
-jid=$(jf "$r" 'm["result"]["terminalId"]')
+jid=$(jget "$r" result.terminalId)
 r=$(call c terminal/wait_for_exit '{"terminalId":"'"$jid"'"}')
 r=$(call c terminal/report '{"terminalId":"'"$jid"'"}')
 case $r in *'left 1000'*) ;; *) fail "the report does not name the leftover: $r" ;; esac

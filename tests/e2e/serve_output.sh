@@ -11,12 +11,9 @@ client_open c
 job() {  # job PARAMS-JSON -> terminal id
   local r
   r=$(call c terminal/create "$1")
-  jf "$r" 'm["result"]["terminalId"]'
+  jget "$r" result.terminalId
 }
-py_params() {  # py_params PYTHON-CODE [EXTRA-FIELDS]
-  python3 -c 'import json,sys; p={"command":"python3","args":["-c",sys.argv[1]]}; p.update(json.loads(sys.argv[2])); print(json.dumps(p))' \
-    "$1" "${2:-{\}}"
-}
+py_params() { jparams "${2:-{\}}" -- python3 -c "$1"; }  # py_params PYTHON-CODE [EXTRA-FIELDS]
 
 # 10 MiB of one-, two- and three-byte characters; the limit falls inside one.
 gen='import sys
@@ -57,10 +54,10 @@ id=$(job "$(py_params "$gen2")")
 since=0
 for i in $(seq 10000); do
   r=$(call c terminal/output '{"terminalId":"'"$id"'","since":'"$since"'}')
-  jf "$r" 'm["result"]["output"]' | head -c -1 >> "$t/got"  # jf adds a newline
-  [ "$(jf "$r" 'm["result"]["truncated"]')" = false ] || fail "a since read was truncated: $r"
-  since=$(jf "$r" 'm["result"]["next"]')
-  [ "$(jf "$r" 'm["result"]["exitStatus"] is not None and m["result"]["output"] == ""')" = true ] && break
+  jget "$r" result.output | head -c -1 >> "$t/got"  # jget adds a newline
+  reply_is -m "a since read was truncated" "$r" result.truncated=false
+  since=$(jget "$r" result.next)
+  json_holds "$r" 'result.exitStatus!=null' 'result.exitStatus!=(absent)' result.output= && break
 done
 python3 - "$gen2" "$t/got" <<'PY' || fail "since reads did not return each byte once"
 import sys
@@ -75,16 +72,15 @@ assert len(lines) == len(out) + len(err)
 PY
 
 # Written just before the kill: all of it is kept (300 KB through a 64 KiB pipe).
-id=$(job "$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1]]}))' \
+id=$(job "$(jparams -- sh -c \
   'head -c 300000 /dev/zero | tr "\0" x; echo END; touch '"$t"'/ready; exec sleep 1000')")
 for i in $(seq 400); do [ -f "$t/ready" ] && break; sleep 0.05; done
 main_of c "$id"
 r=$(call c terminal/kill '{"terminalId":"'"$id"'"}')
-[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "kill: $r"
+reply_is -m "kill" "$r" result.cleanupVerified=true
 ! alive "$mpid" "$mst" || fail "kill: the job's main process $mpid is still there"
 r=$(call c terminal/output '{"terminalId":"'"$id"'"}')
-[ "$(jf "$r" 'len(m["result"]["output"]) == 300004 and m["result"]["output"].endswith("xEND\n")')" = true ] ||
-  fail "bytes written before the kill are missing"
+reply_is -m "bytes written before the kill" "$r" 'result.output.#=300004' $'result.output$=xEND\n'
 
 client_close c
 kill -TERM "$SERVE_PID"

@@ -48,14 +48,12 @@ wait_record() {
 
 # job_report ID: the job's terminal/report, once it is over (10 s at most).
 job_report() {
-  PYTHONPATH=$(dirname "$0") python3 -c '
-import sys, json
-from serve_rpc import Rpc
-c = Rpc(sys.argv[1])
-r = c.call("terminal/wait_for_exit", {"terminalId": sys.argv[2], "timeoutMs": 10000})
-if r.get("running"):
-    raise SystemExit("job %s still running 10 s after its owner call ended" % sys.argv[2])
-print(json.dumps(c.call("terminal/report", {"terminalId": sys.argv[2]})))' "$SOCK" "$1"
+  local r
+  r=$(call_once terminal/wait_for_exit '{"terminalId":"'"$1"'","timeoutMs":10000}')
+  json_holds "$r" 'result!=(absent)' 'result.running!=true' || { echo "job $1: $r" >&2; return 1; }
+  r=$(call_once terminal/report '{"terminalId":"'"$1"'"}')
+  json_holds "$r" 'result!=(absent)' || { echo "job $1: $r" >&2; return 1; }
+  jget "$r" result
 }
 
 # (1) and (3): a run on each backend that can; cgroup first.
@@ -72,49 +70,30 @@ for b in cgroup pidns subreaper pgroup; do
   # Its leaf is inside the run's (cgroup), or the run stopped it through
   # the service: gone when the run returns, and listed.
   alive "$spid" "$sst" && fail "$b: the kept job's sleeper $spid outlived the pmon run that started it"
-  python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-pid, st = int(sys.argv[2]), int(sys.argv[3])
-assert r["cleanup_verified"] is True, r
-assert any(l["pid"] == pid and l["start_time"] == st and l["action"].startswith("SIG") for l in r["leftovers"]), r["leftovers"]' \
-    "$t/$b.json" "$spid" "$sst" || fail "$b: the run's report does not list the kept job's sleeper: $(cat "$t/$b.json")"
+  report_is -m "$b: the run's report: the kept job's sleeper" "$t/$b.json" cleanup_verified=true \
+    "leftovers[pid=$spid,start_time=$sst].action^=SIG"
   # Nothing is left for a later process with the run's pid.
   [ -z "$(ls -A "$XDG_RUNTIME_DIR/pmon/calls" 2>/dev/null)" ] || fail "$b: records left behind: $(ls -R "$XDG_RUNTIME_DIR/pmon/calls")"
   job_report "$id" > "$t/$b.job.json" || fail "$b: no report of job $id"
-  python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["job"]["stoppedBy"] == "owner call ended", r["job"]
-assert r["cleanup_verified"] is True, r' "$t/$b.job.json" || fail "$b: the job's report: $(cat "$t/$b.job.json")"
+  report_is -m "$b: the job's report" "$t/$b.job.json" "job.stoppedBy=owner call ended" cleanup_verified=true
 done
 
 # (2) A job of the service that starts a kept job itself.
 client_open c
-params=$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":[sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]]}))' \
-  "$t/outer.sh" "$PMON" "$t/inner.sleeper" "$t/inner.id")
+params=$(jparams -- sh "$t/outer.sh" "$PMON" "$t/inner.sleeper" "$t/inner.id")
 r=$(call c terminal/create "$params")
-outer=$(jf "$r" 'm["result"]["terminalId"]')
+outer=$(jget "$r" result.terminalId)
 wait_record "$t/inner.sleeper"
 for i in $(seq 200); do [ -f "$t/inner.id" ] && break; sleep 0.05; done
 inner=$(cat "$t/inner.id")
 [ -n "$inner" ] && [ "$inner" != "$outer" ] || fail "the inner job's id: '$inner'"
 r=$(call c terminal/kill '{"terminalId":"'"$outer"'"}')
-[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "kill of the outer job: $r"
+reply_is -m "kill of the outer job" "$r" result.cleanupVerified=true
 alive "$spid" "$sst" && fail "the inner kept job's sleeper $spid outlived the job that started it"
 r=$(call c terminal/report '{"terminalId":"'"$outer"'"}')
-printf '%s' "$r" | python3 -c '
-import json, sys
-r = json.loads(sys.stdin.read())["result"]
-pid, st = int(sys.argv[1]), int(sys.argv[2])
-assert any(l["pid"] == pid and l["start_time"] == st for l in r["leftovers"]), r["leftovers"]' "$spid" "$sst" ||
-  fail "the outer job's report does not list the inner job's sleeper: $r"
+reply_is -m "the outer job's report: the inner job's sleeper" "$r" "result.leftovers[pid=$spid,start_time=$sst]!=(absent)"
 job_report "$inner" > "$t/inner.job.json" || fail "no report of the inner job"
-python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["job"]["stoppedBy"] == "owner call ended", r["job"]' "$t/inner.job.json" ||
-  fail "the inner job's report: $(cat "$t/inner.job.json")"
+report_is -m "the inner job's report" "$t/inner.job.json" "job.stoppedBy=owner call ended"
 client_close c
 
 kill -TERM "$SERVE_PID"

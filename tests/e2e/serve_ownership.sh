@@ -18,7 +18,7 @@ daemon_of "$t/s1"; s1="$dpid $dst"
 daemon_of "$t/s2"; s2="$dpid $dst"
 
 r=$(call a session/close '{"sessionId":"s1"}')
-[ "$(jf "$r" 'm["result"]["stopping"]')" = 1 ] || fail "session/close: $r"
+reply_is -m "session/close" "$r" result.stopping=1
 wait_gone $s1 || fail "session/close left the daemon of session s1 running"
 alive $s2 || fail "session/close of s1 stopped session s2's job"
 alive $plain || fail "session/close of s1 stopped a job of no session"
@@ -31,7 +31,7 @@ alive $kept || fail "the connection's end stopped a kept job"
 # The kept job is the service's now: another connection sees it.
 client_open b
 r=$(call b terminal/list)
-[ "$(jf "$r" '[t["name"] for t in m["result"]["terminals"]]')" = '["kept"]' ] || fail "list after the close: $r"
+reply_is -m "list after the close" "$r" 'result.terminals.*.name=["kept"]'
 client_close b
 
 # The cgroup leaves of jobs that are over go while the service runs on: of
@@ -39,11 +39,11 @@ client_close b
 # keeps for reuse (and the kept job's, still running).
 client_open d
 r=$(call d terminal/create '{"command":"true"}')
-id=$(jf "$r" 'm["result"]["terminalId"]')
+id=$(jget "$r" result.terminalId)
 call d terminal/wait_for_exit '{"terminalId":"'"$id"'"}' > /dev/null
 r=$(call d terminal/report '{"terminalId":"'"$id"'"}')
-if [ "$(jf "$r" 'm["result"]["confinement"]')" = cgroup ]; then
-  leaf=$(jf "$r" 'm["result"]["cgroup"]')
+if [ "$(jget "$r" result.confinement)" = cgroup ]; then
+  leaf=$(jget "$r" result.cgroup)
   leaves="$(dirname "$leaf")/$(basename "$leaf" | sed 's/-[0-9]*$//')-"
   for i in $(seq 24); do
     call d terminal/create '{"command":"sleep","args":["600"],"sessionId":"many"}' > /dev/null
@@ -51,7 +51,7 @@ if [ "$(jf "$r" 'm["result"]["confinement"]')" = cgroup ]; then
   n=$(ls -d "$leaves"* | wc -l)
   [ "$n" -ge 25 ] || fail "only $n cgroup leaves for 25 running jobs"
   r=$(call d session/close '{"sessionId":"many"}')
-  [ "$(jf "$r" 'm["result"]["stopping"]')" = 24 ] || fail "session/close: $r"
+  reply_is -m "session/close" "$r" result.stopping=24
   for i in $(seq 200); do
     n=$(ls -d "$leaves"* 2>/dev/null | wc -l)
     [ "$n" -le 17 ] && break

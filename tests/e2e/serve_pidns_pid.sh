@@ -18,9 +18,9 @@ for mode in $modes; do
   client_open "c_$mode"
   params='{"command":"python3","args":["-m","http.server","0","--bind","127.0.0.1"],"name":"web"}'
   r=$(call "c_$mode" terminal/create "$params")
-  id=$(jf "$r" 'm["result"]["terminalId"]')
+  id=$(jget "$r" result.terminalId)
   r=$(call "c_$mode" terminal/list)
-  pid=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$id"'"][0]')
+  pid=$(jget "$r" "result.terminals[terminalId=$id].pid")
   record_pid "$pid"
   cmdline=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null || true)
   # (python3 may be a wrapper that execs the interpreter by its full path)
@@ -33,14 +33,14 @@ for mode in $modes; do
 
   # The command is the process that listens.
   r=$(call "c_$mode" terminal/wait_for_port '{"terminalId":"'"$id"'","timeoutMs":20000}')
-  port=$(jf "$r" 'm.get("result", {}).get("port", 0)')
+  port=$(jget "$r" result.port 0)
   [ "$port" != 0 ] || fail "$mode: wait_for_port: $r"
-  [ "$(jf "$r" 'm["result"]["pid"]')" = "$pid" ] || fail "$mode: wait_for_port names another pid than $pid: $r"
+  reply_is -m "$mode: wait_for_port names another pid than $pid" "$r" "result.pid=$pid"
   python3 -c 'import sys,urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/" % sys.argv[1], timeout=10).read()' "$port" ||
     fail "$mode: nothing answers HTTP on port $port"
 
   r=$(call "c_$mode" terminal/release '{"terminalId":"'"$id"'"}')
-  [ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "$mode: release: $r"
+  reply_is -m "$mode: release" "$r" result.cleanupVerified=true
   client_close "c_$mode"
   kill -TERM "$SERVE_PID"
   wait "$SERVE_PID" || fail "$mode: pmon serve exited $?"

@@ -77,7 +77,7 @@ EOF
   wait "$tracer" 2>/dev/null || true
 
   for i in $(seq 0 $((jobs - 1))); do
-    [ -z "$(alive_in "$t/$mode.$i")" ] || fail "$mode: a process of job $i survived: $(alive_in "$t/$mode.$i")"
+    all_gone "$t/$mode.$i" "$mode: the processes of job $i"
   done
   walks=$(grep -cE 'openat\(AT_FDCWD, "/proc", ' "$t/$mode.trace" || true)
   stats=$(grep -cE 'openat\(AT_FDCWD, "/proc/[0-9]+/stat"' "$t/$mode.trace" || true)

@@ -21,14 +21,12 @@ time.sleep(1000)'
 
 serve_start
 client_open c
-pa=$(python3 -c 'import json,sys; print(json.dumps({"command":"python3","args":["-c",sys.argv[1],sys.argv[2]],"name":"main-listens"}))' \
-  "$listener" "$t/a")
-pb=$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c","python3 -c \"$0\" \"$1\" & wait",sys.argv[1],sys.argv[2]],"name":"child-listens"}))' \
-  "$listener" "$t/b")
-r=$(call c terminal/create "$pa"); ida=$(jf "$r" 'm["result"]["terminalId"]')
-r=$(call c terminal/create "$pb"); idb=$(jf "$r" 'm["result"]["terminalId"]')
+pa=$(jparams name=main-listens -- python3 -c "$listener" "$t/a")
+pb=$(jparams name=child-listens -- sh -c 'python3 -c "$0" "$1" & wait' "$listener" "$t/b")
+r=$(call c terminal/create "$pa"); ida=$(jget "$r" result.terminalId)
+r=$(call c terminal/create "$pb"); idb=$(jget "$r" result.terminalId)
 r=$(call c terminal/list)
-mainb=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$idb"'"][0]')
+mainb=$(jget "$r" "result.terminals[terminalId=$idb].pid")
 record_pid "$mainb"
 
 for f in a b; do
@@ -45,24 +43,23 @@ done
 for f in b a b a; do
   eval "id=\$id$f pid=\$pid_$f st=\$st_$f port=\$port_$f"
   r=$(call c terminal/wait_for_port '{"terminalId":"'"$id"'","timeoutMs":20000}')
-  [ "$(jf "$r" 'm["result"]["port"]')" = "$port" ] ||
-    fail "wait_for_port of job $f ($id) answered another port, want its own $port: $r"
-  got=$(jf "$r" 'm["result"]["pid"]')
+  reply_is -m "wait_for_port of job $f ($id) answered another port, want its own $port" "$r" "result.port=$port"
+  got=$(jget "$r" result.pid)
   [ "$got" = "$pid" ] || fail "wait_for_port of job $f ($id) answered pid $got, want its listener $pid: $r"
   [ "$(start_time_of "$got")" = "$st" ] || fail "wait_for_port of job $f: pid $got is not the listener (start time)"
-  [ "$(jf "$r" 'm["result"]["address"]')" = 127.0.0.1 ] || fail "wait_for_port of job $f: address: $r"
+  reply_is -m "wait_for_port of job $f: address" "$r" result.address=127.0.0.1
   # The port it was asked for: its own is found, the other job's is not.
   r=$(call c terminal/wait_for_port '{"terminalId":"'"$id"'","port":'"$port"',"timeoutMs":20000}')
-  [ "$(jf "$r" 'm["result"]["pid"]')" = "$pid" ] || fail "wait_for_port of job $f on port $port: $r"
+  reply_is -m "wait_for_port of job $f on port $port" "$r" "result.pid=$pid"
 done
 r=$(call c terminal/wait_for_port '{"terminalId":"'"$ida"'","port":'"$port_b"',"timeoutMs":300}')
-[ "$(jf "$r" '"error" in m')" = true ] || fail "job a was said to listen on job b's port $port_b: $r"
+reply_is -m "job a was said to listen on job b's port $port_b" "$r" 'error!=(absent)'
 
 r=$(call c terminal/list)
 for f in a b; do
   eval "id=\$id$f pid=\$pid_$f port=\$port_$f"
-  [ "$(jf "$r" '[[p["port"],p["pid"]] for t in m["result"]["terminals"] if t["terminalId"]=="'"$id"'" for p in t["ports"]]')" = "[[$port, $pid]]" ] ||
-    fail "terminal/list: the ports of job $f ($id) are not just its listener's $port (pid $pid): $r"
+  reply_is -m "terminal/list: the ports of job $f: just its listener's" "$r" "result.terminals[terminalId=$id].ports.#=1" \
+    "result.terminals[terminalId=$id].ports.0.port=$port" "result.terminals[terminalId=$id].ports.0.pid=$pid"
 done
 
 for id in "$ida" "$idb"; do call c terminal/release '{"terminalId":"'"$id"'"}' > /dev/null; done

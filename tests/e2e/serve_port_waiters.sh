@@ -72,7 +72,7 @@ done
   fail "strace did not attach: $(cat "$t/strace.err")"
 client_open c
 r=$(call c terminal/list '{"sessionId":"nobody"}')
-[ "$(jf "$r" 'm["result"]["terminals"]')" = "[]" ] || fail "another client's terminal/list: $r"
+reply_is -m "another client's terminal/list" "$r" "result.terminals=[]"
 sleep 1
 kill -INT "$tracer"
 wait "$tracer" 2>/dev/null || true

@@ -80,11 +80,11 @@ jobs_of() {
   local r
   client_open "a$1"
   r=$(call "a$1" terminal/create "$(create_params "$t/d$1-1" '{"name":"dev-'"$1"'"}')")
-  id1=$(jf "$r" 'm["result"]["terminalId"]')
+  id1=$(jget "$r" result.terminalId)
   r=$(call "a$1" terminal/create "$(create_params "$t/d$1-2" '{"spoolByteLimit":0}')")
-  id2=$(jf "$r" 'm["result"]["terminalId"]')
+  id2=$(jget "$r" result.terminalId)
   r=$(call "a$1" terminal/create '{"command":"true","keep":true}')
-  id3=$(jf "$r" 'm["result"]["terminalId"]')
+  id3=$(jget "$r" result.terminalId)
   call "a$1" terminal/wait_for_exit '{"terminalId":"'"$id3"'"}' > /dev/null
   daemon_of "$t/d$1-1"; d1="$dpid $dst"
   daemon_of "$t/d$1-2"; d2="$dpid $dst"

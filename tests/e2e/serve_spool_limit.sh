@@ -12,10 +12,10 @@ client_open c
 spool_of() {  # spool_of SPOOL-BYTE-LIMIT: the spool of a job that wrote 5 MiB
   local r id
   r=$(call c terminal/create '{"command":"head","args":["-c","5242880","/dev/zero"],"spoolByteLimit":'"$1"'}')
-  id=$(jf "$r" 'm["result"]["terminalId"]')
+  id=$(jget "$r" result.terminalId)
   call c terminal/wait_for_exit '{"terminalId":"'"$id"'"}' > /dev/null
   r=$(call c terminal/report '{"terminalId":"'"$id"'"}')
-  jf "$r" 'm["result"]["job"]["spoolPath"]'
+  jget "$r" result.job.spoolPath
 }
 on_disk() { cat "$1" "$1.1" 2>/dev/null | wc -c; }
 

@@ -11,7 +11,7 @@ mkfifo "$t/in"
 spid=$!
 record_pid "$spid"
 exec {w}> "$t/in"
-printf '%s\n' "$(python3 -c 'import json,sys; print(json.dumps({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":json.loads(sys.argv[1])}))' "$(create_params "$t/d1" '{"keep":true}')")" >&"$w"
+printf '{"jsonrpc":"2.0","id":1,"method":"terminal/create","params":%s}\n' "$(create_params "$t/d1" '{"keep":true}')" >&"$w"
 daemon_of "$t/d1"
 grep -Eq '"terminalId":"t[0-9a-f]{16}"' "$t/out" || fail "no terminalId on stdout: $(cat "$t/out")"
 exec {w}>&-
@@ -29,7 +29,7 @@ exec {w}> "$t/in"
 for i in $(seq 100); do [ -s "$t/spid" ] && break; sleep 0.05; done
 spid=$(cat "$t/spid")
 record_pid "$spid"
-printf '%s\n' "$(python3 -c 'import json,sys; print(json.dumps({"jsonrpc":"2.0","id":1,"method":"terminal/create","params":json.loads(sys.argv[1])}))' "$(create_params "$t/d2")")" >&"$w"
+printf '{"jsonrpc":"2.0","id":1,"method":"terminal/create","params":%s}\n' "$(create_params "$t/d2")" >&"$w"
 daemon_of "$t/d2"
 st=$(start_time_of "$spid")
 kill -KILL "$ppid"

@@ -28,16 +28,9 @@ exits_ok() {
 } > "$t/requests"
 "$PMON" serve --stdio -q < "$t/requests" > "$t/out" 2> "$t/err" &
 exits_ok "serve --stdio < file"
-python3 - "$t/out" <<'EOF' || fail "the replies to the file's requests: $(cat "$t/out")"
-import json, sys
-msgs = [json.loads(l) for l in open(sys.argv[1])]
-by_id = {m.get("id"): m for m in msgs if "method" not in m}
-tid = by_id[1]["result"]["terminalId"]
-assert tid.startswith("t") and len(tid) == 17, by_id
-assert [t["terminalId"] for t in by_id[2]["result"]["terminals"]] == [tid], by_id[2]
-assert by_id[None]["error"]["code"] == -32700, by_id[None]
-assert len(by_id[3]["result"]["terminals"]) == 1, by_id[3]
-EOF
+tid=$(jget "lines:$t/out" '[id=1].result.terminalId')
+report_is -m "the replies to the file's requests" "lines:$t/out" '[id=1].result.terminalId^=t' '[id=1].result.terminalId.#=17' \
+  "[id=2].result.terminals.*.terminalId=[\"$tid\"]" '[id=null].error.code=-32700' '[id=3].result.terminals.#=1'
 
 "$PMON" serve --stdio -q < /dev/null > "$t/out" 2> "$t/err" &
 exits_ok "serve --stdio < /dev/null"
@@ -50,12 +43,8 @@ exits_ok "serve --stdio < /dev/null"
 } > "$t/mcp_requests"
 "$PMON" mcp < "$t/mcp_requests" > "$t/out" 2> "$t/err" &
 exits_ok "mcp < file"
-python3 - "$t/out" <<'EOF' || fail "mcp's replies to the file's requests: $(cat "$t/out")"
-import json, sys
-by_id = {m.get("id"): m for m in map(json.loads, open(sys.argv[1]))}
-assert "serverInfo" in by_id[1]["result"], by_id[1]
-assert any(t["name"] == "run" for t in by_id[2]["result"]["tools"]), by_id[2]
-EOF
+report_is -m "mcp's replies to the file's requests" "lines:$t/out" '[id=1].result.serverInfo!=(absent)' \
+  '[id=2].result.tools[name=run]!=(absent)'
 
 "$PMON" mcp < /dev/null > "$t/out" 2> "$t/err" &
 exits_ok "mcp < /dev/null"

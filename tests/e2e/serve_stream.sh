@@ -206,55 +206,40 @@ b = bytes(range(256)) * 4096
 for i in range(20):
     sys.stdout.buffer.write(b)'
 want=$(python3 -c "$gen" | md5sum | cut -d' ' -f1)
-r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" every-byte "$gen")
-[ "$(jf "$r" 'm["reply"]')" = '{"since": 0, "stream": true, "truncated": false}' ] || fail "every-byte: the stream's reply: $r"
-[ "$(jf "$r" 'm["bytes"]')" = $((20 << 20)) ] || fail "every-byte: not every byte came through the stream: $r"
-[ "$(jf "$r" 'm["md5"]')" = "$want" ] || fail "every-byte: the bytes differ from those the job wrote: $r"
-[ "$(jf "$r" 'm["after"]["output"] == "" and m["after"]["exitStatus"]["exitCode"] == 0 and not m["after"]["truncated"]')" = true ] ||
-  fail "every-byte: the read after the stream's end: $r"
-[ "$(jf "$r" 'm["fd_with_text"]')" = false ] || fail "every-byte: an fd came with a plain read: $r"
+stream() { PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" "$@"; }
+r=$(stream every-byte "$gen")
+reply_is -m every-byte "$r" 'reply={"since": 0, "stream": true, "truncated": false}' "bytes=$((20 << 20))" \
+  "md5=$want" 'after.output=' 'after.exitStatus.exitCode=0' 'after.truncated=false' 'fd_with_text=false'
 
 # follow: false ends at what was there; the raw byte is kept as is; a
 # since past the end starts there; the release ends a following stream.
-r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" now)
-[ "$(jf "$r" 'm["text"]')" = 616263ff ] || fail "now: the stream did not give the job's bytes as written: $r"
-[ "$(jf "$r" 'm["ended"]')" = true ] || fail "now: follow false did not end at what was there: $r"
-[ "$(jf "$r" 'm["beyond"]["since"] == 4 and m["beyond_bytes"] == 0')" = true ] || fail "now: a since past the end: $r"
-[ "$(jf "$r" 'm["released"] and m["after_release"] == "6263ff" and m["release_ended"]')" = true ] ||
-  fail "now: the release did not end the stream after its bytes: $r"
+r=$(stream now)
+reply_is -m now "$r" 'text=616263ff' 'ended=true' 'beyond.since=4' 'beyond_bytes=0' \
+  'released=true' 'after_release=6263ff' 'release_ended=true'
 
 # A reader that falls behind: an early end, then the read says so.
-r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" behind)
-[ "$(jf "$r" 'm["bytes"] < 8388608 and m["md5"] == m["want_md5"]')" = true ] || fail "behind: what the stream gave: $r"
-[ "$(jf "$r" 'm["after"]["truncated"] and m["after"]["next"] == 8388608 and 0 < m["after_bytes"] <= 65536')" = true ] ||
-  fail "behind: the read after an early end does not say bytes were dropped: $r"
-[ "$(jf "$r" 'm["late"]["truncated"] and m["late"]["since"] == 8388608 - 65536 and m["late_bytes"] == 65536')" = true ] ||
-  fail "behind: a stream from 0 of a job that dropped bytes: $r"
+r=$(stream behind)
+reply_is -m behind "$r" 'bytes<8388608' "md5=$(jget "$r" want_md5)" 'after.truncated=true' 'after.next=8388608' \
+  'after_bytes>0' 'after_bytes<=65536' 'late.truncated=true' "late.since=$((8388608 - 65536))" 'late_bytes=65536'
 
-r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" reader-gone)
-[ "$(jf "$r" 'm["status"]')" = '["running"]' ] || fail "reader-gone: the job or the service did not go on: $r"
-[ "$(jf "$r" 'm["again"]["stream"] and m["again_bytes"] > 0 and m["released"]')" = true ] ||
-  fail "reader-gone: a second stream from where the first stopped: $r"
+r=$(stream reader-gone)
+reply_is -m reader-gone "$r" 'status=["running"]' 'again.stream=true' 'again_bytes>0' 'released=true'
 
-r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" conn-gone)
-[ "$(jf "$r" 'm["ended"] and m["released"]')" = true ] || fail "conn-gone: the stream outlived its connection: $r"
+r=$(stream conn-gone)
+reply_is -m conn-gone "$r" 'ended=true' 'released=true'
 
-r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" pty)
-[ "$(jf "$r" 'm["bytes"] == "from-pty\r\nagain\r\n" and m["exit"]["exitCode"] == 0')" = true ] || fail "pty: the stream of a pty job: $r"
+r=$(stream pty)
+reply_is -m pty "$r" $'bytes=from-pty\r\nagain\r\n' 'exit.exitCode=0'
 
-r=$(PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" bad)
-[ "$(jf "$r" 'm["not_bool"]["code"] == -32602 and "stream" in m["not_bool"]["message"]')" = true ] || fail "bad: stream not a boolean: $r"
-[ "$(jf "$r" 'm["follow_not_bool"]["code"] == -32602 and "follow" in m["follow_not_bool"]["message"]')" = true ] ||
-  fail "bad: follow not a boolean: $r"
-[ "$(jf "$r" 'm["stderr"]["code"] == -32602 and "stderr" in m["stderr"]["message"]')" = true ] || fail "bad: stream with stderrSince: $r"
-[ "$(jf "$r" '"unknown terminal" in m["unknown"]["message"]')" = true ] || fail "bad: an unknown terminal: $r"
-[ "$(jf "$r" '"too many streams" in m["too_many"]["message"] and not m["too_many_fd"]')" = true ] || fail "bad: 65 streams: $r"
-[ "$(jf "$r" 'm["released"] and m["all_ended"] and m["still_serving"]')" = true ] || fail "bad: after the 64 streams: $r"
+r=$(stream bad)
+reply_is -m bad "$r" 'not_bool.code=-32602' 'not_bool.message~stream' 'follow_not_bool.code=-32602' \
+  'follow_not_bool.message~follow' 'stderr.code=-32602' 'stderr.message~stderr' 'unknown.message~unknown terminal' \
+  'too_many.message~too many streams' 'too_many_fd=false' 'released=true' 'all_ended=true' 'still_serving=true'
 
 # pmon logs -f prints the raw bytes too, and ends with the job.
 client_open c
 r=$(call c terminal/create '{"command":"sh","args":["-c","printf \"a\\377\\n\"; sleep 0.3; printf \"b\\n\""],"keep":true}')
-id=$(jf "$r" 'm["result"]["terminalId"]')
+id=$(jget "$r" result.terminalId)
 [ "$("$PMON" logs -f --socket "$SOCK" "$id" | od -An -tx1 | tr -d ' \n')" = 61ff0a620a ] || fail "pmon logs -f did not print the raw bytes"
 call c terminal/release '{"terminalId":"'"$id"'"}' > /dev/null
 client_close c
@@ -265,50 +250,30 @@ wait "$SERVE_PID" || fail "pmon serve exited $?"
 # --stdio: on pipes a stream is refused (and the next request served); on a
 # socket it works.
 # (Each request after the create's answer: ids are random.)
-r=$(python3 -c '
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "serve", "-q", "--stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-def ask(n, method, params):
-    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
-    p.stdin.flush()
-    while True:
-        line = p.stdout.readline()
-        if json.loads(line).get("id") == n:
-            sys.stdout.write(line.decode())
-            return json.loads(line)
-tid = ask(1, "terminal/create", {"command": "echo", "args": ["hi"]})["result"]["terminalId"]
-ask(2, "terminal/output", {"terminalId": tid, "stream": True})
-ask(3, "terminal/list", {})
-p.stdin.close()
-p.wait()' "$PMON")
-printf '%s\n' "$r" | python3 -c '
+PYTHONPATH="$(dirname "$0")" python3 - "$PMON" > "$t/pipes.json" <<'PY'
 import json, sys
-m = {x.get("id"): x for x in map(json.loads, sys.stdin) if "id" in x}
-assert m[2]["error"]["code"] == -32602 and "Unix socket" in m[2]["error"]["message"], m[2]
-assert "result" in m[3], m[3]' || fail "--stdio on pipes: the stream was not refused in one line, or the service stopped serving: $r"
-python3 - "$PMON" <<'PY' || fail "--stdio on a socket: no stream"
-import array, json, os, socket, subprocess, sys
+from serve_rpc import Rpc
+c = Rpc.stdio(sys.argv[1])
+tid = c.call("terminal/create", {"command": "echo", "args": ["hi"]})["terminalId"]
+out = {"stream": c.message("terminal/output", {"terminalId": tid, "stream": True}),
+       "list": c.message("terminal/list", {})}
+c.close()
+print(json.dumps(out))
+PY
+report_is -m "--stdio on pipes" "$t/pipes.json" 'stream.error.code=-32602' 'stream.error.message~Unix socket' 'list.result!=(absent)'
+PYTHONPATH="$(dirname "$0")" python3 - "$PMON" <<'PY' || fail "--stdio on a socket: no stream"
+import os, socket, subprocess, sys
+from serve_rpc import FdRpc
 a, b = socket.socketpair()
 p = subprocess.Popen([sys.argv[1], "serve", "-q", "--stdio"], stdin=b, stdout=b)
 b.close()
-def call(i, method, params):
-    a.sendall((json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n").encode())
-    buf, fds = b"", []
-    while True:
-        data, anc, _, _ = a.recvmsg(1 << 16, socket.CMSG_SPACE(4))
-        for level, kind, raw in anc:
-            fds += list(array.array("i", raw))
-        buf += data
-        for line in buf.split(b"\n")[:-1]:
-            m = json.loads(line)
-            if m.get("id") == i:
-                return m, fds
-tid = call(1, "terminal/create", {"command": "echo", "args": ["through a socket"]})[0]["result"]["terminalId"]
-call(2, "terminal/wait_for_exit", {"terminalId": tid})
-m, fds = call(3, "terminal/output", {"terminalId": tid, "stream": True})
-assert m["result"]["stream"] and len(fds) == 1, m
-assert os.read(fds[0], 100) == b"through a socket\n"
-assert os.read(fds[0], 100) == b""
+c = FdRpc(a)
+tid = c.message("terminal/create", {"command": "echo", "args": ["through a socket"]})[0]["result"]["terminalId"]
+c.message("terminal/wait_for_exit", {"terminalId": tid})
+m, fd = c.message("terminal/output", {"terminalId": tid, "stream": True})
+assert m["result"]["stream"] and fd is not None and not c.fds, m
+assert os.read(fd, 100) == b"through a socket\n"
+assert os.read(fd, 100) == b""
 a.close()
 assert p.wait(30) == 0
 PY

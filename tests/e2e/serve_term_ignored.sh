@@ -9,12 +9,12 @@
 serve_start --grace 20s  # long: the other client is served well within it, even on a loaded machine
 client_open a
 client_open b
-params=$(python3 -c 'import json,sys; print(json.dumps({"command":"sh","args":["-c",sys.argv[1]]}))' '
+params=$(jparams -- sh -c '
   trap "" TERM
   setsid sh -c "'"$HOSTPID_SH"'; echo \$hp \$(cut -d\" \" -f22 /proc/\$\$/stat) > '"$t"'/d.tmp; mv '"$t"'/d.tmp '"$t"'/d; exec sleep 1000" &
   exec sleep 1000')
 r=$(call a terminal/create "$params")
-id=$(jf "$r" 'm["result"]["terminalId"]')
+id=$(jget "$r" result.terminalId)
 daemon_of "$t/d"
 main_of b "$id"
 
@@ -22,13 +22,13 @@ main_of b "$id"
 # tree is gone.
 send_raw a '{"jsonrpc":"2.0","id":"kill","method":"terminal/kill","params":{"terminalId":"'"$id"'"}}'
 r=$(call b terminal/list)
-[ "$(jf "$r" '[t["status"] for t in m["result"]["terminals"]]')" = '["stopping"]' ] || fail "list during the grace: $r"
+reply_is -m "list during the grace" "$r" 'result.terminals.*.status=["stopping"]'
 r=$(call b terminal/create '{"command":"echo","args":["served meanwhile"]}')
-other=$(jf "$r" 'm["result"]["terminalId"]')
+other=$(jget "$r" result.terminalId)
 r=$(call b terminal/wait_for_exit '{"terminalId":"'"$other"'"}')
-[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "the other client's job: $r"
+reply_is -m "the other client's job" "$r" result.exitCode=0
 r=$(call b terminal/output '{"terminalId":"'"$other"'"}')
-[ "$(jf "$r" 'm["result"]["output"]')" = "served meanwhile" ] || fail "the other client's output: $r"
+reply_is -m "the other client's output" "$r" $'result.output=served meanwhile\n'
 ! grep -q '"id":"kill"' "$t/a.out" || fail "the kill was answered before the other client was served"
 alive "$dpid" "$dst" || fail "the TERM-ignoring daemon died before its grace was over"
 
@@ -37,18 +37,17 @@ for i in $(seq 1000); do
   sleep 0.05
 done
 r=$(grep '"id":"kill"' "$t/a.out") || fail "no answer to the kill"
-[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "kill: $r"
+reply_is -m "kill" "$r" result.cleanupVerified=true
 ! alive "$dpid" "$dst" || fail "the daemon survived the kill"
 ! alive "$mpid" "$mst" || fail "the job's main process $mpid survived the kill"
 r=$(call a terminal/report '{"terminalId":"'"$id"'"}')
-[ "$(jf "$r" 'm["result"]["outcome"]')" = cancelled ] || fail "report: $r"
-[ "$(jf "$r" 'm["result"]["stop"]["kill_sent_ms"] is not None')" = true ] || fail "report has no SIGKILL: $r"
-[ "$(jf "$r" '[l["action"] for l in m["result"]["leftovers"] if l["pid"]=='"$dpid"']')" = '["SIGKILL"]' ] ||
-  fail "report: the daemon was not killed with SIGKILL: $r"
-[ "$(jf "$r" 'm["result"]["job"]["stoppedBy"]')" = kill ] || fail "report: stoppedBy: $r"
+reply_is -m "report" "$r" result.outcome=cancelled
+reply_is -m "report has no SIGKILL" "$r" 'result.stop.kill_sent_ms>=0'
+reply_is -m "report: the daemon's SIGKILL" "$r" "result.leftovers[pid=$dpid].action=SIGKILL"
+reply_is -m "report: stoppedBy" "$r" result.job.stoppedBy=kill
 # The output of a killed job stays readable.
 r=$(call a terminal/output '{"terminalId":"'"$id"'"}')
-[ "$(jf "$r" 'm["result"]["exitStatus"]["signal"]')" = SIGKILL ] || fail "output after the kill: $r"
+reply_is -m "output after the kill" "$r" result.exitStatus.signal=SIGKILL
 client_close a
 client_close b
 kill -TERM "$SERVE_PID"

@@ -48,10 +48,10 @@ for i in $(seq 100); do [ -S "$usock" ] && break; sleep 0.05; done
 [ "$(stat -c '%u %a' "$usock")" = "$TEST_UID 600" ] || fail "socket owner/mode: $(stat -c '%u %a' "$usock")"
 
 r=$(rpc_as "$TEST_UID" "$usock" terminal/create "$(create_params "$u/d" '{"keep":true}')")
-id=$(jf "$r" 'm["result"]["terminalId"]')
+id=$(jget "$r" result.terminalId)
 daemon_of "$u/d"
 r=$(rpc_as "$TEST_UID" "$usock" terminal/list '{}')
-mpid=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$id"'"][0]')
+mpid=$(jget "$r" "result.terminals[terminalId=$id].pid")
 mst=$(start_time_of "$mpid"); record_pid "$mpid"
 [ "$(stat -c %u "/proc/$dpid")" = "$TEST_UID" ] || fail "the job does not run as $TEST_USER"
 leaf=$(grep ^0:: "/proc/$dpid/cgroup" | cut -d: -f3)
@@ -63,12 +63,12 @@ esac
 # Root may talk to the user's service; another user cannot connect to the
 # 0600 socket, and when the socket is opened up, is refused by uid.
 r=$(rpc_as 0 "$usock" terminal/list '{}')
-[ "$(jf "$r" 'len(m["result"]["terminals"])')" = 1 ] || fail "root was not served: $r"
+reply_is -m "root was not served" "$r" result.terminals.#=1
 r=$(rpc_as "$OTHER_UID" "$usock" terminal/list '{}')
 case $r in "refused: "*) ;; *) fail "another user connected to the 0600 socket: $r" ;; esac
 chmod 666 "$usock"
 r=$(rpc_as "$OTHER_UID" "$usock" terminal/list '{}')
-case $(jf "$r" 'm["error"]["message"]') in
+case $(jget "$r" error.message) in
   "permission denied"*) ;;
   *) fail "another uid was served: $r" ;;
 esac
@@ -76,18 +76,18 @@ esac
 # The user's pmon logs -f reads its job's output through a stream.
 chmod 600 "$usock"
 r=$(rpc_as "$TEST_UID" "$usock" terminal/create '{"command":"sh","args":["-c","echo one; sleep 0.2; echo two"],"keep":true}')
-lid=$(jf "$r" 'm["result"]["terminalId"]')
+lid=$(jget "$r" result.terminalId)
 r=$(rpc_as "$TEST_UID" "$usock" terminal/list '{}')
-lpid=$(jf "$r" '[t["pid"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$lid"'"][0]')
+lpid=$(jget "$r" "result.terminals[terminalId=$lid].pid")
 lst=$(start_time_of "$lpid"); record_pid "$lpid"
 [ "$(setpriv --reuid="$TEST_UID" --regid="$TEST_UID" --clear-groups "$PMON" logs -f --socket "$usock" "$lid")" = "one
 two" ] || fail "the user's pmon logs -f did not print its job's output"
 r=$(rpc_as "$TEST_UID" "$usock" terminal/release '{"terminalId":"'"$lid"'"}')
-[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release of the logs job: $r"
+reply_is -m "release of the logs job" "$r" result.cleanupVerified=true
 [ -z "$lst" ] || ! alive "$lpid" "$lst" || fail "release of the logs job: its main process $lpid is still there"
 
 r=$(rpc_as "$TEST_UID" "$usock" terminal/release '{"terminalId":"'"$id"'"}')
-[ "$(jf "$r" 'm["result"]["cleanupVerified"]')" = true ] || fail "release: $r"
+reply_is -m "release" "$r" result.cleanupVerified=true
 ! alive "$dpid" "$dst" || fail "the release left the daemon running"
 ! alive "$mpid" "$mst" || fail "the release left the job's main process $mpid running"
 kill -TERM "$upid"
@@ -99,7 +99,7 @@ left=$(find "$D" -mindepth 1 -type d -name 'pmon-*')
 serve_start
 chmod 666 "$SOCK"
 r=$(rpc_as "$TEST_UID" "$SOCK" terminal/list '{}')
-case $(jf "$r" 'm["error"]["message"]') in
+case $(jget "$r" error.message) in
   "permission denied"*) ;;
   *) fail "root's service served $TEST_USER: $r" ;;
 esac

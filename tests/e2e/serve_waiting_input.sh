@@ -14,9 +14,9 @@ serve_start
 client_open c
 export PMON_SOCKET=$SOCK
 
-create() { jf "$(call c terminal/create "$1")" 'm["result"]["terminalId"]'; }
+create() { jget "$(call c terminal/create "$1")" result.terminalId; }
 # waiting ID: its waitingForInput in terminal/list.
-waiting() { jf "$(call c terminal/list)" '[t["waitingForInput"] for t in m["result"]["terminals"] if t["terminalId"]=="'"$1"'"][0]'; }
+waiting() { jget "$(call c terminal/list)" "result.terminals[terminalId=$1].waitingForInput"; }
 # until_waiting ID WANT: up to 10 s for waitingForInput to be WANT.
 until_waiting() {
   local i
@@ -43,16 +43,15 @@ echo "ok: terminal/list tells the readers (pipe, pty, a child) from a sleeper"
 # terminal/output and a wait_for_exit that times out say it too (and of the
 # sleeper, that it does not wait for input).
 r=$(call c terminal/output '{"terminalId":"'"$reader"'"}')
-[ "$(jf "$r" 'm["result"]["waitingForInput"]')" = true ] || fail "terminal/output does not say waitingForInput: $r"
+reply_is -m "terminal/output does not say waitingForInput" "$r" result.waitingForInput=true
 r=$(call c terminal/output '{"terminalId":"'"$reader"'","tail":100}')
-[ "$(jf "$r" 'm["result"]["waitingForInput"]')" = true ] || fail "terminal/output's view does not say waitingForInput: $r"
+reply_is -m "terminal/output's view does not say waitingForInput" "$r" result.waitingForInput=true
 r=$(call c terminal/wait_for_exit '{"terminalId":"'"$reader"'","timeoutMs":100}')
-[ "$(jf "$r" '[m["result"]["running"], m["result"]["waitingForInput"]]')" = "[true, true]" ] ||
-  fail "a timed-out terminal/wait_for_exit does not say waitingForInput: $r"
+reply_is -m "a timed-out terminal/wait_for_exit" "$r" result.running=true result.waitingForInput=true
 r=$(call c terminal/output '{"terminalId":"'"$sleeper"'"}')
-[ "$(jf "$r" 'm["result"]["waitingForInput"]')" = false ] || fail "terminal/output says a sleeper waits for input: $r"
+reply_is -m "terminal/output says a sleeper waits for input" "$r" result.waitingForInput=false
 r=$(call c terminal/wait_for_exit '{"terminalId":"'"$sleeper"'","timeoutMs":100}')
-[ "$(jf "$r" 'm["result"]["waitingForInput"]')" = false ] || fail "terminal/wait_for_exit says a sleeper waits for input: $r"
+reply_is -m "terminal/wait_for_exit says a sleeper waits for input" "$r" result.waitingForInput=false
 echo "ok: terminal/output and terminal/wait_for_exit say it"
 
 "$PMON" jobs > "$t/jobs" || fail "pmon jobs failed"
@@ -63,10 +62,10 @@ echo "ok: pmon jobs shows it"
 # Written to, it reads, goes on, and ends.
 call c terminal/write '{"terminalId":"'"$reader"'","data":"hi\n"}' > /dev/null
 r=$(call c terminal/wait_for_exit '{"terminalId":"'"$reader"'"}')
-[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "the reader did not end after the write: $r"
+reply_is -m "the reader did not end after the write" "$r" result.exitCode=0
 r=$(call c terminal/output '{"terminalId":"'"$reader"'"}')
-[ "$(jf "$r" 'm["result"]["output"]')" = "got hi" ] || fail "the reader's output: $r"
-[ "$(jf "$r" '"waitingForInput" in m["result"]')" = false ] || fail "an ended job's output says waitingForInput: $r"
+reply_is -m "the reader's output" "$r" $'result.output=got hi\n'
+reply_is -m "an ended job's output says waitingForInput" "$r" 'result.waitingForInput=(absent)'
 [ "$(waiting "$reader")" = false ] || fail "an ended job is said to wait for input"
 for id in "$tty" "$child" "$sleeper"; do call c terminal/kill '{"terminalId":"'"$id"'"}' > /dev/null; done
 echo "ok: written to, it ends"
@@ -76,12 +75,12 @@ echo "ok: written to, it ends"
 # pipe.
 dflt=$(create '{"command":"sh","args":["-c","read x; echo got:$x"]}')
 r=$(call c terminal/wait_for_exit '{"terminalId":"'"$dflt"'","timeoutMs":10000}')
-[ "$(jf "$r" 'm["result"].get("running", False)')" = false ] || fail "a job without stdin waits for input: $r"
-[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "a job without stdin did not end by itself: $r"
-[ "$(jf "$(call c terminal/output '{"terminalId":"'"$dflt"'"}')" 'm["result"]["output"]')" = "got:" ] ||
+[ "$(jget "$r" result.running false)" = false ] || fail "a job without stdin waits for input: $r"
+reply_is -m "a job without stdin did not end by itself" "$r" result.exitCode=0
+[ "$(jget "$(call c terminal/output '{"terminalId":"'"$dflt"'"}')" result.output)" = "got:" ] ||
   fail "a job without stdin printed something else"
 r=$(call c terminal/report '{"terminalId":"'"$dflt"'"}')
-[ "$(jf "$r" 'm["result"]["job"]["stdin"]')" = null ] || fail "the report's job.stdin of a job without stdin: $r"
+reply_is -m "the report's job.stdin of a job without stdin" "$r" result.job.stdin=null
 still=$(create '{"command":"sleep","args":["1000"]}')
 r=$(call c terminal/write '{"terminalId":"'"$still"'","data":"x\n"}')
 case $r in *'"error"'*'stdin: \"pipe\"'*) ;; *) fail "a write to a job without a pipe does not say to pass stdin \"pipe\": $r" ;; esac
@@ -90,8 +89,8 @@ call c terminal/kill '{"terminalId":"'"$still"'"}' > /dev/null
 piped=$(create '{"command":"sh","args":["-c","read x; echo got:$x"],"stdin":"pipe"}')
 call c terminal/write '{"terminalId":"'"$piped"'","data":"hi\n"}' > /dev/null
 r=$(call c terminal/wait_for_exit '{"terminalId":"'"$piped"'","timeoutMs":10000}')
-[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "a job with stdin pipe did not end after the write: $r"
-[ "$(jf "$(call c terminal/output '{"terminalId":"'"$piped"'"}')" 'm["result"]["output"]')" = "got:hi" ] ||
+reply_is -m "a job with stdin pipe did not end after the write" "$r" result.exitCode=0
+[ "$(jget "$(call c terminal/output '{"terminalId":"'"$piped"'"}')" result.output)" = "got:hi" ] ||
   fail "the write did not reach the job with stdin pipe"
 echo "ok: stdin is /dev/null by default; a pipe only when asked for"
 
@@ -99,12 +98,12 @@ echo "ok: stdin is /dev/null by default; a pipe only when asked for"
 # which stdin each job had; pmon start gives /dev/null; a bad value names it.
 null=$(create '{"command":"sh","args":["-c","read -r x; echo eof $?"],"stdin":"null"}')
 r=$(call c terminal/wait_for_exit '{"terminalId":"'"$null"'","timeoutMs":10000}')
-[ "$(jf "$r" 'm["result"]["exitCode"]')" = 0 ] || fail "a job with stdin null did not end: $r"
-[ "$(jf "$(call c terminal/output '{"terminalId":"'"$null"'"}')" 'm["result"]["output"]')" = "eof 1" ] ||
+reply_is -m "a job with stdin null did not end" "$r" result.exitCode=0
+[ "$(jget "$(call c terminal/output '{"terminalId":"'"$null"'"}')" result.output)" = "eof 1" ] ||
   fail "a job with stdin null did not read end of file"
 for pair in "$null:null" "$reader:pipe" "$tty:pty"; do
   r=$(call c terminal/report '{"terminalId":"'"${pair%%:*}"'"}')
-  [ "$(jf "$r" 'm["result"]["job"]["stdin"]')" = "${pair#*:}" ] || fail "the report's job.stdin is not ${pair#*:}: $r"
+  reply_is -m "the report's job.stdin is not ${pair#*:}" "$r" "result.job.stdin=${pair#*:}"
 done
 r=$(call c terminal/create '{"command":"true","stdin":"tty"}')
 case $r in *'"code":-32602'*stdin*) ;; *) fail "a bad stdin is not an invalid-params error naming it: $r" ;; esac

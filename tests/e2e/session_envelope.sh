@@ -84,9 +84,6 @@ sessions_of() { ls -d "$leaves"/pmon-session-[ph]"$1"-* 2>/dev/null || true; }
 # The cgroup of PID, as a path under the mount ("" when it is gone).
 cgroup_of() { sed -n "s|^0::|$CG|p" "/proc/$1/cgroup" 2>/dev/null || true; }
 
-# report FILE EXPR: a Python expression of the report `r`, printed.
-report() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
-
 RAN=(sh -c "echo ran > $t/ran")
 
 # (a) An asked-for envelope that cannot be set.
@@ -103,8 +100,7 @@ asked() {
   [ -z "$(sessions_of "$pm")" ] || fail "$what: a session cgroup is left: $(sessions_of "$pm")"
   if enabled $ctl; then
     [ "$rc" = 0 ] && [ -e "$t/ran" ] || fail "$what: exit $rc although $ctl is enabled: $(cat "$t/err")"
-    [ "$(report "$t/r.json" "r['session']['envelope']['$key']")" = "$want" ] ||
-      fail "$what: the report's envelope: $(report "$t/r.json" "r['session']")"
+    report_is -m "$what: the report's envelope" "$t/r.json" "session.envelope.$key=$want"
     echo "ok: $what: set ($ctl is enabled for the leaves)"
     return 0
   fi
@@ -113,15 +109,7 @@ asked() {
   [ "$(wc -l < "$t/err")" = 1 ] || fail "$what: want one stderr line, got: $(cat "$t/err")"
   grep -q "^pmon: confinement unavailable: the session's envelope (.*, set by $from): cannot set the session's \(${ctl// /\\|}\) limit" \
     "$t/err" || fail "$what: the line does not name the envelope, $from and $ctl: $(cat "$t/err")"
-  python3 - "$t/r.json" "$from" <<'PY' || fail "$what: report: $(cat "$t/r.json")"
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["outcome"] == "not_started", r["outcome"]
-assert r["exit_status"] == 125, r["exit_status"]
-assert r["pid"] is None
-assert "set by " + sys.argv[2] in r["error"], r["error"]
-assert "session" not in r, r["session"]
-PY
+  report_is -m "$what: report" "$t/r.json" outcome=not_started exit_status=125 pid=null "error~set by $from" 'session=(absent)'
   echo "ok: $what: $(cat "$t/err")"
 }
 asked "--session-memory-max" --session-memory-max memory memory_max 1073741824 "$PMON" run --session-memory-max 1G
@@ -173,8 +161,7 @@ else
   [ "$(wc -l < "$t/err")" = 1 ] &&
     grep -q "^pmon: note: the configured session envelope is not set: the session's envelope (.*, set by $t/default.toml): cannot set the session's \(memory\|pids\) limit" "$t/err" ||
     fail "config default: want one note naming the file: $(cat "$t/err")"
-  [ "$(report "$t/r.json" "r['session']['cgroup']")" = "$leaves/pmon-session-n-$N-b" ] ||
-    fail "config default: the call is not in its named session: $(report "$t/r.json" "r.get('session')")"
+  report_is -m "config default: the call's session" "$t/r.json" "session.cgroup=$leaves/pmon-session-n-$N-b"
   [ ! -d "$leaves/pmon-session-n-$N-b" ] || fail "config default: the named session's cgroup is left"
   echo "ok: config default: $(cat "$t/err")"
   # -q: no note.
@@ -185,7 +172,7 @@ else
   rm -f "$t/ran"
   rc=0; PMON_CONFIG=$t/default.toml "$PMON" run --report "$t/r.json" -- "${RAN[@]}" 2> "$t/err" || rc=$?
   [ "$rc" = 0 ] && [ -e "$t/ran" ] && [ ! -s "$t/err" ] || fail "config default, no session: exit $rc: $(cat "$t/err")"
-  [ "$(report "$t/r.json" "'session' in r")" = False ] || fail "config default, no session: the report has a session"
+  report_is -m "config default, no session" "$t/r.json" 'session=(absent)'
   # pmon-shell says nothing of its own, and its harness gets no session.
   rm -f "$t/ran"
   rc=0; PMON_CONFIG=$t/default.toml "$SHELL_LINK" "echo ran > $t/ran" 2> "$t/err" || rc=$?
@@ -283,12 +270,10 @@ release c1 "$pm1"
 release c2 "$pm2"
 [ ! -d "$SD" ] || fail "named session: $SD is left after its last call"
 for i in 1 2; do
-  [ "$(report "$t/c$i.json" "r['session']['cgroup'], r['session']['name'], r['session']['envelope']")" = \
-    "('$SD', 'name $S', {'memory_max': None, 'memory_high': None, 'pids_max': None, 'cpu_max': None})" ] ||
-    fail "named session: report $i: $(report "$t/c$i.json" "r.get('session')")"
+  report_is -m "named session: report $i" "$t/c$i.json" "session.cgroup=$SD" "session.name=name $S" \
+    'session.envelope={"memory_max": null, "memory_high": null, "pids_max": null, "cpu_max": null}'
 done
-[ "$(report "$t/c2.json" "r['session']['envelope_set_by']")" = "the session pmon-session-n-$S (made by an earlier call)" ] ||
-  fail "named session: the second call's report: $(report "$t/c2.json" "r['session']['envelope_set_by']")"
+report_field "$t/c2.json" session.envelope_set_by "the session pmon-session-n-$S (made by an earlier call)"
 echo "ok: named session: two calls in $SD, each in its own leaf and cgroup namespace; the session went with the last"
 
 # --isolate: the call's PID namespace, its leaf in the session all the same.
@@ -297,8 +282,9 @@ if "$PMON" run -q --isolate -- true 2>/dev/null; then
   "$PMON" run --isolate --session "$S" --report "$t/iso.json" -- sh -c 'grep "^0::" /proc/self/cgroup > "$0"' "$t/iso.in" ||
     rc=$?
   [ "$rc" = 0 ] && [ "$(cat "$t/iso.in")" = "0::/" ] || fail "--isolate --session: exit $rc, the call sees '$(cat "$t/iso.in")'"
-  [ "$(report "$t/iso.json" "r['confinement'], r['session']['cgroup'], r['cgroup'].rsplit('/', 1)[0]")" = \
-    "('pidns', '$SD', '$SD')" ] || fail "--isolate --session: report: $(report "$t/iso.json" "r['cgroup'], r.get('session')")"
+  report_is -m "--isolate --session" "$t/iso.json" confinement=pidns "session.cgroup=$SD"
+  c=$(jget "$t/iso.json" cgroup)
+  [ "${c%/*}" = "$SD" ] || fail "--isolate --session: the call's cgroup $c is not a leaf of $SD"
   [ ! -d "$SD" ] || fail "--isolate --session: $SD is left"
   echo "ok: --isolate --session: the call's leaf in $SD"
 else
@@ -376,9 +362,9 @@ rc=0; wait "$harness" || rc=$?
 # (here: a pmon run with an envelope of its own, which it removes too).
 rc=0; sh -c 'echo $$ > "$0"; exec "$@"' "$t/pm" "$PMON" run --session-pids-max 0 --report "$t/r.json" -- true || rc=$?
 [ "$rc" = 0 ] || fail "pmon run --session-pids-max 0: exit $rc"
-case $(report "$t/r.json" "r['session']['cgroup']") in
+case $(jget "$t/r.json" session.cgroup) in
   "$leaves/pmon-session-p$(cat "$t/pm")-"*) ;;
-  *) fail "pmon run --session-pids-max 0: not in a session of its own: $(report "$t/r.json" "r.get('session')")" ;;
+  *) fail "pmon run --session-pids-max 0: not in a session of its own: $(jget "$t/r.json" session.cgroup)" ;;
 esac
 [ ! -d "$HD" ] || fail "harness session: $HD is left after the harness is gone and another session was opened"
 [ -z "$(sessions_of "$(cat "$t/pm")")" ] || fail "pmon run --session-pids-max 0 left its own session"
@@ -462,7 +448,7 @@ wait_for '! alive "$pm" "$pm_st"' $((100 * TIME_SCALE)) || fail "pmon outlived S
 alive "$daemon" "$daemon_st" && alive "$main" "$main_st" || fail "the call died without a guard (the test is void)"
 rc=0; "$PMON" run --session "$S" --report "$t/r.json" -- true || rc=$?
 [ "$rc" = 0 ] || fail "the next call of a crashed session: exit $rc"
-[ "$(report "$t/r.json" "r['session']['cgroup']")" = "$SD" ] || fail "the next call did not join $SD"
+report_field "$t/r.json" session.cgroup "$SD"
 wait_for '! alive "$daemon" "$daemon_st" && ! alive "$main" "$main_st"' $((100 * TIME_SCALE)) ||
   fail "the crashed call or its daemon outlived its session"
 [ ! -d "$SD" ] || fail "the crashed session $SD is left after the next call of its name"

@@ -35,7 +35,6 @@ echo "ok: burn_cpu 1000 under --cpu-max 0.5: $cpu us of CPU in $wall ms: $fracti
 
 # 2. serve: a job with cpuMax 1.5, then jobs without: theirs is max.
 . "$(dirname "$0")/../e2e/serve.inc"
-CLIENT_PY=$(dirname "$0")/../e2e/serve_client.py  # serve.inc looks beside the scenario
 serve_start --cgroup-root "$LROOT"
 client_open c
 show='cat /sys/fs/cgroup$(sed -n s/^0:://p /proc/self/cgroup)/cpu.max'

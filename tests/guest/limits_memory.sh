@@ -69,7 +69,6 @@ echo "ok: under the limit: exit 0, oom_killed false, peak $peak2 bytes"
 # 3. A serve job with memoryMax, then one without: the second runs in a leaf
 #    with no memory limit (a leaf that had one is never pooled again).
 . "$(dirname "$0")/../e2e/serve.inc"
-CLIENT_PY=$(dirname "$0")/../e2e/serve_client.py  # serve.inc looks beside the scenario
 serve_start --cgroup-root "$LROOT"
 client_open c
 r=$(call c terminal/create '{"command":"python3","args":["-c","b = bytes([1]) * (300 << 20)"],"memoryMax":"100M","keep":true}')

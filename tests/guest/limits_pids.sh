@@ -70,7 +70,6 @@ echo "ok: under the limit: pids_max_hit false"
 #    one, has the default pids.max 4096 (no leaf with a limit is reused), and
 #    one with pidsMax 0 has none.
 . "$(dirname "$0")/../e2e/serve.inc"
-CLIENT_PY=$(dirname "$0")/../e2e/serve_client.py  # serve.inc looks beside the scenario
 serve_start --cgroup-root "$LROOT"
 client_open c
 r=$(call c terminal/create '{"command":"sh","args":["-c","cat /sys/fs/cgroup$(sed -n s/^0:://p /proc/self/cgroup)/pids.max; for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; wait"],"pidsMax":5,"keep":true}')

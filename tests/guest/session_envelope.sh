@@ -451,7 +451,6 @@ echo "ok: the hostile call stayed in its leaf of the session ($hsamples samples)
 
 # 5. A service's session: pmon serve, then pmon mcp.
 . "$(dirname "$0")/../e2e/serve.inc"
-CLIENT_PY=$(dirname "$0")/../e2e/serve_client.py  # serve.inc looks beside the scenario
 serve_start --cgroup-root "$LROOT" --session-memory-max 128M
 SP=$(find "$LROOT" -mindepth 1 -maxdepth 1 -name "pmon-session-p$SERVE_PID-*")
 [ -n "$SP" ] || fail "pmon serve made no session: $(ls "$LROOT")"
