@@ -425,7 +425,7 @@ PYBIND11_MODULE(_pmon, m) {
       .def_property_readonly("signal", [](const PyResult& r) { return r.run.signal; })
       .def_property_readonly("timed_out", [](const PyResult& r) { return r.run.timed_out; })
       .def_property_readonly("idle_timed_out",
-                             [](const PyResult& r) { return r.run.stop.reason == StopReason::idle_timeout; })
+                             [](const PyResult& r) { return r.run.end == CallEnd::idle_timeout; })
       .def_property_readonly("cleanup_verified", [](const PyResult& r) { return r.run.cleanup_verified; })
       .def_property_readonly("cpu_usec", [](const PyResult& r) { return opt_u64(r.run.cpu_usec); })
       .def_property_readonly("memory_peak_bytes", [](const PyResult& r) { return opt_u64(r.run.memory_peak_bytes); })

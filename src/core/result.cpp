@@ -7,19 +7,6 @@
 
 namespace pmon {
 
-std::string_view to_string(StopReason r) noexcept {
-  switch (r) {
-    case StopReason::none: return "";
-    case StopReason::leftovers: return "leftovers";
-    case StopReason::timeout: return "timeout";
-    case StopReason::idle_timeout: return "idle_timeout";
-    case StopReason::cancel: return "cancel";
-    case StopReason::parent_exited: return "parent_exited";
-    case StopReason::escaped: return "escaped";
-  }
-  return "?";
-}
-
 std::string to_string(const Fate& f) {
   switch (f.kind) {
     case Fate::Kind::unknown: return "";
