@@ -94,9 +94,9 @@ void JobTable::on_time() {
   for (const std::string& id : ids) {
     Job* j = find(id);
     if (!j) continue;
+    // Its time is up: the call's own rule ends it in its turn (jobs/stops.h).
     if (!j->done && !j->stopping())
-      if (auto due = j->call->due_end(now))
-        stops_.begin(*j, *due);
+      if (auto due = j->call->due_end(now)) stops_.begin(*j, *due);
     // A stop's deadline or rescan: its next step, in its turn.
     if (j->call->finishing() && !j->step_queued && (now >= j->call->finish_deadline() || now >= j->rescan_at))
       stops_.step_due(*j);

@@ -84,6 +84,7 @@ void Stops::start(Job& j) {
     if (Job* still = host_.job_by_num(num); still && after) begin(*still, *after);
     return;
   }
+  if (is_time_up(why)) return time_up(j);
   if (j.call->waiting_for_tree()) {
     // waitTree: the main process is gone and its tree is waited for; an
     // owner's end stops the tree instead.
@@ -96,6 +97,23 @@ void Stops::start(Job& j) {
   if (!j.ended_by) j.ended_by = why;
   unwatch_main(j);
   after_step(j, j.call->begin_finish(why));
+}
+
+// The job's time was up when the stop was asked for: the call's own rule
+// (its timeout, its idle timeout) ends it now, if it still holds (output
+// that came meanwhile moved the idle time on; a main process that exited
+// meanwhile ended the call itself), and the job takes its end from the call.
+void Stops::time_up(Job& j) {
+  const bool waited = j.call->waiting_for_tree();
+  if (j.call->finishing() && !waited) return;
+  // (A tree waited for is looked at again: the step may also find it empty.)
+  if (waited) j.drop_stop_watch();
+  j.call->step();
+  const Call::End end = j.call->end_cause();
+  if (end != Call::End::main_exited && !j.ended_by) j.ended_by = end;
+  if (!waited && end == Call::End::main_exited) return;
+  unwatch_main(j);
+  after_step(j, j.call->finished());
 }
 
 void Stops::unwatch_main(Job& j) {
