@@ -46,6 +46,18 @@ std::string how_of(const EndWords& w) {
 
 }  // namespace
 
+// The report's outcome.
+std::string_view to_string(Outcome o) noexcept {
+  switch (o) {
+    case Outcome::exited: return "exited";
+    case Outcome::signaled: return "signaled";
+    case Outcome::timeout: return "timeout";
+    case Outcome::cancelled: return "cancelled";
+    case Outcome::not_started: return "not_started";
+  }
+  return "?";
+}
+
 const EndWords& words_of(CallEnd e) noexcept { return kWords[static_cast<size_t>(e)]; }
 
 bool is_time_up(CallEnd e) noexcept { return words_of(e).timed_out; }

@@ -26,17 +26,6 @@ Fate fate_from_string(std::string_view s) {
   return {};
 }
 
-std::string_view to_string(Outcome o) noexcept {
-  switch (o) {
-    case Outcome::exited: return "exited";
-    case Outcome::signaled: return "signaled";
-    case Outcome::timeout: return "timeout";
-    case Outcome::cancelled: return "cancelled";
-    case Outcome::not_started: return "not_started";
-  }
-  return "?";
-}
-
 int RunResult::status() const noexcept {
   if (outcome == Outcome::not_started) return error ? exit_status(*error) : 125;
   if (!cleanup_verified) return 125;

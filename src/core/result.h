@@ -92,6 +92,7 @@ struct StopRecord {
 // not_started: the command never ran (confinement failed, not found, not
 // executable); the report still says so.
 enum class Outcome { exited, signaled, timeout, cancelled, not_started };
+// The report's word for it (core/end_words.cpp, beside the ends' words).
 std::string_view to_string(Outcome o) noexcept;
 
 struct RunResult {

@@ -440,7 +440,8 @@ Json run_result(const RunSummary& a) {
       leftovers.push_back({{"pid", l["pid"]}, {"command", l.value("cmdline", std::string())},
                            {"action", l.value("action", std::string())}});
   const bool timed_out = a.report.value("timed_out", false);
-  const bool idle = timed_out && a.report.contains("stop") && a.report["stop"].value("reason", Json()) == "idle_timeout";
+  const bool idle = timed_out && a.report.contains("stop") &&
+                    a.report["stop"].value("reason", Json()) == words_of(CallEnd::idle_timeout).stop_reason;
   Json s = {{"running", false},
             {"output", out},
             {"truncated", truncated},
