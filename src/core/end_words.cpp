@@ -15,7 +15,8 @@ using E = CallEnd;
 // The one table. A row a CallEnd, in its order.
 // clang-format off
 constexpr std::array<EndWords, kCallEnds> kWords{{
-    // end, outcome, timed_out, stop.reason, stoppedBy, how (after "the job was "), how (after "was already "), task cancelled
+    // end; the report's outcome, timed_out, stop.reason; stoppedBy; how it was stopped,
+    // after "the job was " and after "was already "; MCP's task cancelled
     {E::main_exited,        O::exited,     false,  "",               "",                   "", "", false},
     {E::timeout,            O::timeout,    true,   "timeout",        "timeout",            "stopped by its timeout", "", false},
     {E::idle_timeout,       O::timeout,    true,   "idle_timeout",   "idle timeout",       "stopped: it printed nothing for its idle timeout", "", false},

@@ -499,8 +499,9 @@ Json JobTable::report(const Job& j) const {
       if (inner.value("cleanup_verified", true) == false) rep["cleanup_verified"] = false;
     }
   }
+  const std::string_view by = j.end_facts().stopped_by_word();  // (the table's: it outlives the facts)
   rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
-                {"stoppedBy", j.end_facts().stopped_by_word().empty() ? Json(nullptr) : Json(std::string(j.end_facts().stopped_by_word()))}, {"stdin", j.stdin_kind}};
+                {"stoppedBy", by.empty() ? Json(nullptr) : Json(std::string(by))}, {"stdin", j.stdin_kind}};
   if (j.own_pmon) rep["job"]["ownPmon"] = true;
   if (j.ready && j.ready->decided()) {
     rep["job"]["ready"] = j.ready->outcome()->ready;
