@@ -19,6 +19,8 @@ BUGS=(
   'grep-cap-in-lines|src/jobs/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|e2e:serve_spool'
   'grep-cap-in-lines-unit|src/jobs/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|unit:RenderView.GrepAnswersAtMostMaxBytes'
   'cancel-answered-early|src/serve/mcp_adapter.cpp|s/^  if (\*stopped) return reply(cancelled(j, rev.modern));/  return reply(cancelled(j, rev.modern));/|node:test/mcp_tasks.test.mjs'
+  'end-words-swap|src/core/end_words.cpp|/E::release,/s/"release",/"replaced",/|unit:EndWords.*'
+  'time-up-cause-dropped|src/jobs/stops.cpp|s/  if (end != Call::End::main_exited \&\& !j.ended_by) j.ended_by = end;/  (void)end;/|e2e:serve_idle_timeout'
 )
 
 work=$(mktemp -d /tmp/pmon-planted.XXXXXX)

@@ -382,29 +382,32 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
         else:
             loop.remove_reader(fd)
 
-    idle = p.spec.idle_timeout  # None: none
-    idle_timer = None
-    seen = 0
-
     def on_pipe():
-        nonlocal idle_timer, seen
-        # The fds stay open until every watcher of theirs is gone.
+        # The fds stay open until every watcher of theirs is gone. (What is
+        # read starts the call's idle time again.)
         for fd in call.pump():
             if fd in watched:
                 unwatch(fd)
         call.close_finished()
-        # Output seen: the idle time starts again.
-        if idle_timer is not None and call.bytes_read() != seen:
-            seen = call.bytes_read()
-            idle_timer.cancel()
-            idle_timer = loop.call_later(idle, end, _pmon.END_IDLE_TIMEOUT)
+
+    # The call's own time limits (its timeout, its idle timeout) say when it
+    # ends: one timer, set for the next of them; when it fires early (output
+    # came and moved the idle time on) it is set again.
+    timer = None
+
+    def on_time():
+        nonlocal timer
+        due = call.due_end()
+        if due is not None:
+            end(due)
+            return
+        left = call.next_end_in()
+        timer = loop.call_later(left, on_time) if left is not None else None
 
     pidfd = call.pidfd
     loop.add_reader(pidfd, end, _pmon.END_MAIN_EXITED)
-    deadline = p.spec.timeout  # None: no deadline (also for one too far to count)
-    timer = loop.call_later(deadline, end, _pmon.END_TIMEOUT) if deadline is not None else None
-    if idle is not None:
-        idle_timer = loop.call_later(idle, end, _pmon.END_IDLE_TIMEOUT)
+    first = call.next_end_in()
+    timer = loop.call_later(first, on_time) if first is not None else None
     for fd, is_writer in call.capture_fds():
         (loop.add_writer if is_writer else loop.add_reader)(fd, on_pipe)
         watched[fd] = is_writer
@@ -418,8 +421,6 @@ async def run_async(args, *, timeout=None, grace=2.0, input=None, capture_output
         loop.remove_reader(pidfd)
         if timer is not None:
             timer.cancel()
-        if idle_timer is not None:
-            idle_timer.cancel()
         for fd in list(watched):
             unwatch(fd)
 

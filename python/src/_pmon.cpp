@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 #include <sys/eventfd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
 #include <map>
@@ -24,6 +25,7 @@
 #include "core/session_config.h"
 #include "core/units.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 
 namespace py = pybind11;
 
@@ -238,11 +240,22 @@ class PyCall {
     return done;
   }
 
-  // Bytes of output read so far (an event loop's idle timer starts again
-  // when it grows).
-  uint64_t bytes_read() {
+  // The call's own time limits, for an event loop to wait on: seconds
+  // until the next one is due (its timeout, or its idle timeout, which the
+  // output pump() reads moves on), None when it has none; and the end whose
+  // time has come (END_TIMEOUT, END_IDLE_TIMEOUT), None while none has.
+  std::optional<double> next_end_in() {
     std::lock_guard lock(mu_);
-    return capture_ ? capture_->bytes_read() : 0;
+    if (!call_ || call_->finishing() || call_->finished()) return std::nullopt;
+    const int64_t at = call_->timeout_at();
+    if (at == std::numeric_limits<int64_t>::max()) return std::nullopt;
+    return static_cast<double>(std::max<int64_t>(0, at - sys::monotonic_ns())) / 1e9;
+  }
+  std::optional<int> due_end() {
+    std::lock_guard lock(mu_);
+    if (!call_ || call_->finishing() || call_->finished()) return std::nullopt;
+    auto due = call_->due_end(sys::monotonic_ns());
+    return due ? std::optional<int>(static_cast<int>(*due)) : std::nullopt;
   }
 
   void close_finished() {
@@ -425,7 +438,7 @@ PYBIND11_MODULE(_pmon, m) {
       .def_property_readonly("signal", [](const PyResult& r) { return r.run.signal; })
       .def_property_readonly("timed_out", [](const PyResult& r) { return r.run.timed_out; })
       .def_property_readonly("idle_timed_out",
-                             [](const PyResult& r) { return r.run.stop.reason == StopReason::idle_timeout; })
+                             [](const PyResult& r) { return r.run.end == CallEnd::idle_timeout; })
       .def_property_readonly("cleanup_verified", [](const PyResult& r) { return r.run.cleanup_verified; })
       .def_property_readonly("cpu_usec", [](const PyResult& r) { return opt_u64(r.run.cpu_usec); })
       .def_property_readonly("memory_peak_bytes", [](const PyResult& r) { return opt_u64(r.run.memory_peak_bytes); })
@@ -466,7 +479,8 @@ PYBIND11_MODULE(_pmon, m) {
       .def_property_readonly("pid", &PyCall::pid)
       .def("capture_fds", &PyCall::capture_fds)
       .def("pump", &PyCall::pump)
-      .def("bytes_read", &PyCall::bytes_read)
+      .def("next_end_in", &PyCall::next_end_in)
+      .def("due_end", &PyCall::due_end)
       .def("close_finished", &PyCall::close_finished)
       .def("main_exited", &PyCall::main_exited)
       .def("wait_main", &PyCall::wait_main, py::call_guard<py::gil_scoped_release>())

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "core/end_words.h"
 #include "core/printable.h"
 #include "core/units.h"
 #include "jobs/json_text.h"
@@ -256,11 +257,7 @@ inline std::string ended_words(Client& c, const std::string& id, const Json& exi
   auto rep = c.try_call("terminal/report", {{"terminalId", id}});
   const Json by = rep && rep->contains("job") ? (*rep)["job"].value("stoppedBy", Json(nullptr)) : Json(nullptr);
   if (!by.is_string()) return "had already ended (" + how + ")";
-  const std::string b = by.get<std::string>();
-  if (b == "kill") return "was already stopped";
-  if (b == "timeout") return "was already stopped by its timeout";
-  if (b == "idle timeout") return "was already stopped: it printed nothing for its idle timeout";
-  return "was already stopped (" + b + ")";
+  return already_ended_words(by.get<std::string>());
 }
 
 // Whether job `id` still runs; its exit status in *ended when not.

@@ -349,7 +349,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   // The parent's end of our stderr may be gone with it: a line of ours
   // must not end pmon before its report is written.
   if (die_with_parent) ::signal(SIGPIPE, SIG_IGN);
-  const bool parent_exited = res->stop.reason == StopReason::parent_exited;
+  const bool parent_exited = res->end == CallEnd::parent_exited;
   // The output's reader quit while the program that started pmon lives
   // (`pmon-shell LINE | head -1`): the status a shell gives for the SIGPIPE
   // the next write would have met, not the hang-up of a parent that died.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/end_words.h"
 #include "core/spawn.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
@@ -45,17 +46,6 @@ RunResult::InSession read_session(const confine::SessionCgroup& s, const std::op
   return in;
 }
 
-// The stop a caller's end (other than main_exited) begins.
-StopReason stop_reason_of(CallEnd why) noexcept {
-  switch (why) {
-    case CallEnd::timeout: return StopReason::timeout;
-    case CallEnd::idle_timeout: return StopReason::idle_timeout;
-    case CallEnd::parent_exited: return StopReason::parent_exited;
-    default: return StopReason::cancel;
-  }
-}
-
-bool is_time_up(CallEnd why) noexcept { return why == CallEnd::timeout || why == CallEnd::idle_timeout; }
 }  // namespace
 
 void CallMachine::note_main_exit() {
@@ -67,14 +57,7 @@ void CallMachine::note_main_exit() {
 // What the end of the call needs: nothing (nothing left, verified), the
 // tree to be waited for, or a stop.
 void CallMachine::begin_end(End why) {
-  if (is_time_up(why)) {
-    res.timed_out = true;
-    return start_stop(stop_reason_of(why));
-  }
-  if (why == End::cancel || why == End::parent_exited) {
-    cancelled = true;
-    return start_stop(stop_reason_of(why));
-  }
+  if (why != End::main_exited) return stop_for(why);
   auto e = b->empty();
   if (e && *e) {
     res.cleanup_verified = true;
@@ -105,13 +88,18 @@ void CallMachine::stop_context(StopContext& ctx) {
   ctx.skip_grace = escalated;
 }
 
+void CallMachine::stop_for(End why) {
+  res.end = why;
+  start_stop(StopReason::ended);
+}
+
 void CallMachine::start_stop(StopReason why) {
   reason = why;
   res.stop.reason = why;
   StopContext ctx;
   stop_context(ctx);
   const bool graceful = !opts.stop.steps.empty() && opts.stop.steps.front().action == StopStep::Action::signal;
-  trace("stopping the tree (" + std::string(to_string(why)) + "): " +
+  trace("stopping the tree (" + std::string(stop_reason_word(why, res.end)) + "): " +
         (graceful ? signal_name(opts.stop.steps.front().signal) + ", then SIGKILL" : std::string("SIGKILL (no grace period)")));
   machine = std::make_unique<StopMachine>(ctx, res.stop);
   phase = Phase::stopping;
@@ -128,10 +116,7 @@ void CallMachine::check_tree() {
     res.stop.empty_confirmed_ms = since_start_ms();
     return after_stop();
   }
-  if (auto due = due_end(sys::monotonic_ns())) {
-    res.timed_out = true;
-    start_stop(stop_reason_of(*due));
-  }
+  if (auto due = due_end(sys::monotonic_ns())) stop_for(*due);
 }
 
 // The stop is over (or there was none): the main process is collected,
@@ -171,22 +156,17 @@ void CallMachine::wrap_up() {
     if (st.signaled) {
       res.signal = st.code;
       res.core_dumped = st.core_dumped;
-      res.outcome = Outcome::signaled;
     } else {
       res.exit_code = st.code;
-      res.outcome = Outcome::exited;
     }
   } else {
     res.cleanup_verified = false;
   }
-  if (res.timed_out) res.outcome = Outcome::timeout;
-  if (reason == StopReason::cancel) {
-    res.outcome = Outcome::cancelled;
-    res.cancel_signal = cancel_sig != 0 ? cancel_sig : SIGTERM;
-  } else if (reason == StopReason::parent_exited) {
-    // No signal asked for it: cancel_signal stays unknown (0, null).
-    res.outcome = Outcome::cancelled;
-  }
+  res.outcome = outcome_of(res.end, res.signal.has_value());
+  res.timed_out = is_time_up(res.end);
+  // The parent's exit asked for no signal: cancel_signal stays unknown (0,
+  // null).
+  if (is_cancel(res.end) && res.end != End::parent_exited) res.cancel_signal = cancel_sig != 0 ? cancel_sig : SIGTERM;
   res.leftovers = leftovers.take();
   res.escaped = std::move(escaped);
   merge_escaped(res.leftovers, res.escaped);
@@ -381,24 +361,22 @@ void Call::end(End why, int signal) {
       return s.begin_end(why);
     case Phase::waiting_tree:
       if (why == End::main_exited) return;
-      if (is_time_up(why)) s.res.timed_out = true;
-      else s.cancelled = true;
-      return s.start_stop(stop_reason_of(why));
+      return s.stop_for(why);
     case Phase::escapes_waiting:
       if (why == End::main_exited) return;
-      if (is_time_up(why)) s.res.timed_out = true;
-      return s.start_escape_stop(stop_reason_of(why));
+      s.res.end = why;
+      return s.start_escape_stop(StopReason::ended);
     default: return;
   }
 }
 
-void Call::escalate() {
+void Call::escalate(End why) {
   CallMachine& s = *s_;
   const bool was = s.escalated;
   s.escalated = true;
   switch (s.phase) {
     case Phase::waiting_tree:
-    case Phase::escapes_waiting: return end(End::cancel);
+    case Phase::escapes_waiting: return end(why);
     case Phase::stopping:
       if (was) return;
       s.machine->on_wake(StopWake::escalate);
@@ -418,6 +396,7 @@ bool Call::finished() const noexcept { return s_->phase == Phase::done; }
 bool Call::finishing() const noexcept { return s_->phase != Phase::created && s_->phase != Phase::running && s_->phase != Phase::done; }
 bool Call::waiting_for_tree() const noexcept { return s_->phase == Phase::waiting_tree; }
 const RunResult& Call::result() const noexcept { return s_->result; }
+Call::End Call::end_cause() const noexcept { return finished() ? s_->result.end : s_->res.end; }
 int Call::pidfd() const noexcept { return s_->child.pidfd.get(); }
 pid_t Call::pid() const noexcept { return s_->child.pid; }
 

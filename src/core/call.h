@@ -71,8 +71,9 @@ class Call {
   // a main process that already exited ended it anyway. Later requests are
   // no-ops. `signal`: the signal that cancelled, for the report.
   void end(End why, int signal = 0);
-  // Skips the grace period of the stop under way (or the next one).
-  void escalate();
+  // Skips the grace period of the stop under way (or the next one); a
+  // tree that was waited for is stopped, for `why`.
+  void escalate(End why = End::cancel);
 
   bool started() const noexcept;
   bool finished() const noexcept;
@@ -80,6 +81,9 @@ class Call {
   // Finishing with wait_tree: the main process is gone and the tree is
   // waited for; escalate() stops it instead.
   bool waiting_for_tree() const noexcept;
+  // Why it ended, once its end has begun (main_exited until then, and when
+  // its main process ended it).
+  End end_cause() const noexcept;
   const RunResult& result() const noexcept;
 
   // While it runs.
@@ -109,8 +113,8 @@ class Call {
     end(why);
     return finished();
   }
-  bool resume_finish(bool escalate_now = false) {
-    if (escalate_now) escalate();
+  bool resume_finish(bool escalate_now = false, End why = End::cancel) {
+    if (escalate_now) escalate(why);
     step();
     return finished();
   }

@@ -96,9 +96,8 @@ void CallMachine::check_escapes() {
     return end_escapes(true);
   }
   if (auto due = due_end(sys::monotonic_ns())) {
-    res.timed_out = true;
-    reason = *due == CallEnd::idle_timeout ? StopReason::idle_timeout : StopReason::timeout;
-    start_escape_stop(reason);
+    res.end = *due;
+    start_escape_stop(StopReason::ended);
   }
 }
 

@@ -78,7 +78,6 @@ struct CallMachine {
   // to report too (the session's limit, not the call's leaf, counted it).
   CgroupUsage session_before;
   int cancel_sig = 0;
-  bool cancelled = false;
   bool escalated = false;
   StopReason reason = StopReason::none;
   LeftoverTracker leftovers;
@@ -106,6 +105,8 @@ struct CallMachine {
 
   void note_main_exit();
   void begin_end(End why);
+  // The call ends for `why` (not main_exited): its tree is stopped.
+  void stop_for(End why);
   void start_stop(StopReason why);
   void stop_context(StopContext& ctx);
   void check_tree();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a call is asked to be (RunOptions), how its end is asked for
-// (CallEnd), and why its stop began (StopReason): the words of the call
-// machine (core/call_machine.h) and of its handle (core/call.h).
+// What a call is asked to be (RunOptions): the words of the call machine
+// (core/call_machine.h) and of its handle (core/call.h), with how its end
+// is asked for (CallEnd, core/result.h).
 #pragma once
 
 #include <functional>
@@ -11,6 +11,7 @@
 
 #include "confine/boundary.h"
 #include "core/capture.h"
+#include "core/result.h"
 #include "core/stop.h"
 #include "core/units.h"
 #include "sys/reap.h"
@@ -76,12 +77,5 @@ struct RunOptions {
   // Progress lines for -v; library code never prints.
   std::function<void(const std::string&)> trace;
 };
-
-
-
-// How a call's caller ends it: its main process exited, its time is up, it
-// is cancelled, or the process that started the caller exited (a cancel
-// that no signal asked for).
-enum class CallEnd { main_exited, timeout, idle_timeout, cancel, parent_exited };
 
 }  // namespace pmon

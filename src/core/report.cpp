@@ -9,6 +9,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "core/end_words.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"
 
@@ -114,7 +115,7 @@ J report_object(const RunResult& r, const ReportContext& ctx) {
   j["leftovers"] = procs<json>(r.leftovers);
   j["escaped"] = procs<json>(r.escaped);
   j["stop"] = {
-      {"reason", r.stop.reason == StopReason::none ? json(nullptr) : json(to_string(r.stop.reason))},
+      {"reason", r.stop.reason == StopReason::none ? json(nullptr) : json(stop_reason_word(r.stop.reason, r.end))},
       {"first_signal", signal_name(r.stop.first_signal)},
       {"signal_sent_ms", opt_ms<json>(r.stop.signal_sent_ms)},
       {"kill_sent_ms", opt_ms<json>(r.stop.kill_sent_ms)},

@@ -7,19 +7,6 @@
 
 namespace pmon {
 
-std::string_view to_string(StopReason r) noexcept {
-  switch (r) {
-    case StopReason::none: return "";
-    case StopReason::leftovers: return "leftovers";
-    case StopReason::timeout: return "timeout";
-    case StopReason::idle_timeout: return "idle_timeout";
-    case StopReason::cancel: return "cancel";
-    case StopReason::parent_exited: return "parent_exited";
-    case StopReason::escaped: return "escaped";
-  }
-  return "?";
-}
-
 std::string to_string(const Fate& f) {
   switch (f.kind) {
     case Fate::Kind::unknown: return "";
@@ -37,17 +24,6 @@ Fate fate_from_string(std::string_view s) {
   if (s.starts_with("SIG"))
     if (auto sig = parse_signal(s)) return Fate::signalled_by(*sig);
   return {};
-}
-
-std::string_view to_string(Outcome o) noexcept {
-  switch (o) {
-    case Outcome::exited: return "exited";
-    case Outcome::signaled: return "signaled";
-    case Outcome::timeout: return "timeout";
-    case Outcome::cancelled: return "cancelled";
-    case Outcome::not_started: return "not_started";
-  }
-  return "?";
 }
 
 int RunResult::status() const noexcept {

@@ -52,9 +52,34 @@ struct Leftover {
   Fate fate;
 };
 
-// Why a stop began; turned into words only in the report.
-enum class StopReason { none, leftovers, timeout, idle_timeout, cancel, parent_exited, escaped };
-std::string_view to_string(StopReason r) noexcept;
+// Why a call ended: its main process exited by itself (what it left is
+// then stopped or waited for), its time ran out, or it was cancelled: by a
+// signal to pmon, by the exit of the process that started pmon, or by the
+// job service on a client's behalf (the rest, each named by who asked).
+// The call's machine sets it once (RunResult::end); every front end's
+// words for it come from one table (core/end_words.h).
+enum class CallEnd : uint8_t {
+  main_exited,
+  timeout,
+  idle_timeout,
+  cancel,
+  parent_exited,
+  kill,               // a client stopped the job (terminal/kill, pmon stop)
+  release,            // a client released it (terminal/release)
+  replaced,           // a job started under its name with replace
+  owner_ended,        // the pmon call it was started from ended
+  not_ready,          // its readiness check timed out, with stopOnTimeout
+  session_closed,     // session/close
+  request_cancelled,  // the request that ran it was cancelled
+  connection_closed,  // the client that owned it went away
+  service_stopped,    // the service itself stopped
+};
+inline constexpr int kCallEnds = static_cast<int>(CallEnd::service_stopped) + 1;
+
+// Why a stop began: what the stop found after the main process exited
+// (leftovers; processes that escaped the boundary), or the call's end
+// (RunResult::end), whose word the report gives.
+enum class StopReason { none, leftovers, escaped, ended };
 
 struct StopRecord {
   StopReason reason = StopReason::none;
@@ -67,6 +92,7 @@ struct StopRecord {
 // not_started: the command never ran (confinement failed, not found, not
 // executable); the report still says so.
 enum class Outcome { exited, signaled, timeout, cancelled, not_started };
+// The report's word for it (core/end_words.cpp, beside the ends' words).
 std::string_view to_string(Outcome o) noexcept;
 
 struct RunResult {
@@ -76,6 +102,7 @@ struct RunResult {
   std::optional<std::string> cgroup;
   std::chrono::system_clock::time_point started_at;
   double duration_ms = 0;
+  CallEnd end = CallEnd::main_exited;  // why it ended; outcome and timed_out follow from it
   Outcome outcome = Outcome::exited;
   std::optional<int> exit_code;   // when the main process exited
   std::optional<int> signal;      // when it died by a signal

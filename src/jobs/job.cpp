@@ -529,14 +529,6 @@ void Job::drop_stop_watch() {
   stop_ep.reset();
 }
 
-std::string ended_words(const Job& j) {
-  const RunResult& r = j.call->result();
-  if (j.ended_by == "timeout") return "the job was stopped by its timeout";
-  if (j.ended_by == "idle timeout") return "the job was stopped: it printed nothing for its idle timeout";
-  if (!j.ended_by.empty()) return "the job was stopped (" + j.ended_by + ")";
-  if (r.exit_code) return "the job exited with status " + std::to_string(*r.exit_code);
-  if (r.signal) return "the job was killed by " + signal_name(*r.signal);
-  return "the job ended";
-}
+std::string ended_words(const Job& j) { return job_ended_sentence(j.ended_by, j.call->result()); }
 
 }  // namespace pmon::serve

@@ -168,15 +168,14 @@ struct Job {
   std::chrono::system_clock::time_point started;
   std::chrono::system_clock::time_point ended;  // once done
   bool task = false;  // MCP: answered as a task (tasks/list lists it)
-  std::string ended_by;  // why pmon stopped it: "kill", "release", ...
+  std::optional<CallEnd> ended_by;  // why pmon stopped it: kill, release, its timeout, ...
   // Stop work waiting in the stop queue (jobs/stops.h) for its turn: the
-  // stop is to begin (why, and who asked), or its next step is due (its
+  // stop is to begin (why: who asked, or its time is up), or its next step is due (its
   // watch fired, or its deadline passed). A stop asked for while the end
   // of a main process that exited on its own waits is asked again after.
   bool stop_queued = false;
   Call::End queued_why = Call::End::cancel;
-  std::string queued_by;
-  std::optional<std::pair<Call::End, std::string>> stop_after;
+  std::optional<Call::End> stop_after;
   bool step_queued = false;
   bool forget = false;   // dropped once over (release, its owner's end)
   std::string report;    // its terminal/report result, dumped, once made

@@ -15,6 +15,7 @@
 #include "confine/error.h"
 #include "confine/limits.h"
 #include "confine/session.h"
+#include "core/end_words.h"
 #include "jobs/output_buffer.h"
 #include "jobs/output_view.h"
 #include "jobs/ports.h"
@@ -184,7 +185,9 @@ struct OutputRead {
 // not over yet).
 struct EndFacts {
   bool timed_out = false;
-  std::string stopped_by;
+  std::optional<CallEnd> stopped_by;
+  // stopped_by in the service's words ("" for null).
+  std::string_view stopped_by_word() const { return stopped_by ? words_of(*stopped_by).stopped_by : ""; }
   std::optional<bool> oom_killed;
   std::optional<bool> pids_max_hit;
 };

@@ -15,13 +15,13 @@ namespace pmon::serve {
 // belongs to is ending or over (that call's stop reached this job's leaf
 // inside its own), its report says so. Asked again when the report is made.
 void JobTable::note_owner_end(Job& j) {
-  if (!j.ended_by.empty()) return;
+  if (j.ended_by) return;
   bool owner_ended = false;
   if (j.tie.owner_job != 0) {
     Job* o = job_by_num(j.tie.owner_job);
     owner_ended = !o || o->done || o->stopping();
   }
-  if (j.tie.call_ended(owner_ended)) j.ended_by = "owner call ended";
+  if (j.tie.call_ended(owner_ended)) j.ended_by = Call::End::owner_ended;
 }
 
 void JobTable::stop_owned(uint64_t num) {
@@ -30,7 +30,7 @@ void JobTable::stop_owned(uint64_t num) {
   for (auto& [id, j] : jobs_)
     if (j->tie.owner_job == num && !j->done) ids.push_back(id);
   for (const std::string& id : ids)
-    if (Job* j = find(id)) stops_.begin(*j, Call::End::cancel, "owner call ended");
+    if (Job* j = find(id)) stops_.begin(*j, Call::End::owner_ended);
 }
 
 void JobTable::job_over(Job& j) {
@@ -42,7 +42,7 @@ void JobTable::job_over(Job& j) {
   // Over on its own or stopped by a client: nothing for the call's pmon to
   // stop. Stopped because that call ended: kept for it to list (it may be
   // reading its records only now), removed with the job.
-  if (j.ended_by != "owner call ended") remove_call_record(std::exchange(j.tie.record, {}));
+  if (j.ended_by != Call::End::owner_ended) remove_call_record(std::exchange(j.tie.record, {}));
   const RunResult& r = j.call->result();
   if (!r.cleanup_verified) all_verified_ = false;
   j.drain(scratch_);
@@ -56,14 +56,14 @@ void JobTable::job_over(Job& j) {
   }
   // Killed by a signal the service did not send: by the call it belongs
   // to? (Its end says who stopped it; asked again for the report.)
-  if (j.ended_by.empty() && r.signal) note_owner_end(j);
+  if (!j.ended_by && r.signal) note_owner_end(j);
   front_->job_ended(j);
   answers_.settle(j);
   if (opts_.mcp && !j.forget) bound_spools(j.creator);
   if (j.forget) erase(j.id);
   // A job killed by a signal nobody here sent, inside a call that may be
   // ending at this moment: its report is made when asked for (report_text).
-  else if (!(j.ended_by.empty() && r.signal && (j.tie.owner_pidfd || !j.tie.owner_leaf.empty())))
+  else if (!(!j.ended_by && r.signal && (j.tie.owner_pidfd || !j.tie.owner_leaf.empty())))
     to_report_.push_back(j.id);
 }
 

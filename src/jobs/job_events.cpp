@@ -33,7 +33,7 @@ void JobTable::on_event(uint64_t t, uint32_t events) {
         // The call this job was asked for from has ended.
         poller_.unwatch(j->tie.owner_pidfd.get());
         j->tie.owner_pidfd.reset();
-        stops_.begin(*j, Call::End::cancel, "owner call ended");
+        stops_.begin(*j, Call::End::owner_ended);
         return;
       }
       stops_.main_exited(*j);
@@ -94,9 +94,9 @@ void JobTable::on_time() {
   for (const std::string& id : ids) {
     Job* j = find(id);
     if (!j) continue;
+    // Its time is up: the call's own rule ends it in its turn (jobs/stops.h).
     if (!j->done && !j->stopping())
-      if (auto due = j->call->due_end(now))
-        stops_.begin(*j, *due, *due == Call::End::idle_timeout ? "idle timeout" : "timeout");
+      if (auto due = j->call->due_end(now)) stops_.begin(*j, *due);
     // A stop's deadline or rescan: its next step, in its turn.
     if (j->call->finishing() && !j->step_queued && (now >= j->call->finish_deadline() || now >= j->rescan_at))
       stops_.step_due(*j);
@@ -136,7 +136,7 @@ void JobTable::probe(Job& j) {
   if (!r.decided()) return;
   answers_.settle(j);
   if (r.timed_out() && r.probe().stop_on_timeout && !j.done && !j.stopping())
-    stops_.begin(j, Call::End::cancel, "not ready");
+    stops_.begin(j, Call::End::not_ready);
 }
 
 }  // namespace pmon::serve

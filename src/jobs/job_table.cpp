@@ -116,7 +116,7 @@ std::expected<std::optional<Started>, Error> JobTable::start(const Asker& a, con
     return std::unexpected(Error::line("too many jobs wait for the job of their name to stop (at most " +
                                           std::to_string(opts_.max_jobs) + "); try again once they have"));
   replacing_.push_back({old->num, a, p});
-  if (!old->stopping()) stops_.begin(*old, Call::End::cancel, "replaced");
+  if (!old->stopping()) stops_.begin(*old, Call::End::replaced);
   return std::nullopt;
 }
 
@@ -409,8 +409,9 @@ std::expected<std::optional<Stopped>, Error> JobTable::kill(const Asker& a, Job&
   if (release) j.forget = true;
   j.waiters.push_back(std::move(w));
   const uint64_t num = j.num;
-  const char* by = release ? "release" : j.tie.asked_by_call_pmon(a.sock) ? "owner call ended" : "kill";
-  stops_.begin(j, Call::End::cancel, by);
+  stops_.begin(j, release                             ? Call::End::release
+                 : j.tie.asked_by_call_pmon(a.sock) ? Call::End::owner_ended
+                                                    : Call::End::kill);
   if (Job* still = job_by_num(num); still && still->done) answers_.settle(*still);
   return std::nullopt;
 }
@@ -498,8 +499,9 @@ Json JobTable::report(const Job& j) const {
       if (inner.value("cleanup_verified", true) == false) rep["cleanup_verified"] = false;
     }
   }
+  const std::string_view by = j.end_facts().stopped_by_word();  // (the table's: it outlives the facts)
   rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
-                {"stoppedBy", j.ended_by.empty() ? Json(nullptr) : Json(j.ended_by)}, {"stdin", j.stdin_kind}};
+                {"stoppedBy", by.empty() ? Json(nullptr) : Json(std::string(by))}, {"stdin", j.stdin_kind}};
   if (j.own_pmon) rep["job"]["ownPmon"] = true;
   if (j.ready && j.ready->decided()) {
     rep["job"]["ready"] = j.ready->outcome()->ready;
@@ -512,7 +514,7 @@ Json JobTable::report(const Job& j) const {
 std::expected<const std::string*, Error> JobTable::report_text(Job& j) {
   if (!j.done) return std::unexpected(Error::of(Errc::still_running, j.id));
   // Killed by a signal the service did not send: by the call it belongs to?
-  if (j.report.empty() && j.ended_by.empty() && j.call->result().signal) note_owner_end(j);
+  if (j.report.empty() && !j.ended_by && j.call->result().signal) note_owner_end(j);
   if (j.report.empty()) j.report = dump_text(report(j));
   return &j.report;
 }
@@ -524,10 +526,10 @@ void JobTable::make_reports() {
     if (Job* j = find(id); j && j->done && j->report.empty()) j->report = dump_text(report(*j));
 }
 
-void JobTable::dismiss(Job& j, const char* why) {
+void JobTable::dismiss(Job& j, Call::End why) {
   j.forget = true;
   if (j.done) erase(j.id);
-  else stops_.begin(j, Call::End::cancel, why);
+  else stops_.begin(j, why);
 }
 
 size_t JobTable::close_session(uint64_t conn, const std::string& session) {
@@ -535,7 +537,7 @@ size_t JobTable::close_session(uint64_t conn, const std::string& session) {
   for (auto& [tid, j] : jobs_)
     if (j->session == session && j->creator == conn) ids.push_back(tid);
   for (const std::string& tid : ids)
-    if (Job* j = find(tid)) dismiss(*j, "session closed");
+    if (Job* j = find(tid)) dismiss(*j, Call::End::session_closed);
   return ids.size();
 }
 
@@ -549,7 +551,7 @@ void JobTable::cancel(uint64_t conn, const Json& id) {
     });
   }
   for (const std::string& tid : stop)
-    if (Job* j = find(tid)) dismiss(*j, "cancelled");
+    if (Job* j = find(tid)) dismiss(*j, Call::End::request_cancelled);
 }
 
 void JobTable::connection_closed(uint64_t conn) {
@@ -560,7 +562,7 @@ void JobTable::connection_closed(uint64_t conn) {
   for (auto& [id, j] : jobs_)
     if (j->owner == conn) ids.push_back(id);
   for (const std::string& id : ids)
-    if (Job* j = find(id)) dismiss(*j, "connection closed");
+    if (Job* j = find(id)) dismiss(*j, Call::End::connection_closed);
   for (auto& [id, j] : jobs_) std::erase_if(j->waiters, [&](const Waiter& w) { return w.conn == conn; });
 }
 
@@ -570,7 +572,7 @@ void JobTable::shutdown() {
   std::vector<std::string> ids;
   for (auto& [id, j] : jobs_) ids.push_back(id);
   for (const std::string& id : ids)
-    if (Job* j = find(id)) dismiss(*j, "service stopped");
+    if (Job* j = find(id)) dismiss(*j, Call::End::service_stopped);
 }
 
 }  // namespace pmon::serve

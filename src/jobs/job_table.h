@@ -131,7 +131,7 @@ class JobTable : private StopHost {
   void probe(Job& j);
   void feed_lines(Job& j, int64_t now);
   // Stopped (when running) and forgotten once over.
-  void dismiss(Job& j, const char* why);
+  void dismiss(Job& j, Call::End why);
   void erase(const std::string& id);
   // pmon mcp: the oldest job that is over removed, to make room for one.
   void make_room();

@@ -16,16 +16,15 @@ constexpr int64_t kStopSliceNs = 2'000'000;
 
 }  // namespace
 
-void Stops::begin(Job& j, Call::End why, const std::string& by) {
+void Stops::begin(Job& j, Call::End why) {
   if (j.done) return;
   if (j.stop_queued) {
-    if (j.queued_why == Call::End::main_exited && !j.stop_after) j.stop_after.emplace(why, by);
+    if (j.queued_why == Call::End::main_exited && !j.stop_after) j.stop_after = why;
     return;
   }
   if (j.call->finishing() && !j.call->waiting_for_tree()) return;
   j.stop_queued = true;
   j.queued_why = why;
-  j.queued_by = by;
   queue_.push_back({j.num, true});
 }
 
@@ -38,7 +37,6 @@ void Stops::main_exited(Job& j) {
   host_.note_owner_end(j);
   j.stop_queued = true;
   j.queued_why = Call::End::main_exited;
-  j.queued_by.clear();
   queue_.push_back({j.num, true});
 }
 
@@ -78,31 +76,50 @@ void Stops::start(Job& j) {
   j.stop_queued = false;
   if (j.done) return;
   const Call::End why = j.queued_why;
-  const std::string by = std::move(j.queued_by);
-  j.queued_by.clear();
   if (why == Call::End::main_exited) {
     const uint64_t num = j.num;
-    auto after = std::move(j.stop_after);
+    auto after = j.stop_after;
     j.stop_after.reset();
     if (!j.call->finishing()) after_step(j, j.call->begin_finish(why));
-    if (Job* still = host_.job_by_num(num); still && after) begin(*still, after->first, after->second);
+    if (Job* still = host_.job_by_num(num); still && after) begin(*still, *after);
     return;
   }
+  if (is_time_up(why)) return time_up(j);
   if (j.call->waiting_for_tree()) {
     // waitTree: the main process is gone and its tree is waited for; an
     // owner's end stops the tree instead.
-    if (j.ended_by.empty()) j.ended_by = by;
+    if (!j.ended_by) j.ended_by = why;
     j.drop_stop_watch();
-    after_step(j, j.call->resume_finish(true));
+    after_step(j, j.call->resume_finish(true, why));
     return;
   }
   if (j.call->finishing()) return;
-  if (j.ended_by.empty()) j.ended_by = by;
-  if (j.main_watched) {
-    j.poller.unwatch(j.call->pidfd());
-    j.main_watched = false;
-  }
+  if (!j.ended_by) j.ended_by = why;
+  unwatch_main(j);
   after_step(j, j.call->begin_finish(why));
+}
+
+// The job's time was up when the stop was asked for: the call's own rule
+// (its timeout, its idle timeout) ends it now, if it still holds (output
+// that came meanwhile moved the idle time on; a main process that exited
+// meanwhile ended the call itself), and the job takes its end from the call.
+void Stops::time_up(Job& j) {
+  const bool waited = j.call->waiting_for_tree();
+  if (j.call->finishing() && !waited) return;
+  // (A tree waited for is looked at again: the step may also find it empty.)
+  if (waited) j.drop_stop_watch();
+  j.call->step();
+  const Call::End end = j.call->end_cause();
+  if (end != Call::End::main_exited && !j.ended_by) j.ended_by = end;
+  if (!waited && end == Call::End::main_exited) return;
+  unwatch_main(j);
+  after_step(j, j.call->finished());
+}
+
+void Stops::unwatch_main(Job& j) {
+  if (!j.main_watched) return;
+  j.poller.unwatch(j.call->pidfd());
+  j.main_watched = false;
 }
 
 void Stops::after_step(Job& j, bool over) {

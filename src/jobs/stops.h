@@ -33,8 +33,10 @@ class Stops {
   explicit Stops(StopHost& host) : host_(host) {}
 
   // A stop is asked for: it begins in its turn. One asked for again
-  // meanwhile is the same stop.
-  void begin(Job& job, Call::End why, const std::string& by);
+  // meanwhile is the same stop. `why`: who asked (a cancel, by its
+  // asker), or the job's time is up (timeout, idle_timeout: the call's
+  // own rule then decides, in that turn, whether and why it ends).
+  void begin(Job& job, Call::End why);
   // The job's main process exited (its pidfd is readable): its end is
   // taken in its turn, as a stop.
   void main_exited(Job& job);
@@ -51,6 +53,8 @@ class Stops {
 
  private:
   void start(Job& job);
+  void time_up(Job& job);
+  void unwatch_main(Job& job);
   // After begin_finish/resume_finish: the call is over, or its stop waits
   // on a fresh watch until a fresh deadline.
   void after_step(Job& job, bool over);

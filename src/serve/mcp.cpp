@@ -181,7 +181,7 @@ std::string ending_words(const ExitStatus& e) {
 // Why a job ended, beside its exit_code and signal (EndFacts).
 void add_end_fields(Json& s, const EndFacts& f) {
   s["timed_out"] = f.timed_out;
-  s["stopped_by"] = f.stopped_by.empty() ? Json(nullptr) : Json(f.stopped_by);
+  s["stopped_by"] = f.stopped_by_word().empty() ? Json(nullptr) : Json(std::string(f.stopped_by_word()));
   s["oom_killed"] = f.oom_killed ? Json(*f.oom_killed) : Json(nullptr);
   s["pids_max_hit"] = f.pids_max_hit ? Json(*f.pids_max_hit) : Json(nullptr);
 }
@@ -189,7 +189,7 @@ void add_end_fields(Json& s, const EndFacts& f) {
 // The same in words, after ending_words: " (stopped: kill)", the limits hit.
 std::string end_words(const EndFacts& f) {
   std::string w;
-  if (!f.stopped_by.empty()) w += " (stopped: " + f.stopped_by + ")";
+  if (!f.stopped_by_word().empty()) w += " (stopped: " + std::string(f.stopped_by_word()) + ")";
   if (f.oom_killed == true) w += "; killed for going past memory_max";
   if (f.pids_max_hit == true) w += "; some forks failed at pids_max";
   return w;
@@ -440,7 +440,8 @@ Json run_result(const RunSummary& a) {
       leftovers.push_back({{"pid", l["pid"]}, {"command", l.value("cmdline", std::string())},
                            {"action", l.value("action", std::string())}});
   const bool timed_out = a.report.value("timed_out", false);
-  const bool idle = timed_out && a.report.contains("stop") && a.report["stop"].value("reason", Json()) == "idle_timeout";
+  const bool idle = timed_out && a.report.contains("stop") &&
+                    a.report["stop"].value("reason", Json()) == words_of(CallEnd::idle_timeout).stop_reason;
   Json s = {{"running", false},
             {"output", out},
             {"truncated", truncated},
@@ -603,7 +604,7 @@ Json list_result(const std::vector<JobInfo>& jobs) {
     }
     list.push_back(std::move(job));
     text += t.id + "  " + (t.waiting_for_input ? std::string("waiting for input") : std::string(t.status));
-    if (!t.end.stopped_by.empty()) text += " (stopped: " + t.end.stopped_by + ")";
+    if (!t.end.stopped_by_word().empty()) text += " (stopped: " + std::string(t.end.stopped_by_word()) + ")";
     text += "  " + cmd;
     if (!t.ports.empty()) {
       text += "  ports";

@@ -217,9 +217,8 @@ mcp::TaskState McpAdapter::task_state(Job& j) {
     return t;
   }
   const RunResult& r = j.call->result();
-  t.status = j.ended_by == "kill" || j.ended_by == "release" || j.ended_by == "replaced" || j.ended_by == "cancel"
-                 ? mcp::TaskStatus::cancelled
-                 : mcp::TaskStatus::completed;
+  t.status = j.ended_by && words_of(*j.ended_by).task_cancelled ? mcp::TaskStatus::cancelled
+                                                                 : mcp::TaskStatus::completed;
   t.message = mcp::job_ended_message(j.id, j.name, {r.exit_code, r.signal}, j.end_facts(),
                                      r.cleanup_verified)["data"]["text"];
   return t;

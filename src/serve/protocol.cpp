@@ -187,7 +187,7 @@ Json output_result(const OutputBuffer::Read& out, const OutputBuffer::Read* err,
 
 void add_end_facts(Json& o, const EndFacts& f) {
   o["timedOut"] = f.timed_out;
-  o["stoppedBy"] = f.stopped_by.empty() ? Json(nullptr) : Json(f.stopped_by);
+  o["stoppedBy"] = f.stopped_by_word().empty() ? Json(nullptr) : Json(std::string(f.stopped_by_word()));
   o["oomKilled"] = or_null(f.oom_killed);
   o["pidsMaxHit"] = or_null(f.pids_max_hit);
 }

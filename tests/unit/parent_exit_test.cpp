@@ -25,7 +25,8 @@ TEST(ParentExit, StopsTheCallAndSaysWhy) {
   ::close(p[0]);
   ::close(p[1]);
   ASSERT_TRUE(r.has_value()) << r.error().text;
-  EXPECT_EQ(r->stop.reason, StopReason::parent_exited);
+  EXPECT_EQ(r->end, CallEnd::parent_exited);
+  EXPECT_EQ(r->stop.reason, StopReason::ended);
   EXPECT_EQ(r->outcome, Outcome::cancelled);
   EXPECT_EQ(r->cancel_signal, 0);
   EXPECT_TRUE(r->cleanup_verified);
