@@ -40,10 +40,6 @@ class ExecuteCall final : public grpc::ServerUnaryReactor {
   void start(serve::CreateParams p);
   void OnCancel() override;
   void OnDone() override;
-  // Its reactions are run where gRPC has them, not handed to gRPC's executor
-  // thread (one thread woken less a call): OnDone only counts and deletes,
-  // OnCancel only posts to the service's thread.
-  bool InternalInlineable() override { return true; }
 
  private:
   std::atomic<size_t>& unsent_;
