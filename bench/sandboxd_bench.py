@@ -18,7 +18,6 @@
 
 Ratios from one run are the figures to quote (the machine is shared)."""
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -27,31 +26,14 @@ import tempfile
 import threading
 import time
 
-import grpc
 from process.v1 import process_pb2 as pb
-from process.v1 import process_pb2_grpc as pbg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sandboxd_common import start_sandboxd  # noqa: E402
 from serve_common import Client, raw_cgroup_kill, start_service  # noqa: E402
 
 PMON = sys.argv[1] if len(sys.argv) > 1 else "build/pmon"
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-
-
-def start_sandboxd(d, *extra, name="ws"):
-    root = os.path.join(d, name)
-    os.mkdir(root)
-    err = open(os.path.join(d, name + ".err"), "w+")
-    p = subprocess.Popen([PMON, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--rest-port", "0",
-                          "--root-dir", root, *extra], stderr=err)
-    for _ in range(3000):
-        err.seek(0)
-        m = re.search(r"on 127\.0\.0\.1:(\d+)", err.read())
-        if m:
-            break
-        time.sleep(0.01)
-    ch = grpc.insecure_channel("127.0.0.1:%s" % m.group(1))
-    return p, ch, pbg.ProcessServiceStub(ch)
 
 
 def rss_kib(pid):
@@ -67,7 +49,7 @@ def load():
 
 print("load average before: %s" % load())
 with tempfile.TemporaryDirectory() as d:
-    p, ch, stub = start_sandboxd(d)
+    p, ch, stub = start_sandboxd(PMON, d)
     sp, path = start_service(PMON, d)
     c = Client(path)
     true_cfg = pb.ProcessConfig(command=["/bin/true"])
@@ -87,7 +69,7 @@ with tempfile.TemporaryDirectory() as d:
 
     # The same daemon where no cgroup or PID namespace is to be had (an
     # unprivileged pod): each command under a pmon of its own.
-    op, och, ostub = start_sandboxd(d, "--confine", "subreaper", name="ws-own")
+    op, och, ostub = start_sandboxd(PMON, d, "--confine", "subreaper", name="ws-own")
 
     def own_pmon():
         r = ostub.Execute(pb.ExecuteRequest(config=true_cfg), timeout=30)

@@ -23,18 +23,16 @@ service's time over Execute's: above 1 is faster).
 Ratios from one run are the figures to quote (the machine is shared)."""
 import argparse
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 import grpc
 from process.v1 import process_pb2 as pb
-from process.v1 import process_pb2_grpc as pbg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sandboxd_common import start_sandboxd  # noqa: E402
 from serve_common import Client, start_service  # noqa: E402
 
 ap = argparse.ArgumentParser()
@@ -67,25 +65,9 @@ def cpu_ns(pid):
     return total
 
 
-def start_sandboxd(d, pmon, name):
-    root = os.path.join(d, name)
-    os.mkdir(root)
-    err = open(os.path.join(d, name + ".err"), "w+")
-    p = subprocess.Popen([pmon, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--rest-port", "0",
-                          "--root-dir", root], stderr=err)
-    for _ in range(3000):
-        err.seek(0)
-        m = re.search(r"on 127\.0\.0\.1:(\d+)", err.read())
-        if m:
-            break
-        time.sleep(0.01)
-    ch = grpc.insecure_channel("127.0.0.1:%s" % m.group(1))
-    return p, ch, pbg.ProcessServiceStub(ch)
-
-
 with tempfile.TemporaryDirectory() as d:
     daemons = [("", a.pmon)] + ([(" (--alt)", a.alt)] if a.alt else [])
-    started = [(tag,) + start_sandboxd(d, pm, "ws%d" % i) for i, (tag, pm) in enumerate(daemons)]
+    started = [(tag,) + start_sandboxd(pm, d, name="ws%d" % i) for i, (tag, pm) in enumerate(daemons)]
     sp, path = start_service(a.pmon, d)
     c = Client(path)
     true_cfg = pb.ProcessConfig(command=["/bin/true"])
