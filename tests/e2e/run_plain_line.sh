@@ -60,6 +60,14 @@ same 0 ok '' -- --die-with-parent -- sh -c 'echo ok'
 same 0 '--help -x' '' -- -- sh -c 'echo "$*"' sh --help -x
 # --die-with-parent takes effect: the program that started pmon exits once
 # the command runs, and the command is stopped.
+# gone_soon PID START: that process is gone, or goes within 10 s.
+gone_soon() {
+  for _ in $(seq 200); do
+    alive "$1" "$2" || return 0
+    sleep 0.05
+  done
+  ! alive "$1" "$2"
+}
 parent_exits() {
   local how=$1
   shift
@@ -71,20 +79,12 @@ parent_exits() {
   pp=$(cat "$t/pmon.pid")
   read -r cp cst < "$t/cmd.pid"
   echo "$cp $cst" >> "$t/pids"; echo "$cp $cst" >> "$STATE/pids"
-  for _ in $(seq 200); do
-    alive "$cp" "$cst" || break
-    sleep 0.05
-  done
-  ! alive "$cp" "$cst" || fail "[$how: run $*]: the command still runs 10 s after the program that started pmon exited"
+  gone_soon "$cp" "$cst" || fail "[$how: run $*]: the command still runs 10 s after the program that started pmon exited"
   local pst
   pst=$(start_time_of "$pp")
   if [ -n "$pst" ]; then
     echo "$pp $pst" >> "$t/pids"; echo "$pp $pst" >> "$STATE/pids"
-    for _ in $(seq 200); do
-      alive "$pp" "$pst" || break
-      sleep 0.05
-    done
-    ! alive "$pp" "$pst" || fail "[$how: run $*]: pmon still runs"
+    gone_soon "$pp" "$pst" || fail "[$how: run $*]: pmon still runs"
   fi
   echo "ok: [$how: run $*]: the command stopped when its starter exited"
 }
