@@ -64,7 +64,6 @@ std::string envelope_words(const pmon::Envelope* e);
 // the session's use in one line (list's): serve/mcp_session.cpp.
 std::string session_note(const Json& session, bool oom_killed);
 std::string session_line(const JobInfo::InSession& s);
-Json session_fields(const JobInfo::InSession& s);
 
 // A result as the revision wants it: resultType "complete" unless it has
 // one (a task's "task"; a client of an earlier revision reads past it).

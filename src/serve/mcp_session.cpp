@@ -30,27 +30,7 @@ std::string session_note(const Json& session, bool oom_killed) {
   return t;
 }
 
-
 namespace {
-
-template <class T>
-Json maybe(const std::optional<T>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
-
-Json usage_fields(const CgroupUsage& u) {
-  return {{"memory_current", maybe(u.memory_current)},
-          {"memory_peak", maybe(u.memory_peak)},
-          {"memory_events",
-           {{"high", maybe(u.memory_high_events)},
-            {"max", maybe(u.memory_max_events)},
-            {"oom", maybe(u.oom)},
-            {"oom_kill", maybe(u.oom_kill)}}},
-          {"pids_current", maybe(u.pids_current)},
-          {"pids_events_max", maybe(u.pids_max_events)},
-          {"memory_pressure_avg10", maybe(u.memory_pressure_avg10)},
-          {"cpu_pressure_avg10", maybe(u.cpu_pressure_avg10)}};
-}
 
 std::string mib(uint64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
 
@@ -77,19 +57,6 @@ std::string session_line(const JobInfo::InSession& s) {
   return t + "\n";
 }
 
-
-Json session_fields(const JobInfo::InSession& s) {
-  const Limits& l = s.envelope.limits;
-  return {{"cgroup", s.cgroup},
-          {"envelope",
-           {{"memory_max", maybe(l.memory_max)},
-            {"memory_high", maybe(l.memory_high)},
-            {"pids_max", maybe(l.pids_max)},
-            {"cpu_max", maybe(l.cpu_max)},
-            {"set_by", s.envelope.set_by}}},
-          {"usage", usage_fields(s.session)},
-          {"job_usage", usage_fields(s.job)}};
-}
 
 std::string envelope_words(const pmon::Envelope* e) {
   if (e == nullptr) return "";

@@ -258,33 +258,42 @@ Json or_null_v(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
-Json usage_json(const CgroupUsage& u) {
-  return {{"memoryCurrent", or_null_v(u.memory_current)},
-          {"memoryPeak", or_null_v(u.memory_peak)},
-          {"memoryEvents",
+// The key in the case asked for.
+struct Keys {
+  KeyCase k;
+  std::string operator()(std::string_view camel, std::string_view snake) const {
+    return std::string(k == KeyCase::camel ? camel : snake);
+  }
+};
+
+Json usage_json(const CgroupUsage& u, Keys key) {
+  return {{key("memoryCurrent", "memory_current"), or_null_v(u.memory_current)},
+          {key("memoryPeak", "memory_peak"), or_null_v(u.memory_peak)},
+          {key("memoryEvents", "memory_events"),
            {{"high", or_null_v(u.memory_high_events)},
             {"max", or_null_v(u.memory_max_events)},
             {"oom", or_null_v(u.oom)},
-            {"oomKill", or_null_v(u.oom_kill)}}},
-          {"pidsCurrent", or_null_v(u.pids_current)},
-          {"pidsEventsMax", or_null_v(u.pids_max_events)},
-          {"memoryPressureAvg10", or_null_v(u.memory_pressure_avg10)},
-          {"cpuPressureAvg10", or_null_v(u.cpu_pressure_avg10)}};
+            {key("oomKill", "oom_kill"), or_null_v(u.oom_kill)}}},
+          {key("pidsCurrent", "pids_current"), or_null_v(u.pids_current)},
+          {key("pidsEventsMax", "pids_events_max"), or_null_v(u.pids_max_events)},
+          {key("memoryPressureAvg10", "memory_pressure_avg10"), or_null_v(u.memory_pressure_avg10)},
+          {key("cpuPressureAvg10", "cpu_pressure_avg10"), or_null_v(u.cpu_pressure_avg10)}};
 }
 
 }  // namespace
 
-Json session_json(const JobInfo::InSession& s) {
+Json session_json(const JobInfo::InSession& s, KeyCase k) {
   const Limits& l = s.envelope.limits;
+  const Keys key{k};
   return {{"cgroup", s.cgroup},
           {"envelope",
-           {{"memoryMax", or_null_v(l.memory_max)},
-            {"memoryHigh", or_null_v(l.memory_high)},
-            {"pidsMax", or_null_v(l.pids_max)},
-            {"cpuMax", or_null_v(l.cpu_max)},
-            {"setBy", s.envelope.set_by}}},
-          {"usage", usage_json(s.session)},
-          {"jobUsage", usage_json(s.job)}};
+           {{key("memoryMax", "memory_max"), or_null_v(l.memory_max)},
+            {key("memoryHigh", "memory_high"), or_null_v(l.memory_high)},
+            {key("pidsMax", "pids_max"), or_null_v(l.pids_max)},
+            {key("cpuMax", "cpu_max"), or_null_v(l.cpu_max)},
+            {key("setBy", "set_by"), s.envelope.set_by}}},
+          {"usage", usage_json(s.session, key)},
+          {key("jobUsage", "job_usage"), usage_json(s.job, key)}};
 }
 
 Json job_json(const JobInfo& j) {

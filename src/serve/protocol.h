@@ -112,7 +112,9 @@ Json still_running_result(bool waiting_for_input);
 Json port_json(const ListeningPort& l);
 Json job_json(const JobInfo& j);
 // A job's session (JobInfo::in_session): the envelope and what the session
-// and the job have used.
-Json session_json(const JobInfo::InSession& s);
+// and the job have used, its keys in camelCase (the job service's:
+// jobUsage, memoryMax) or snake_case (MCP's: job_usage, memory_max).
+enum class KeyCase { camel, snake };
+Json session_json(const JobInfo::InSession& s, KeyCase k = KeyCase::camel);
 
 }  // namespace pmon::serve

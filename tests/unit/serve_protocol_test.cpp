@@ -271,5 +271,33 @@ TEST(ServeProtocol, CreateReadsAReadinessProbe) {
   }
 }
 
+TEST(ServeProtocol, SessionKeysInEitherCase) {
+  JobInfo::InSession in;
+  in.cgroup = "/pmon-session-n-x";
+  in.envelope.limits.memory_max = 1024;
+  in.envelope.set_by = "--session-memory-max";
+  in.session.memory_peak = 7;
+  in.session.oom_kill = 1;
+  in.job.pids_max_events = 2;
+  const Json camel = session_json(in);
+  EXPECT_EQ(camel["envelope"]["memoryMax"], 1024);
+  EXPECT_EQ(camel["envelope"]["setBy"], "--session-memory-max");
+  EXPECT_TRUE(camel["envelope"]["pidsMax"].is_null());
+  EXPECT_EQ(camel["usage"]["memoryPeak"], 7);
+  EXPECT_EQ(camel["usage"]["memoryEvents"]["oomKill"], 1);
+  EXPECT_EQ(camel["jobUsage"]["pidsEventsMax"], 2);
+  EXPECT_TRUE(camel["jobUsage"]["cpuPressureAvg10"].is_null());
+  const Json snake = session_json(in, KeyCase::snake);
+  EXPECT_EQ(snake["envelope"]["memory_max"], 1024);
+  EXPECT_EQ(snake["envelope"]["set_by"], "--session-memory-max");
+  EXPECT_EQ(snake["usage"]["memory_peak"], 7);
+  EXPECT_EQ(snake["usage"]["memory_events"]["oom_kill"], 1);
+  EXPECT_EQ(snake["job_usage"]["pids_events_max"], 2);
+  EXPECT_TRUE(snake["job_usage"]["cpu_pressure_avg10"].is_null());
+  // The same fields, no more, in both.
+  EXPECT_EQ(camel["usage"].size(), snake["usage"].size());
+  EXPECT_EQ(camel.size(), snake.size());
+}
+
 }  // namespace
 }  // namespace pmon::serve
