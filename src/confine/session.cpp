@@ -110,10 +110,11 @@ std::optional<SessionKey> SessionKey::of_harness(pid_t pid) {
   return k;
 }
 
-std::expected<SessionKey, std::string> SessionKey::named_(std::string_view name) {
+std::expected<SessionKey, Error> SessionKey::named_(std::string_view name) {
   if (!valid_name(name))
-    return std::unexpected("'" + std::string(name.substr(0, 80)) +
-                           "' is not a session name (use letters, digits, '.', '_' and '-', at most 64)");
+    return std::unexpected(Error::line("'" + std::string(name.substr(0, 80)) + "' is not a session name "
+                                       "(use letters, digits, '.', '_' and '-', at most 64)",
+                                       Errc::invalid_argument));
   SessionKey k;
   k.kind = Kind::named;
   k.name = std::string(name);
