@@ -59,10 +59,10 @@ std::expected<LeafBase, Error> choose_leaf_base(const std::string& cgroup_root) 
       loc = std::move(*moved);
       base_rel = scope_rel;
     } else if (managers) {
-      fallback_note = "; " + *managers + ", but systemd gave no delegated scope (" + moved.error() +
+      fallback_note = "; " + *managers + ", but systemd gave no delegated scope (" + moved.error().text +
                       "), so the leaves are made there";
     } else {
-      systemd_note = "; asked systemd for a delegated scope: " + moved.error();
+      systemd_note = "; asked systemd for a delegated scope: " + moved.error().text;
     }
   }
   if (!cgroup_root.empty()) {

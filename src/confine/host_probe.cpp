@@ -189,7 +189,7 @@ std::vector<HostCheck> probe_host() {
     auto sd = probe_systemd_manager();
     checks.push_back({"systemd", sd.has_value(),
                       sd ? *sd + "; pmon asks it for a Delegate=yes scope only when its own cgroup is not writable"
-                         : sd.error()});
+                         : sd.error().text});
   }
   cg = std::unexpected(Error{});  // drop the probe backend (and its guard)
   {

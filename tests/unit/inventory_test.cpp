@@ -129,7 +129,7 @@ TEST(Systemd, StartTransientUnitMessage) {
 TEST(Systemd, MissingLibraryIsExplained) {
   auto t = confine::load_sd_bus("libpmon-no-such-library.so.0");
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.error().rfind("libpmon-no-such-library.so.0 not found: ", 0), 0u) << t.error();
+  EXPECT_EQ(t.error().text.rfind("libpmon-no-such-library.so.0 not found: ", 0), 0u) << t.error().text;
 }
 #endif
 
