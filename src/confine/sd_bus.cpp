@@ -43,13 +43,9 @@ std::expected<SdBus, Error> load_sd_bus(const char* soname) {
   return t;  // the library stays loaded for the life of the process
 }
 
-const SdBus* sd_bus_api(std::string* why) {
+const std::expected<SdBus, Error>& sd_bus_api() {
   static const std::expected<SdBus, Error> loaded = load_sd_bus("libsystemd.so.0");
-  if (!loaded) {
-    if (why != nullptr) *why = loaded.error().text;
-    return nullptr;
-  }
-  return &*loaded;
+  return loaded;
 }
 
 namespace {
@@ -119,8 +115,8 @@ int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error*) {
 }  // namespace
 
 int append_start_scope_args(sd_bus_message* m, const ScopeRequest& req) {
-  const SdBus* api = sd_bus_api(nullptr);
-  if (api == nullptr) return -ENOSYS;
+  const auto& api = sd_bus_api();
+  if (!api) return -ENOSYS;
   const SdBus& sd = *api;
   int r;
   if ((r = sd.sd_bus_message_append(m, "ss", req.unit.c_str(), "fail")) < 0) return r;
@@ -139,9 +135,8 @@ namespace {
 // The manager's bus (open_manager_bus), or the one line that says why not;
 // *how says which way it was reached.
 std::expected<std::unique_ptr<Bus>, Error> connect_manager(std::string* how) {
-  std::string missing;
-  const SdBus* api = sd_bus_api(&missing);
-  if (api == nullptr) return std::unexpected(Error::line("no systemd manager reachable (" + missing + ")"));
+  const auto& api = sd_bus_api();
+  if (!api) return std::unexpected(Error::line("no systemd manager reachable (" + api.error().text + ")"));
   auto b = std::make_unique<Bus>(*api);
   if (open_manager_bus(*b, how) < 0) return std::unexpected(Error::line("no systemd manager reachable (" + *how + ")"));
   return b;

@@ -56,8 +56,8 @@ struct SdBus {
 std::expected<SdBus, Error> load_sd_bus(const char* soname);
 
 // The table from libsystemd.so.0, loaded once per process on first use
-// (thread-safe); nullptr and *why when it cannot be loaded.
-const SdBus* sd_bus_api(std::string* why);
+// (thread-safe), or why it cannot be.
+const std::expected<SdBus, Error>& sd_bus_api();
 #endif
 
 struct ScopeRequest {

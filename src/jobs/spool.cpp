@@ -201,8 +201,7 @@ void stop_left_job(const DirOwner& o, int dir_fd, const std::string& file,
 // job) are removed; one that still has processes (a job without a spool)
 // is stopped too, and said.
 void sweep_leaves(const std::vector<DirOwner>& dead, const std::function<void(const std::string&)>& say) {
-  std::string why;
-  auto loc = confine::locate_cgroup2(&why);
+  auto loc = confine::locate_cgroup2();
   if (!loc) return;
   for (const LeafInfo& l : find_leaves(loc->mount)) {
     if (!l.owner_gone()) continue;
