@@ -97,10 +97,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::string why;
-  auto loc = pmon::confine::locate_cgroup2(&why);
+  auto loc = pmon::confine::locate_cgroup2();
   if (!loc) {
-    std::fprintf(stderr, "bench_e11_cgroup: %s\n", why.c_str());
+    std::fprintf(stderr, "bench_e11_cgroup: %s\n", loc.error().text.c_str());
     return 1;
   }
   char tmpl[] = "/tmp/pmon-bench-e11.XXXXXX";

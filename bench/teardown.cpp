@@ -56,8 +56,7 @@ struct Scratch {
   int events = -1;
 
   bool open() {
-    std::string why;
-    auto loc = pmon::confine::locate_cgroup2(&why);
+    auto loc = pmon::confine::locate_cgroup2();
     if (!loc) return false;
     path = loc->own_path + "/pmon-bench-" + std::to_string(::getpid());
     if (::mkdir(path.c_str(), 0755) != 0) {

@@ -78,7 +78,7 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine, con
     EnvelopeAsk ask;
     ask.flag_prefix = "session_";
     auto envelope = resolve_envelope(ask);
-    if (!envelope) return std::unexpected(envelope.error());
+    if (!envelope) return std::unexpected(render(envelope.error(), kPythonWords));
     if (*envelope && (!req.kind || *req.kind == ConfineKind::cgroup || req.isolate)) {
       req.envelope = **envelope;
       req.session = SessionKey::of_this_process();
@@ -86,7 +86,7 @@ std::expected<Backend*, std::string> backend_for(const std::string& confine, con
     auto sel = select_backend(req);
     if (!sel) {
       std::string why = render(sel.error(), kPythonWords);
-      if (g_init_exe.empty() && why.find("the pmon executable for the namespace's init was not found") != std::string::npos)
+      if (g_init_exe.empty() && sel.error().code == Errc::no_init_exe)
         why += " (install the package with python/install.sh, or set PMON_BINARY)";
       return std::unexpected(req.isolate ? "isolate: " + why : why);
     }
@@ -508,17 +508,17 @@ PYBIND11_MODULE(_pmon, m) {
   // with the CLI's words.
   m.def("parse_size", [](const std::string& s) {
     auto v = parse_size(s);
-    if (!v) throw py::value_error(v.error());
+    if (!v) throw py::value_error(describe(v.error()));
     return *v;
   });
   m.def("parse_pids", [](const std::string& s) {
     auto v = parse_pids(s);
-    if (!v) throw py::value_error(v.error());
+    if (!v) throw py::value_error(describe(v.error()));
     return *v;
   });
   m.def("check_cores", [](double c) {
     auto v = check_cores(c);
-    if (!v) throw py::value_error(v.error());
+    if (!v) throw py::value_error(describe(v.error()));
     return *v;
   });
   m.def("shutdown", &shutdown);

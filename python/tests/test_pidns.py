@@ -82,3 +82,18 @@ def test_a_wrong_init_executable_is_never_python():
     # The package must not fall back to /proc/self/exe (the interpreter).
     exe = pmon._find_pmon_executable()
     assert exe and os.path.basename(exe) == "pmon"
+
+
+def test_pidns_without_the_pmon_executable_says_how_to_get_one(tmp_path):
+    """Without a pmon executable for the namespace's init, the refusal says
+    where the library looks for one."""
+    found = pmon._find_pmon_executable()
+    pmon._pmon.set_init_exe("")
+    try:
+        # A cgroup root no other test asks for: a selection not made before.
+        with pytest.raises(pmon.ConfinementError) as err:
+            pmon.run(["true"], confine="pidns", cgroup_root=str(tmp_path / "unused"))
+    finally:
+        pmon._pmon.set_init_exe(found)
+    assert "the pmon executable for the namespace's init was not found" in str(err.value)
+    assert "install the package with python/install.sh, or set PMON_BINARY" in str(err.value)

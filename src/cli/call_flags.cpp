@@ -89,11 +89,11 @@ std::expected<Selection, Error> ConfineFlags::try_select(const std::string& sub)
     // the file), the file is not read (nor can a broken one stop the call).
     auto env = resolve_envelope(envelope, nullptr, false);
     if (session_use != SessionUse::run || !name.empty() || !env || *env) env = resolve_envelope(envelope);
-    if (!env) die(sub + ": " + env.error());
+    if (!env) die(sub + ": " + render(env.error()));
     std::optional<SessionKey> key;
     if (!name.empty()) {
       auto k = SessionKey::named_(name);
-      if (!k) die(sub + ": " + (session_name.empty() ? "PMON_SESSION" : "--session") + ": " + k.error());
+      if (!k) die(sub + ": " + (session_name.empty() ? "PMON_SESSION" : "--session") + ": " + render(k.error()));
       key = *k;
     } else if (session_use == SessionUse::shell) {
       key = SessionKey::of_harness(::getppid());
@@ -142,12 +142,12 @@ Limits LimitFlags::parse(const std::string& sub) const {
   Limits l;
   if (memory_opt_ != nullptr && memory_opt_->count() > 0) {
     auto v = parse_size(memory_max);
-    if (!v) die(sub + ": --memory-max: " + v.error());
+    if (!v) die(sub + ": --memory-max: " + describe(v.error()));
     l.memory_max = *v;
   }
   if (high_opt_ != nullptr && high_opt_->count() > 0) {
     auto v = parse_size(memory_high);
-    if (!v) die(sub + ": --memory-high: " + v.error());
+    if (!v) die(sub + ": --memory-high: " + describe(v.error()));
     l.memory_high = *v;
   }
   if (l.memory_max && l.memory_high && *l.memory_high >= *l.memory_max)
@@ -155,12 +155,12 @@ Limits LimitFlags::parse(const std::string& sub) const {
               "could be slowed down)");
   if (pids_opt_ != nullptr && pids_opt_->count() > 0) {
     auto v = parse_pids(pids_max);
-    if (!v) die(sub + ": --pids-max: " + v.error());
+    if (!v) die(sub + ": --pids-max: " + describe(v.error()));
     l.pids_max = *v;
   }
   if (cpu_opt_ != nullptr && cpu_opt_->count() > 0) {
     auto v = parse_cores(cpu_max);
-    if (!v) die(sub + ": --cpu-max: " + v.error());
+    if (!v) die(sub + ": --cpu-max: " + describe(v.error()));
     l.cpu_max = *v;
   }
   return l;
@@ -220,7 +220,7 @@ Selection JobFlags::apply(const std::string& sub, bool quiet, serve::ServeOption
                           const std::string& own_pmon) const {
   if (max_jobs == 0) die(sub + ": --max-jobs must be at least 1");
   auto budget = parse_size(memory_budget);
-  if (!budget) die(sub + ": --memory-budget: " + budget.error());
+  if (!budget) die(sub + ": --memory-budget: " + describe(budget.error()));
   if (*budget < serve::ServeOptions::kMinMemoryBudget) die(sub + ": --memory-budget must be at least 16M");
   if (*budget > std::numeric_limits<size_t>::max() / 2) die(sub + ": --memory-budget is too large");
   Selection sel = confine.select(sub, false, quiet);
@@ -250,7 +250,7 @@ Selection JobFlags::apply(const std::string& sub, bool quiet, serve::ServeOption
     opts.spool_limit = 0;  // no spool files
   } else {
     auto spool = parse_size(spool_limit);
-    if (!spool) die(sub + ": --spool-limit: " + spool.error());
+    if (!spool) die(sub + ": --spool-limit: " + describe(spool.error()));
     opts.spool_limit = *spool;
   }
   opts.passed_over = sel.passed_over;

@@ -36,13 +36,14 @@ std::string subject_of(const std::string& what) {
 
 // CLI11's own words for a parse error, in pmon's: one line naming the
 // option and what is wrong with it.
-std::string translate(const CLI::ParseError& e) {
+std::string translate(const CLI::ParseError& e, const CLI::App& app) {
   const std::string what = e.what();
   const std::string name = subject_of(what);
+  // A count of values that does not fit the option: with each option
+  // given at most once (prepare()), one that takes a value was given none.
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && !name.empty()) {
-    if (what.find(" required ") != std::string::npos && what.find(" missing") != std::string::npos)
-      return name + " needs a value";
-    if (what.find("flag override") != std::string::npos) return name + " takes no value";
+    const CLI::Option* o = app.get_option_no_throw(name);
+    if (o != nullptr) return name + (is_flag(o) ? " takes no value" : " needs a value");
   }
   if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
     // "Could not convert: NAME = VALUE", or a flag that was given a value.
@@ -90,7 +91,7 @@ bool parse_options(CLI::App& app, const std::vector<std::string>& args, const st
     std::fputs(app.help().c_str(), stdout);
     return false;
   } catch (const CLI::ParseError& e) {
-    die(sub + ": " + translate(e) + see);
+    die(sub + ": " + translate(e, app) + see);
   }
   for (const CLI::Option* o : app.get_options()) {
     if (!is_flag(o) && !is_list(o) && o->count() > 1)

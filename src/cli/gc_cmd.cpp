@@ -35,10 +35,9 @@ int gc_main(const std::vector<std::string>& args) {
   app.add_flag("-v,--verbose", verbose, "also list the cgroups of live pmon processes, left alone");
   if (!parse_options(app, args, "gc")) return 0;
 
-  std::string why;
-  auto loc = confine::locate_cgroup2(&why);
+  auto loc = confine::locate_cgroup2();
   if (!loc) {
-    std::printf("pmon gc: nothing to do: %s\n", why.c_str());
+    std::printf("pmon gc: nothing to do: %s\n", loc.error().text.c_str());
     return 0;
   }
   int failed = 0, done = 0;

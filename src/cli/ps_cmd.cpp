@@ -26,8 +26,7 @@ int ps_main(const std::vector<std::string>& args) {
   app.add_flag("-a,--all", all, "also the empty cgroups pmon keeps for later calls, and those of pmon processes that are gone");
   if (!parse_options(app, args, "ps")) return 0;
 
-  std::string why;
-  auto loc = confine::locate_cgroup2(&why);
+  auto loc = confine::locate_cgroup2();
   std::vector<LeafInfo> leaves;
   if (loc) leaves = find_leaves(loc->mount);
 
@@ -100,7 +99,7 @@ int ps_main(const std::vector<std::string>& args) {
                           {"calls", calls}, {"sessions", sessions}};
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (!loc) {
-    std::printf("no cgroup2 here (%s): no calls to list\n", why.c_str());
+    std::printf("no cgroup2 here (%s): no calls to list\n", loc.error().text.c_str());
   } else if (shown == 0) {
     // Said, not an empty screen: "nothing runs" is the answer.
     std::printf(all ? "no pmon cgroups under %s\n" : "no live pmon calls under %s ('pmon ps -a' also lists what is left of others)\n",

@@ -79,7 +79,7 @@ int serve_main(const std::vector<std::string>& args) {
   if (!stdio) {
     const std::string path = listen_opt->count() > 0 ? listen : serve::default_socket_path(false);
     auto l = serve::listen_unix(path, listen_opt->count() == 0);
-    if (!l) die("serve: " + l.error());
+    if (!l) die("serve: " + render(l.error()));
     listener = std::move(*l);
     opts.listen_fd = listener.sock.get();
     opts.socket_path = path;

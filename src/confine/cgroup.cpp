@@ -539,9 +539,8 @@ std::expected<void, Error> CgroupBoundary::set_limits(const Limits& limits) {
   // Marked first: a leaf with any limit written is never pooled again.
   leaf_.limited = true;
   limits_ = limits;
-  if (std::string err = confine::write_limits(owner_.controller_site(), leaf_.dir.get(), path_, limits, &leaf_.memory);
-      !err.empty())
-    return std::unexpected(Error::line(std::move(err), Errc::confinement));
+  if (auto refused = confine::write_limits(owner_.controller_site(), leaf_.dir.get(), path_, limits, &leaf_.memory))
+    return std::unexpected(Error::line(confine::limit_words(*refused), Errc::confinement));
   return {};
 }
 

@@ -27,9 +27,8 @@ std::string common_ancestor(const std::string& a, const std::string& b) {
 }
 
 std::expected<LeafBase, Error> choose_leaf_base(const std::string& cgroup_root) {
-  std::string why;
-  auto loc = locate_cgroup2(&why);
-  if (!loc) return std::unexpected(Error::line(why, Errc::unsupported));
+  auto loc = locate_cgroup2();
+  if (!loc) return std::unexpected(std::move(loc.error()));
 
   std::string base_rel = loc->own;
   // Our own cgroup is not ours to write: a systemd manager may hand us a
@@ -59,10 +58,10 @@ std::expected<LeafBase, Error> choose_leaf_base(const std::string& cgroup_root) 
       loc = std::move(*moved);
       base_rel = scope_rel;
     } else if (managers) {
-      fallback_note = "; " + *managers + ", but systemd gave no delegated scope (" + moved.error() +
+      fallback_note = "; " + *managers + ", but systemd gave no delegated scope (" + moved.error().text +
                       "), so the leaves are made there";
     } else {
-      systemd_note = "; asked systemd for a delegated scope: " + moved.error();
+      systemd_note = "; asked systemd for a delegated scope: " + moved.error().text;
     }
   }
   if (!cgroup_root.empty()) {

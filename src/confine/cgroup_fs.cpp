@@ -112,22 +112,17 @@ bool in_first_cgroup_namespace() {
   return n <= 0 || std::string_view(link, static_cast<size_t>(n)) == "cgroup:[4026531835]";
 }
 
-std::optional<CgroupLocation> with_own_cgroup(const std::string& mount, const std::string& root, std::string* why) {
+std::expected<CgroupLocation, Error> with_own_cgroup(const std::string& mount, const std::string& root) {
   auto pc = sys::read_file("/proc/self/cgroup");
   std::string own = pc ? own_from_proc_cgroup(*pc) : std::string();
-  if (own.empty()) {
-    *why = "this process has no cgroup v2 entry in /proc/self/cgroup";
-    return std::nullopt;
-  }
+  if (own.empty()) return unsupported("this process has no cgroup v2 entry in /proc/self/cgroup");
   if (root.starts_with("/..")) {
     int depth = 0;
     for (size_t at = 0; (at = root.find("..", at)) != std::string::npos; at += 2) ++depth;
     auto real = own_below_wider_mount(mount, depth, own);
-    if (!real) {
-      *why = "this process's cgroup namespace is rooted below the cgroup2 mount at " + mount +
-             " and its cgroup there cannot be found";
-      return std::nullopt;
-    }
+    if (!real)
+      return unsupported("this process's cgroup namespace is rooted below the cgroup2 mount at " + mount +
+                         " and its cgroup there cannot be found");
     CgroupLocation loc;
     loc.mount = mount;
     loc.own = real->empty() ? std::string("/") : *real;
@@ -148,20 +143,17 @@ std::optional<CgroupLocation> with_own_cgroup(const std::string& mount, const st
 
 }  // namespace
 
-std::optional<CgroupLocation> locate_cgroup2(std::string* why) {
+std::expected<CgroupLocation, Error> locate_cgroup2() {
   // The usual mount shows the whole hierarchy; /proc/self/cgroup holds
   // below it as it is only in the first cgroup namespace (a call of a
   // session has one of its own: mountinfo says how far below its root is).
-  if (auto mount = usual_cgroup2_mount(); mount && in_first_cgroup_namespace()) return with_own_cgroup(*mount, "/", why);
-  return locate_cgroup2_by_mountinfo(why);
+  if (auto mount = usual_cgroup2_mount(); mount && in_first_cgroup_namespace()) return with_own_cgroup(*mount, "/");
+  return locate_cgroup2_by_mountinfo();
 }
 
-std::optional<CgroupLocation> locate_cgroup2_by_mountinfo(std::string* why) {
+std::expected<CgroupLocation, Error> locate_cgroup2_by_mountinfo() {
   auto mi = sys::read_file("/proc/self/mountinfo");
-  if (!mi) {
-    *why = "cannot read /proc/self/mountinfo: " + mi.error().message();
-    return std::nullopt;
-  }
+  if (!mi) return unsupported("cannot read /proc/self/mountinfo: " + mi.error().message());
   // "id parent major:minor root mountpoint options [optional...] - fstype ..."
   // (read on every start of pmon: split in place, no streams)
   // The first cgroup2 mount point; of mounts stacked there, the last (the
@@ -190,11 +182,8 @@ std::optional<CgroupLocation> locate_cgroup2_by_mountinfo(std::string* why) {
     root = unescape_octal(std::string(f[3]));
     mount = std::move(point);
   }
-  if (mount.empty()) {
-    *why = "no cgroup2 file system is mounted (see /proc/self/mountinfo)";
-    return std::nullopt;
-  }
-  return with_own_cgroup(mount, root, why);
+  if (mount.empty()) return unsupported("no cgroup2 file system is mounted (see /proc/self/mountinfo)");
+  return with_own_cgroup(mount, root);
 }
 
 std::string cgroup_of(int pid) {

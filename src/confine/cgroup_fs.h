@@ -3,9 +3,12 @@
 // cgroups below a directory, their processes, and their removal.
 #pragma once
 
+#include <expected>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "confine/error.h"
 
 namespace pmon::confine {
 
@@ -18,12 +21,11 @@ struct CgroupLocation {
 // The cgroup2 mount and this process's cgroup ("0::" in /proc/self/cgroup).
 // The mount is /sys/fs/cgroup or /sys/fs/cgroup/unified when either is a
 // cgroup2 mount of the whole hierarchy (statfs, no mountinfo), else the
-// first cgroup2 mount in /proc/self/mountinfo. The error is a one-line
-// reason.
-std::optional<CgroupLocation> locate_cgroup2(std::string* why);
+// first cgroup2 mount in /proc/self/mountinfo. Else why not (unsupported).
+std::expected<CgroupLocation, Error> locate_cgroup2();
 
 // The same from mountinfo alone (the first cgroup2 mount, any root).
-std::optional<CgroupLocation> locate_cgroup2_by_mountinfo(std::string* why);
+std::expected<CgroupLocation, Error> locate_cgroup2_by_mountinfo();
 
 // The names of the cgroups directly below `dir` (empty when unreadable).
 std::vector<std::string> child_cgroups(const std::string& dir);

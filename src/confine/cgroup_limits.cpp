@@ -32,76 +32,87 @@ bool has_word(std::string_view list, std::string_view word) {
 
 }  // namespace
 
-std::string ensure_controller(const ControllerSite& site, int leaf_dir, const char* controller, const char* file) {
-  if (::faccessat(leaf_dir, file, F_OK, 0) == 0) return "";
+std::string limit_words(const LimitRefusal& r, std::string_view whose) {
+  std::string line = "cannot set the ";
+  if (!whose.empty()) (line += whose) += ' ';
+  line += r.limit + " limit: " + r.facts;
+  if (!r.remedy.empty()) line += "; " + r.remedy;
+  return line;
+}
+
+std::optional<LimitRefusal> ensure_controller(const ControllerSite& site, int leaf_dir, const char* controller,
+                                              const char* file) {
+  if (::faccessat(leaf_dir, file, F_OK, 0) == 0) return std::nullopt;
   const std::string& parent = site.base_path;
-  const std::string head = std::string("cannot set the ") + controller + " limit: ";
   const std::string fix = "set " + setting_token(Setting::cgroup_root) +
                           " to an empty delegated cgroup where it is enabled, or run without the limit";
+  auto refused = [&](std::string facts, std::string remedy) {
+    return LimitRefusal{controller, std::move(facts), std::move(remedy)};
+  };
   std::lock_guard lock(*site.mu);
   auto available = sys::read_file_at(site.base_fd, "cgroup.controllers");
   if (!available || !has_word(*available, controller)) {
     std::string list = available ? trim(*available) : "unreadable";
-    return head + "the " + controller + " controller is not available in " + parent + " (its cgroup.controllers: " +
-           (list.empty() ? "none" : list) + "); enable it in the cgroup.subtree_control of the cgroups above it "
-           "(systemd: Delegate=yes), " + fix;
+    return refused(std::string("the ") + controller + " controller is not available in " + parent +
+                       " (its cgroup.controllers: " + (list.empty() ? "none" : list) + ")",
+                   "enable it in the cgroup.subtree_control of the cgroups above it (systemd: Delegate=yes), " + fix);
   }
   auto procs = sys::read_file_at(site.base_fd, "cgroup.procs");
   if (!procs || !trim(*procs).empty())
-    return head + "the " + controller + " controller is not enabled in " + parent +
-           "/cgroup.subtree_control, and pmon cannot enable it there: that cgroup holds processes" +
-           (site.base_is_pmons_own ? " (pmon itself)" : "") + "; " + fix;
+    return refused(std::string("the ") + controller + " controller is not enabled in " + parent +
+                       "/cgroup.subtree_control, and pmon cannot enable it there: that cgroup holds processes" +
+                       (site.base_is_pmons_own ? " (pmon itself)" : ""),
+                   fix);
   std::string plus = "+";
   plus += controller;
   if (auto w = sys::write_file_at(site.base_fd, "cgroup.subtree_control", plus); !w)
-    return head + "enabling the " + controller + " controller in " + parent + "/cgroup.subtree_control failed: " +
-           w.error().message() + "; " + fix;
+    return refused(std::string("enabling the ") + controller + " controller in " + parent +
+                       "/cgroup.subtree_control failed: " + w.error().message(),
+                   fix);
   if (::faccessat(leaf_dir, file, F_OK, 0) != 0)
-    return head + "the " + controller + " controller is enabled in " + parent + " but the leaf has no " + file + "; " +
-           fix;
-  return "";
+    return refused(std::string("the ") + controller + " controller is enabled in " + parent +
+                       " but the leaf has no " + file,
+                   fix);
+  return std::nullopt;
 }
 
-std::string write_limits(const ControllerSite& site, int leaf_dir, const std::string& leaf_path, const Limits& limits,
-                         bool* memory) {
-  auto write = [&](const char* file, const std::string& value, const char* what) -> std::string {
+std::optional<LimitRefusal> write_limits(const ControllerSite& site, int leaf_dir, const std::string& leaf_path,
+                                         const Limits& limits, bool* memory) {
+  auto write = [&](const char* file, const std::string& value, const char* what) -> std::optional<LimitRefusal> {
     if (auto w = sys::write_file_at(leaf_dir, file, value); !w)
-      return std::string("cannot set the ") + what + " limit: writing '" + value + "' to " + leaf_path + "/" + file +
-             " failed: " + w.error().message();
-    return "";
+      return LimitRefusal{what, "writing '" + value + "' to " + leaf_path + "/" + file + " failed: " + w.error().message(),
+                          ""};
+    return std::nullopt;
   };
-  std::string err;
+  std::optional<LimitRefusal> err;
   if (limits.memory_max) {
     err = ensure_controller(site, leaf_dir, "memory", "memory.max");
-    if (err.empty()) err = write("memory.max", std::to_string(*limits.memory_max), "memory");
+    if (!err) err = write("memory.max", std::to_string(*limits.memory_max), "memory");
     // The whole call dies on an out-of-memory kill, not one process of it.
-    if (err.empty()) err = write("memory.oom.group", "1", "memory");
-    if (err.empty()) *memory = true;
+    if (!err) err = write("memory.oom.group", "1", "memory");
+    if (!err) *memory = true;
   }
-  if (err.empty() && limits.memory_high) {
+  if (!err && limits.memory_high) {
     err = ensure_controller(site, leaf_dir, "memory", "memory.high");
-    if (err.empty()) err = write("memory.high", std::to_string(*limits.memory_high), "memory");
-    if (err.empty()) *memory = true;
+    if (!err) err = write("memory.high", std::to_string(*limits.memory_high), "memory");
+    if (!err) *memory = true;
   }
-  if (err.empty() && limits.has_pids_max()) {
+  if (!err && limits.has_pids_max()) {
     err = ensure_controller(site, leaf_dir, "pids", "pids.max");
-    if (err.empty()) err = write("pids.max", std::to_string(*limits.pids_max), "pids");
+    if (!err) err = write("pids.max", std::to_string(*limits.pids_max), "pids");
   }
-  if (err.empty() && limits.cpu_max) {
+  if (!err && limits.cpu_max) {
     err = ensure_controller(site, leaf_dir, "cpu", "cpu.max");
-    if (err.empty()) err = write("cpu.max", cpu_max_line(*limits.cpu_max), "cpu");
+    if (!err) err = write("cpu.max", cpu_max_line(*limits.cpu_max), "cpu");
   }
   return err;
 }
 
 std::expected<void, Error> write_default_pids(const ControllerSite& site, int leaf_dir, const std::string& leaf_path,
                                               uint64_t n) {
-  if (std::string err = ensure_controller(site, leaf_dir, "pids", "pids.max"); !err.empty()) {
-    constexpr std::string_view head = "cannot set the pids limit: ";
-    if (err.starts_with(head)) err.erase(0, head.size());
-    if (size_t fix = err.find("; "); fix != std::string::npos) err.resize(fix);
-    return std::unexpected(Error::line(std::move(err), Errc::unsupported));
-  }
+  // The facts alone: the fixes a refusal names are for a limit asked for.
+  if (auto refused = ensure_controller(site, leaf_dir, "pids", "pids.max"))
+    return std::unexpected(Error::line(std::move(refused->facts), Errc::unsupported));
   if (auto w = sys::write_file_at(leaf_dir, "pids.max", std::to_string(n)); !w)
     return std::unexpected(Error::failed(w.error().value(), "writing '" + std::to_string(n) + "' to " + leaf_path +
                                                                 "/pids.max failed: " + w.error().message()));

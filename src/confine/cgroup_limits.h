@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <expected>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "confine/error.h"
 #include "confine/limits.h"
@@ -23,16 +25,29 @@ struct ControllerSite {
   std::mutex* mu = nullptr;        // one enabling at a time
 };
 
+// Why a limit cannot be set: which one, what was found, and what to do
+// where there is something (""). Put into words where it is told:
+// limit_words().
+struct LimitRefusal {
+  std::string limit;  // "memory", "pids", "cpu"
+  std::string facts;
+  std::string remedy;
+};
+// "cannot set the [WHOSE ]LIMIT limit: FACTS[; REMEDY]"; whose: "" or
+// e.g. "session's".
+std::string limit_words(const LimitRefusal& r, std::string_view whose = "");
+
 // The controller a limit needs, in the leaf at leaf_dir: there already (its
 // `file` exists), or enabled now in the parent where it is available
 // (cgroup.controllers) and the parent holds no process (the kernel refuses
-// a controller beside processes). "" or the one line why not.
-std::string ensure_controller(const ControllerSite& site, int leaf_dir, const char* controller, const char* file);
+// a controller beside processes). Nothing, or why not.
+std::optional<LimitRefusal> ensure_controller(const ControllerSite& site, int leaf_dir, const char* controller,
+                                              const char* file);
 
 // Writes `limits` into the leaf (named `leaf_path` in messages). *memory is
-// set once the leaf accounts memory. "" or the one line why not.
-std::string write_limits(const ControllerSite& site, int leaf_dir, const std::string& leaf_path, const Limits& limits,
-                         bool* memory);
+// set once the leaf accounts memory. Nothing, or why not.
+std::optional<LimitRefusal> write_limits(const ControllerSite& site, int leaf_dir, const std::string& leaf_path,
+                                         const Limits& limits, bool* memory);
 
 // pids.max `n` in the leaf, or why it cannot be there (the reason only: the
 // fixes a refusal names are for a limit asked for).

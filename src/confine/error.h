@@ -30,6 +30,7 @@ enum class Errc : uint8_t {
   unsupported,       // the host lacks what a backend needs
   confinement,       // a limit cannot be set as asked
   invalid_argument,  // the request is wrong: the text names the value
+  no_init_exe,       // the pmon executable a PID namespace's init runs was not found
 
   // A job's, in the service's job API (`job` is its id).
   unknown_job,     // no job has that id

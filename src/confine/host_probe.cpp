@@ -67,10 +67,9 @@ std::string read_trim(const std::string& path) {
 
 std::vector<HostCheck> probe_host() {
   std::vector<HostCheck> checks;
-  std::string why;
-  auto loc = locate_cgroup2(&why);
+  auto loc = locate_cgroup2();
   if (!loc) {
-    checks.push_back({"cgroup2", false, why});
+    checks.push_back({"cgroup2", false, loc.error().text});
   } else {
     bool v1 = false;
     if (auto mi = sys::read_file("/proc/self/mountinfo")) v1 = mi->find(" - cgroup ") != std::string::npos;
@@ -93,8 +92,7 @@ std::vector<HostCheck> probe_host() {
     // Moved by systemd into a delegated scope (its supervisor leaf): the
     // leaves go in the scope, which holds no processes itself.
     if (cg) {
-      std::string why2;
-      auto now = locate_cgroup2(&why2);
+      auto now = locate_cgroup2();
       if (now && now->own != loc->own && now->own_path.ends_with("/supervisor"))
         base = now->own_path.substr(0, now->own_path.size() - std::string("/supervisor").size());
     }
@@ -189,7 +187,7 @@ std::vector<HostCheck> probe_host() {
     auto sd = probe_systemd_manager();
     checks.push_back({"systemd", sd.has_value(),
                       sd ? *sd + "; pmon asks it for a Delegate=yes scope only when its own cgroup is not writable"
-                         : sd.error()});
+                         : sd.error().text});
   }
   cg = std::unexpected(Error{});  // drop the probe backend (and its guard)
   {
@@ -211,7 +209,7 @@ std::vector<HostCheck> probe_host() {
 
   // Inside a container: what it offers, and the fix for each gap.
   ContainerProbe cprobe;
-  cprobe.cgroup2 = loc;
+  if (loc) cprobe.cgroup2 = *loc;
   for (const HostCheck& c : checks) {
     if (c.name == "delegated") cprobe.cgroup_writable = c.ok;
     if (c.name == "user namespaces") cprobe.user_ns = c.ok;

@@ -25,8 +25,7 @@ RootMove leave_namespace_root(const std::string& name) {
   RootMove r;
   struct stat ns;
   if (::stat("/proc/self/ns/cgroup", &ns) != 0 || ns.st_ino == kInitialCgroupNs) return r;
-  std::string why;
-  auto loc = locate_cgroup2(&why);
+  auto loc = locate_cgroup2();
   if (!loc || loc->own != "/") return r;
   if (::access((loc->mount + "/cgroup.procs").c_str(), W_OK) != 0) return r;
   auto text = sys::read_file(loc->mount + "/cgroup.procs");

@@ -266,9 +266,8 @@ std::expected<std::unique_ptr<Backend>, Error> open_pidns_backend(const PidnsOpt
     auto cg = open_cgroup_backend(opts.cgroup_root);
     if (!cg) return std::unexpected(prefixed("it needs the cgroup backend: ", cg.error()));
     cgroup = std::move(*cg);
-    std::string why;
-    auto loc = confine::locate_cgroup2(&why);
-    if (!loc) return std::unexpected(Error::line(why, Errc::unsupported));
+    auto loc = confine::locate_cgroup2();
+    if (!loc) return std::unexpected(std::move(loc.error()));
     base.cgroup_ns = true;
     base.cgroup2_mount = loc->mount;
     // Even as root: without a user namespace the call would keep

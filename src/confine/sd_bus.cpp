@@ -22,11 +22,12 @@ void use_in_process_sd_bus() {}
 
 #else
 
-std::expected<SdBus, std::string> load_sd_bus(const char* soname) {
+std::expected<SdBus, Error> load_sd_bus(const char* soname) {
   void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = ::dlerror();
-    return std::unexpected(std::string(soname) + " not found: " + (why != nullptr ? why : "dlopen failed"));
+    return std::unexpected(
+        Error::line(std::string(soname) + " not found: " + (why != nullptr ? why : "dlopen failed")));
   }
   SdBus t;
   const char* missing = nullptr;
@@ -37,18 +38,14 @@ std::expected<SdBus, std::string> load_sd_bus(const char* soname) {
 #undef PMON_SD_BUS_RESOLVE
   if (missing != nullptr) {
     (void)::dlclose(lib);
-    return std::unexpected(std::string(soname) + " has no " + missing + " (too old a libsystemd)");
+    return std::unexpected(Error::line(std::string(soname) + " has no " + missing + " (too old a libsystemd)"));
   }
   return t;  // the library stays loaded for the life of the process
 }
 
-const SdBus* sd_bus_api(std::string* why) {
-  static const std::expected<SdBus, std::string> loaded = load_sd_bus("libsystemd.so.0");
-  if (!loaded) {
-    if (why != nullptr) *why = loaded.error();
-    return nullptr;
-  }
-  return &*loaded;
+const std::expected<SdBus, Error>& sd_bus_api() {
+  static const std::expected<SdBus, Error> loaded = load_sd_bus("libsystemd.so.0");
+  return loaded;
 }
 
 namespace {
@@ -118,8 +115,8 @@ int on_job_removed(sd_bus_message* m, void* userdata, sd_bus_error*) {
 }  // namespace
 
 int append_start_scope_args(sd_bus_message* m, const ScopeRequest& req) {
-  const SdBus* api = sd_bus_api(nullptr);
-  if (api == nullptr) return -ENOSYS;
+  const auto& api = sd_bus_api();
+  if (!api) return -ENOSYS;
   const SdBus& sd = *api;
   int r;
   if ((r = sd.sd_bus_message_append(m, "ss", req.unit.c_str(), "fail")) < 0) return r;
@@ -137,16 +134,15 @@ namespace {
 
 // The manager's bus (open_manager_bus), or the one line that says why not;
 // *how says which way it was reached.
-std::expected<std::unique_ptr<Bus>, std::string> connect_manager(std::string* how) {
-  std::string missing;
-  const SdBus* api = sd_bus_api(&missing);
-  if (api == nullptr) return std::unexpected("no systemd manager reachable (" + missing + ")");
+std::expected<std::unique_ptr<Bus>, Error> connect_manager(std::string* how) {
+  const auto& api = sd_bus_api();
+  if (!api) return std::unexpected(Error::line("no systemd manager reachable (" + api.error().text + ")"));
   auto b = std::make_unique<Bus>(*api);
-  if (open_manager_bus(*b, how) < 0) return std::unexpected("no systemd manager reachable (" + *how + ")");
+  if (open_manager_bus(*b, how) < 0) return std::unexpected(Error::line("no systemd manager reachable (" + *how + ")"));
   return b;
 }
 
-std::expected<std::string, std::string> probe_in_process() {
+std::expected<std::string, Error> probe_in_process() {
   std::string how;
   auto bus = connect_manager(&how);
   if (!bus) return std::unexpected(bus.error());
@@ -165,7 +161,7 @@ std::expected<std::string, std::string> probe_in_process() {
     std::string why = err.message != nullptr ? err.message : errstr(r);
     sd.sd_bus_error_free(&err);
     sd.sd_bus_message_unref(reply);
-    return std::unexpected("no systemd manager answers on " + how + " (" + why + ")");
+    return std::unexpected(Error::line("no systemd manager answers on " + how + " (" + why + ")"));
   }
   std::string out = std::string("systemd ") + version + " (" +
                     (::geteuid() == 0 ? "system manager" : "user manager of uid " + std::to_string(::geteuid())) +
@@ -174,7 +170,7 @@ std::expected<std::string, std::string> probe_in_process() {
   return out;
 }
 
-std::expected<std::string, std::string> start_scope_in_process(const ScopeRequest& req) {
+std::expected<std::string, Error> start_scope_in_process(const ScopeRequest& req) {
   std::string how;
   auto bus = connect_manager(&how);
   if (!bus) return std::unexpected(bus.error());
@@ -186,7 +182,7 @@ std::expected<std::string, std::string> start_scope_in_process(const ScopeReques
   sd_bus_slot* slot = nullptr;
   int r = sd.sd_bus_match_signal(b.bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
                               "org.freedesktop.systemd1.Manager", "JobRemoved", on_job_removed, &wait);
-  if (r < 0) return std::unexpected("systemd: cannot watch for the job: " + errstr(r));
+  if (r < 0) return std::unexpected(Error::line("systemd: cannot watch for the job: " + errstr(r)));
   // No Subscribe: the manager sends a job's signals to the client that
   // queued it (and everything to a private-socket client); subscribing would
   // only add every other unit's signals.
@@ -202,7 +198,8 @@ std::expected<std::string, std::string> start_scope_in_process(const ScopeReques
     std::string why = err.message != nullptr ? err.message : errstr(r);
     sd.sd_bus_error_free(&err);
     sd.sd_bus_slot_unref(slot);
-    return std::unexpected("systemd refused a delegated scope (StartTransientUnit " + req.unit + ": " + why + ")");
+    return std::unexpected(
+        Error::line("systemd refused a delegated scope (StartTransientUnit " + req.unit + ": " + why + ")"));
   }
   const char* job = nullptr;
   if (sd.sd_bus_message_read(reply, "o", &job) >= 0 && job != nullptr) wait.job = job;
@@ -219,19 +216,19 @@ std::expected<std::string, std::string> start_scope_in_process(const ScopeReques
       sd.sd_bus_slot_unref(slot);
       // Most often the manager could not move us into the scope (a user
       // manager needs the system manager for a process outside its tree).
-      return std::unexpected("systemd could not start " + req.unit + " (job result '" + wait.result +
-                             "'; the manager's log says why, e.g. it could not move pmon into it)");
+      return std::unexpected(Error::line("systemd could not start " + req.unit + " (job result '" + wait.result +
+                             "'; the manager's log says why, e.g. it could not move pmon into it)"));
     }
     if (moved && (wait.done || wait.job.empty())) break;
     int64_t now = sys::monotonic_ns();
     if (now >= deadline) {
       sd.sd_bus_slot_unref(slot);
-      return std::unexpected("systemd: timed out waiting for " + req.unit);
+      return std::unexpected(Error::line("systemd: timed out waiting for " + req.unit));
     }
     r = sd.sd_bus_process(b.bus, nullptr);
     if (r < 0) {
       sd.sd_bus_slot_unref(slot);
-      return std::unexpected("systemd: lost the bus while waiting for " + req.unit + ": " + errstr(r));
+      return std::unexpected(Error::line("systemd: lost the bus while waiting for " + req.unit + ": " + errstr(r)));
     }
     if (r == 0) (void)sd.sd_bus_wait(b.bus, static_cast<uint64_t>(std::min<int64_t>(deadline - now, 100'000'000) / 1000));
   }

@@ -15,7 +15,8 @@ std::expected<std::unique_ptr<Backend>, Error> open_kind(ConfineKind k, const Co
       po.cgroup_root = req.cgroup_root;
       if (req.init_exe) {
         if (req.init_exe->empty())
-          return unsupported(std::string("the pmon executable for the namespace's init was not found"));
+          return std::unexpected(
+              Error::line("the pmon executable for the namespace's init was not found", Errc::no_init_exe));
         po.init_exe = *req.init_exe;
       }
       return open_pidns_backend(po);

@@ -110,10 +110,11 @@ std::optional<SessionKey> SessionKey::of_harness(pid_t pid) {
   return k;
 }
 
-std::expected<SessionKey, std::string> SessionKey::named_(std::string_view name) {
+std::expected<SessionKey, Error> SessionKey::named_(std::string_view name) {
   if (!valid_name(name))
-    return std::unexpected("'" + std::string(name.substr(0, 80)) +
-                           "' is not a session name (use letters, digits, '.', '_' and '-', at most 64)");
+    return std::unexpected(Error::line("'" + std::string(name.substr(0, 80)) + "' is not a session name "
+                                       "(use letters, digits, '.', '_' and '-', at most 64)",
+                                       Errc::invalid_argument));
   SessionKey k;
   k.kind = Kind::named;
   k.name = std::string(name);
@@ -256,7 +257,8 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
     std::mutex mu;
     ControllerSite site{s->parent_.get(), where->base_path, where->loc.own == where->base_rel, &mu};
     bool memory = false;
-    std::string err = write_limits(site, s->dir_.get(), s->path_, envelope.limits, &memory);
+    auto refused = write_limits(site, s->dir_.get(), s->path_, envelope.limits, &memory);
+    std::string err = refused ? limit_words(*refused, "session's") : "";
     // write_limits sets memory.oom.group, which here would kill the whole
     // session on one call's OOM: each call's leaf is its own OOM group.
     if (err.empty() && memory) (void)sys::write_file_at(s->dir_.get(), "memory.oom.group", "0");
@@ -272,8 +274,6 @@ std::expected<std::unique_ptr<SessionCgroup>, Error> SessionCgroup::open(const s
     if (!err.empty()) {
       s->dir_.reset();
       (void)::unlinkat(s->parent_.get(), name.c_str(), AT_REMOVEDIR);
-      const std::string head = "cannot set the ";
-      if (err.starts_with(head)) err = "cannot set the session's " + err.substr(head.size());
       return std::unexpected(Error::line("the session's envelope (" + describe(envelope) + ", set by " +
                                              envelope.set_by + "): " + err,
                                          Errc::confinement));

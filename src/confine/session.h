@@ -47,7 +47,7 @@ struct SessionKey {
   // The process `pid` (a harness), or nullopt when it is not readable.
   static std::optional<SessionKey> of_harness(pid_t pid);
   // A session by name: letters, digits, '.', '_' and '-', at most 64.
-  static std::expected<SessionKey, std::string> named_(std::string_view name);
+  static std::expected<SessionKey, Error> named_(std::string_view name);
 
   std::string dir_name() const;
   static std::optional<SessionKey> parse(std::string_view dir_name);

@@ -36,25 +36,25 @@ namespace {
 std::atomic<const SystemdAccess*> g_access{nullptr};  // nullptr: the helper
 
 // pmon-systemd next to this executable, or in ../libexec/pmon/.
-std::expected<std::string, std::string> helper_path() {
+std::expected<std::string, Error> helper_path() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return std::unexpected(std::string("cannot read /proc/self/exe: ") + std::strerror(errno));
+  if (n <= 0) return std::unexpected(Error::line(std::string("cannot read /proc/self/exe: ") + std::strerror(errno)));
   std::string dir(buf, static_cast<size_t>(n));
   dir.resize(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
   for (const std::string& p : {dir + "/pmon-systemd", dir + "/../libexec/pmon/pmon-systemd"})
     if (::access(p.c_str(), X_OK) == 0) return p;
-  return std::unexpected("pmon-systemd, the helper that talks to systemd for pmon, is neither in " + dir +
-                         " nor in " + dir + "/../libexec/pmon");
+  return std::unexpected(Error::line("pmon-systemd, the helper that talks to systemd for pmon, is neither in " + dir +
+                         " nor in " + dir + "/../libexec/pmon"));
 }
 
 // Runs the helper with args; its one line on stdout is the value (exit 0)
 // or the reason (exit 1).
-std::expected<std::string, std::string> run_helper(const std::vector<std::string>& args) {
+std::expected<std::string, Error> run_helper(const std::vector<std::string>& args) {
   auto path = helper_path();
-  if (!path) return std::unexpected("no systemd manager reachable (" + path.error() + ")");
+  if (!path) return std::unexpected(Error::line("no systemd manager reachable (" + path.error().text + ")"));
   int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return std::unexpected(std::string("pipe2: ") + std::strerror(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0) return std::unexpected(Error::line(std::string("pipe2: ") + std::strerror(errno)));
   Fd rd(out[0]), wr(out[1]);
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
@@ -78,7 +78,9 @@ std::expected<std::string, std::string> run_helper(const std::vector<std::string
   ::posix_spawn_file_actions_destroy(&fa);
   ::posix_spawnattr_destroy(&attr);
   wr.reset();
-  if (e != 0) return std::unexpected("no systemd manager reachable (cannot run " + *path + ": " + std::strerror(e) + ")");
+  if (e != 0)
+    return std::unexpected(
+        Error::line("no systemd manager reachable (cannot run " + *path + ": " + std::strerror(e) + ")"));
   std::string text;
   char chunk[512];
   for (;;) {
@@ -91,17 +93,17 @@ std::expected<std::string, std::string> run_helper(const std::vector<std::string
   }
   while (!text.empty() && text.back() == '\n') text.pop_back();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return text;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && !text.empty()) return std::unexpected(text);
-  return std::unexpected("no systemd manager reachable (" + *path + " failed: " +
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && !text.empty()) return std::unexpected(Error::line(text));
+  return std::unexpected(Error::line("no systemd manager reachable (" + *path + " failed: " +
                          (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
-                                              : "exit " + std::to_string(WEXITSTATUS(status))) + ")");
+                                              : "exit " + std::to_string(WEXITSTATUS(status))) + ")"));
 }
 
-std::expected<std::string, std::string> start_scope_by_helper(const ScopeRequest& req) {
+std::expected<std::string, Error> start_scope_by_helper(const ScopeRequest& req) {
   return run_helper({"scope", std::to_string(req.pid), req.unit, req.description});
 }
 
-std::expected<std::string, std::string> probe_by_helper() { return run_helper({"probe"}); }
+std::expected<std::string, Error> probe_by_helper() { return run_helper({"probe"}); }
 
 [[maybe_unused]] const SystemdAccess* access_in_use() {
   static const SystemdAccess helper{start_scope_by_helper, probe_by_helper};
@@ -186,19 +188,19 @@ void detail::set_systemd_access(const SystemdAccess* access) {
 
 #ifndef PMON_HAVE_SYSTEMD
 
-std::expected<std::string, std::string> probe_systemd_manager() {
-  return std::unexpected(std::string("this pmon was built without libsystemd"));
+std::expected<std::string, Error> probe_systemd_manager() {
+  return std::unexpected(Error::line(std::string("this pmon was built without libsystemd")));
 }
 
-std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLocation&, std::string*) {
-  return std::unexpected(std::string("this pmon was built without libsystemd"));
+std::expected<CgroupLocation, Error> systemd_delegate_self(const CgroupLocation&, std::string*) {
+  return std::unexpected(Error::line(std::string("this pmon was built without libsystemd")));
 }
 
 #else
 
-std::expected<std::string, std::string> probe_systemd_manager() { return access_in_use()->probe(); }
+std::expected<std::string, Error> probe_systemd_manager() { return access_in_use()->probe(); }
 
-std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLocation& loc,
+std::expected<CgroupLocation, Error> systemd_delegate_self(const CgroupLocation& loc,
                                                                 std::string* scope_rel) {
   ScopeRequest req = scope_request_for_self();
   auto own = access_in_use()->start_scope(req);
@@ -208,17 +210,18 @@ std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLoc
   std::string rel = *own;
   std::string scope_path = loc.mount + (rel == "/" ? "" : rel);
   if (::access((scope_path + "/cgroup.procs").c_str(), W_OK) != 0)
-    return std::unexpected("systemd made " + req.unit + " but " + scope_path + " is not writable (Delegate= ignored?)");
+    return std::unexpected(
+        Error::line("systemd made " + req.unit + " but " + scope_path + " is not writable (Delegate= ignored?)"));
   // No internal processes: we move to a leaf of our own, so the scope may
   // enable controllers for the call leaves next to it.
   std::string sup = scope_path + "/supervisor";
   if (::mkdir(sup.c_str(), 0755) != 0 && errno != EEXIST)
-    return std::unexpected("cannot create " + sup + ": " + std::strerror(errno));
+    return std::unexpected(Error::line("cannot create " + sup + ": " + std::strerror(errno)));
   {
     Fd f(::open((sup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
     std::string me = std::to_string(::getpid());
     if (!f || ::write(f.get(), me.data(), me.size()) != static_cast<ssize_t>(me.size()))
-      return std::unexpected("cannot move pmon into " + sup + ": " + std::strerror(errno));
+      return std::unexpected(Error::line("cannot move pmon into " + sup + ": " + std::strerror(errno)));
   }
   if (auto ctl = sys::read_file(scope_path + "/cgroup.controllers")) {
     size_t pos = 0;

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "confine/cgroup_fs.h"
+#include "confine/error.h"
 
 #ifdef PMON_HAVE_SYSTEMD
 #include <systemd/sd-bus.h>
@@ -52,11 +53,11 @@ struct SdBus {
 // Opens `soname` (RTLD_NOW|RTLD_LOCAL, never closed) and resolves the table;
 // else why not, one line ("libsystemd.so.0 not found: ..."). Exposed so a
 // test can name a library that is not there.
-std::expected<SdBus, std::string> load_sd_bus(const char* soname);
+std::expected<SdBus, Error> load_sd_bus(const char* soname);
 
 // The table from libsystemd.so.0, loaded once per process on first use
-// (thread-safe); nullptr and *why when it cannot be loaded.
-const SdBus* sd_bus_api(std::string* why);
+// (thread-safe), or why it cannot be.
+const std::expected<SdBus, Error>& sd_bus_api();
 #endif
 
 struct ScopeRequest {
@@ -80,9 +81,9 @@ struct SystemdAccess {
   // Starts req's transient scope and waits until req.pid is in it. Returns
   // the scope's cgroup relative to the hierarchy root
   // ("/user.slice/.../pmon-1-2.scope").
-  std::expected<std::string, std::string> (*start_scope)(const ScopeRequest& req);
+  std::expected<std::string, Error> (*start_scope)(const ScopeRequest& req);
   // "systemd 252 (user manager of uid 1000, via the session bus)".
-  std::expected<std::string, std::string> (*probe)();
+  std::expected<std::string, Error> (*probe)();
 };
 
 namespace detail {
@@ -99,7 +100,7 @@ const SystemdAccess* in_process_sd_bus();
 
 // "systemd 252 (user manager of uid 1000, via the session bus)" when a manager
 // answers, else why not (one line).
-std::expected<std::string, std::string> probe_systemd_manager();
+std::expected<std::string, Error> probe_systemd_manager();
 
 // Why pmon's own cgroup, though writable, is a systemd manager's and not
 // pmon's to make leaves in (and so pmon should ask that manager for a
@@ -119,7 +120,7 @@ std::optional<std::string> cgroup_owned_by_manager(const CgroupLocation& loc);
 // delegated cgroup may hold processes only in leaves once controllers are
 // enabled) and enables the scope's controllers for the leaves. Returns the
 // new location (own = .../supervisor) and sets *scope_rel to the scope.
-std::expected<CgroupLocation, std::string> systemd_delegate_self(const CgroupLocation& loc,
+std::expected<CgroupLocation, Error> systemd_delegate_self(const CgroupLocation& loc,
                                                                 std::string* scope_rel);
 
 }  // namespace pmon::confine

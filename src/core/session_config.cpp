@@ -31,6 +31,11 @@ namespace pmon {
 
 namespace {
 
+// A value or a file that is not right: one line naming where it comes from.
+std::unexpected<Error> bad(std::string line) {
+  return std::unexpected(Error::line(std::move(line), Errc::invalid_argument));
+}
+
 // The fields of one envelope as text, each with where it came from.
 struct Fields {
   std::string profile, memory_max, memory_high, pids_max, cpu_max;
@@ -52,10 +57,10 @@ struct FileConfig {
 };
 
 // A TOML value as the text a flag would carry: "4G", 512, 1.5.
-std::expected<std::string, std::string> text_of(const toml::node& n, const std::string& where) {
+std::expected<std::string, Error> text_of(const toml::node& n, const std::string& where) {
   if (auto s = n.as_string()) return s->get();
   if (auto i = n.as_integer()) {
-    if (i->get() < 0) return std::unexpected(where + ": must not be negative");
+    if (i->get() < 0) return bad(where + ": must not be negative");
     return std::to_string(i->get());
   }
   if (auto d = n.as_floating_point()) {
@@ -63,10 +68,10 @@ std::expected<std::string, std::string> text_of(const toml::node& n, const std::
     o << d->get();
     return o.str();
   }
-  return std::unexpected(where + ": must be a number or a string such as \"4G\"");
+  return bad(where + ": must be a number or a string such as \"4G\"");
 }
 
-std::expected<void, std::string> read_table(const toml::table& t, const std::string& where, std::string* profile,
+std::expected<void, Error> read_table(const toml::table& t, const std::string& where, std::string* profile,
                                             std::string& mmax, std::string& mhigh, std::string& pids,
                                             std::string& cpu) {
   for (auto&& [k, v] : t) {
@@ -79,7 +84,7 @@ std::expected<void, std::string> read_table(const toml::table& t, const std::str
     else if (key == "cpu_max") to = &cpu;
     else if (key == "profile" && profile != nullptr) to = profile;
     if (to == nullptr)
-      return std::unexpected(at + ": unknown key (use " + (profile ? "profile, " : "") +
+      return bad(at + ": unknown key (use " + (profile ? "profile, " : "") +
                              "memory_max, memory_high, pids_max, cpu_max)");
     auto text = text_of(v, at);
     if (!text) return std::unexpected(text.error());
@@ -88,7 +93,7 @@ std::expected<void, std::string> read_table(const toml::table& t, const std::str
   return {};
 }
 
-std::expected<FileConfig, std::string> parse_file(const std::string& text, const std::string& path) {
+std::expected<FileConfig, Error> parse_file(const std::string& text, const std::string& path) {
   FileConfig c;
   c.path = path;
   toml::table root;
@@ -96,13 +101,13 @@ std::expected<FileConfig, std::string> parse_file(const std::string& text, const
     root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    return std::unexpected(path + ":" + std::to_string(where.line) + ": " + std::string(e.description()));
+    return bad(path + ":" + std::to_string(where.line) + ": " + std::string(e.description()));
   }
   for (auto&& [k, v] : root) {
     const std::string key(k.str());
     if (key == "session") {
       const toml::table* t = v.as_table();
-      if (t == nullptr) return std::unexpected(path + ": session must be a table ([session])");
+      if (t == nullptr) return bad(path + ": session must be a table ([session])");
       Fields& f = c.session;
       if (auto r = read_table(*t, path + ": session", &f.profile, f.memory_max, f.memory_high, f.pids_max, f.cpu_max);
           !r)
@@ -112,11 +117,11 @@ std::expected<FileConfig, std::string> parse_file(const std::string& text, const
         *from = path;
     } else if (key == "profiles") {
       const toml::table* t = v.as_table();
-      if (t == nullptr) return std::unexpected(path + ": profiles must be tables ([profiles.NAME])");
+      if (t == nullptr) return bad(path + ": profiles must be tables ([profiles.NAME])");
       for (auto&& [pk, pv] : *t) {
         const toml::table* pt = pv.as_table();
         const std::string name(pk.str());
-        if (pt == nullptr) return std::unexpected(path + ": profiles." + name + " must be a table");
+        if (pt == nullptr) return bad(path + ": profiles." + name + " must be a table");
         FileProfile p;
         p.name = name;
         if (auto r = read_table(*pt, path + ": profiles." + name, nullptr, p.memory_max, p.memory_high, p.pids_max,
@@ -126,7 +131,7 @@ std::expected<FileConfig, std::string> parse_file(const std::string& text, const
         c.profiles.push_back(std::move(p));
       }
     } else {
-      return std::unexpected(path + ": " + key + ": unknown table (use [session] and [profiles.NAME])");
+      return bad(path + ": " + key + ": unknown table (use [session] and [profiles.NAME])");
     }
   }
   return c;
@@ -143,11 +148,11 @@ std::optional<std::string> read_whole(const std::string& path) {
 }
 
 // The config file that applies, or nullopt; one line if it cannot be read.
-std::expected<std::optional<FileConfig>, std::string> load_file(const char* (*env)(const char*)) {
+std::expected<std::optional<FileConfig>, Error> load_file(const char* (*env)(const char*)) {
   std::vector<std::string> paths;
   if (const char* p = env("PMON_CONFIG"); p != nullptr && *p != '\0') {
     auto text = read_whole(p);
-    if (!text) return std::unexpected(std::string("PMON_CONFIG: cannot read ") + p);
+    if (!text) return bad(std::string("PMON_CONFIG: cannot read ") + p);
     auto c = parse_file(*text, p);
     if (!c) return std::unexpected(c.error());
     return std::optional<FileConfig>(std::move(*c));
@@ -166,7 +171,7 @@ std::expected<std::optional<FileConfig>, std::string> load_file(const char* (*en
 }
 
 // Fills the unset fields of `f` from the profile it names.
-std::expected<void, std::string> apply_profile(Fields& f, const FileConfig* file) {
+std::expected<void, Error> apply_profile(Fields& f, const FileConfig* file) {
   if (f.profile.empty()) return {};
   auto fill = [&](std::string& field, std::string& from, const std::string& value) {
     if (field.empty() && !value.empty()) field = value, from = f.profile_from;
@@ -193,7 +198,7 @@ std::expected<void, std::string> apply_profile(Fields& f, const FileConfig* file
   for (const BuiltinProfile& b : builtin_profiles()) names += std::string(names.empty() ? "" : ", ") + b.name;
   if (file != nullptr)
     for (const FileProfile& p : file->profiles) names += ", " + p.name;
-  return std::unexpected(f.profile_from + ": unknown profile '" + f.profile + "' (profiles: " + names + ")");
+  return bad(f.profile_from + ": unknown profile '" + f.profile + "' (profiles: " + names + ")");
 }
 
 // "--session-memory-max: ", "PMON_SESSION_PIDS_MAX: ", "FILE: memory_max: ".
@@ -202,7 +207,7 @@ std::string where(const std::string& from, const char* key) {
   return from + ": " + key + ": ";
 }
 
-std::expected<Envelope, std::string> build(Fields f, const FileConfig* file, bool asked) {
+std::expected<Envelope, Error> build(Fields f, const FileConfig* file, bool asked) {
   if (auto r = apply_profile(f, file); !r) return std::unexpected(r.error());
   Envelope e;
   e.profile = f.profile;
@@ -213,13 +218,13 @@ std::expected<Envelope, std::string> build(Fields f, const FileConfig* file, boo
   };
   if (!f.memory_max.empty()) {
     auto v = parse_size(f.memory_max);
-    if (!v) return std::unexpected(where(f.memory_max_from, "memory_max") + v.error());
+    if (!v) return bad(where(f.memory_max_from, "memory_max") + describe(v.error()));
     e.limits.memory_max = *v;
     note_from(f.memory_max_from);
   }
   if (!f.memory_high.empty()) {
     auto v = parse_size(f.memory_high);
-    if (!v) return std::unexpected(where(f.memory_high_from, "memory_high") + v.error());
+    if (!v) return bad(where(f.memory_high_from, "memory_high") + describe(v.error()));
     e.limits.memory_high = *v;
     note_from(f.memory_high_from);
   } else if (e.limits.memory_max) {
@@ -228,16 +233,16 @@ std::expected<Envelope, std::string> build(Fields f, const FileConfig* file, boo
     if (*e.limits.memory_max >= 4) e.limits.memory_high = *e.limits.memory_max / 4 * 3;
   }
   if (e.limits.memory_max && e.limits.memory_high && *e.limits.memory_high >= *e.limits.memory_max)
-    return std::unexpected(f.memory_high_from + ": memory_high must be below memory_max");
+    return bad(f.memory_high_from + ": memory_high must be below memory_max");
   if (!f.pids_max.empty()) {
     auto v = parse_pids(f.pids_max);
-    if (!v) return std::unexpected(where(f.pids_max_from, "pids_max") + v.error());
+    if (!v) return bad(where(f.pids_max_from, "pids_max") + describe(v.error()));
     if (*v > 0) e.limits.pids_max = *v;
     note_from(f.pids_max_from);
   }
   if (!f.cpu_max.empty()) {
     auto v = parse_cores(f.cpu_max);
-    if (!v) return std::unexpected(where(f.cpu_max_from, "cpu_max") + v.error());
+    if (!v) return bad(where(f.cpu_max_from, "cpu_max") + describe(v.error()));
     e.limits.cpu_max = *v;
     note_from(f.cpu_max_from);
   }
@@ -248,7 +253,8 @@ std::expected<Envelope, std::string> build(Fields f, const FileConfig* file, boo
 
 // The line for a refusal: keys, values and paths come from the user's file
 // and environment, and may hold a newline or a terminal's control codes.
-std::unexpected<std::string> refusal(const std::string& line) { return std::unexpected(printable(line)); }
+std::unexpected<Error> refusal(const std::string& line) { return bad(printable(line)); }
+std::unexpected<Error> refusal(const Error& e) { return refusal(e.text); }
 
 }  // namespace
 
@@ -261,7 +267,7 @@ const std::vector<BuiltinProfile>& builtin_profiles() {
   return kProfiles;
 }
 
-std::expected<std::optional<Envelope>, std::string> envelope_from_toml(const std::string& text,
+std::expected<std::optional<Envelope>, Error> envelope_from_toml(const std::string& text,
                                                                        const std::string& path) {
   auto c = parse_file(text, path);
   if (!c) return refusal(c.error());
@@ -271,7 +277,7 @@ std::expected<std::optional<Envelope>, std::string> envelope_from_toml(const std
   return std::optional<Envelope>(std::move(*e));
 }
 
-std::expected<std::optional<Envelope>, std::string> resolve_envelope(const EnvelopeAsk& flags,
+std::expected<std::optional<Envelope>, Error> resolve_envelope(const EnvelopeAsk& flags,
                                                                      const char* (*env)(const char*),
                                                                      bool with_file) {
   if (env == nullptr) env = real_getenv;
@@ -292,7 +298,7 @@ std::expected<std::optional<Envelope>, std::string> resolve_envelope(const Envel
   take(f.memory_high, f.memory_high_from, flags.memory_high, "memory-high", "PMON_SESSION_MEMORY_HIGH");
   take(f.pids_max, f.pids_max_from, flags.pids_max, "pids-max", "PMON_SESSION_PIDS_MAX");
   take(f.cpu_max, f.cpu_max_from, flags.cpu_max, "cpu-max", "PMON_SESSION_CPU_MAX");
-  std::expected<std::optional<FileConfig>, std::string> file = std::optional<FileConfig>();
+  std::expected<std::optional<FileConfig>, Error> file = std::optional<FileConfig>();
   if (with_file) file = load_file(env);
   if (!file) return refusal(file.error());
   const FileConfig* fc = *file ? &**file : nullptr;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "confine/envelope.h"
+#include "confine/error.h"
 
 namespace pmon {
 
@@ -41,12 +42,12 @@ const std::vector<BuiltinProfile>& builtin_profiles();
 // (naming the flag, variable or file and key). `env`: getenv by default.
 // `with_file`: false where the config file's default does not apply (pmon
 // run in no named session): it is not read.
-std::expected<std::optional<Envelope>, std::string> resolve_envelope(
+std::expected<std::optional<Envelope>, Error> resolve_envelope(
     const EnvelopeAsk& flags, const char* (*env)(const char*) = nullptr, bool with_file = true);
 
 // Reads a config file's envelope (for tests and fuzzing): the text of the
 // file named `path`.
-std::expected<std::optional<Envelope>, std::string> envelope_from_toml(const std::string& text,
+std::expected<std::optional<Envelope>, Error> envelope_from_toml(const std::string& text,
                                                                        const std::string& path);
 
 }  // namespace pmon

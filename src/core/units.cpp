@@ -103,65 +103,79 @@ std::optional<int> parse_signal(std::string_view s) noexcept {
   return std::nullopt;
 }
 
-std::expected<uint64_t, std::string> parse_size(std::string_view s) {
-  const std::string quoted = "'" + std::string(s) + "'";
-  const std::string bad = quoted + " is not a size (use bytes, or K, M or G for powers of 1024, e.g. 512M)";
+std::string describe(const BadValue& b) {
+  const std::string quoted = b.number ? b.value : "'" + b.value + "'";
+  switch (b.why) {
+    case BadValue::Why::not_a_size:
+      return quoted + " is not a size (use bytes, or K, M or G for powers of 1024, e.g. 512M)";
+    case BadValue::Why::not_positive: return quoted + " must be more than 0";
+    case BadValue::Why::too_large: return quoted + " is too large";
+    case BadValue::Why::not_pids: return quoted + " is not a whole number of processes (e.g. 100)";
+    case BadValue::Why::too_many_pids: return quoted + " is too large (at most " + std::to_string(INT32_MAX) + ")";
+    case BadValue::Why::not_cores: return quoted + " is not a number of cores (e.g. 0.5, 1.5, 2)";
+    case BadValue::Why::cores_out_of_range:
+      return b.number ? quoted + " cores is out of range (from 0.01 to 100000)"
+                      : quoted + " is out of range (from 0.01 to 100000 cores)";
+  }
+  return quoted + " is not valid";
+}
+
+std::expected<uint64_t, BadValue> parse_size(std::string_view s) {
+  auto refuse = [&](BadValue::Why why) { return std::unexpected(BadValue{why, std::string(s)}); };
   size_t i = 0;
   while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  if (i == 0) return std::unexpected(bad);
+  if (i == 0) return refuse(BadValue::Why::not_a_size);
   uint64_t n = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + i, n);
-  if (ec == std::errc::result_out_of_range) return std::unexpected(quoted + " is too large");
-  if (ec != std::errc() || p != s.data() + i) return std::unexpected(bad);
+  if (ec == std::errc::result_out_of_range) return refuse(BadValue::Why::too_large);
+  if (ec != std::errc() || p != s.data() + i) return refuse(BadValue::Why::not_a_size);
   std::string_view unit = s.substr(i);
   int shift = 0;
-  if (unit.size() > 1) return std::unexpected(bad);
+  if (unit.size() > 1) return refuse(BadValue::Why::not_a_size);
   if (unit.size() == 1) {
     switch (std::toupper(static_cast<unsigned char>(unit[0]))) {
       case 'K': shift = 10; break;
       case 'M': shift = 20; break;
       case 'G': shift = 30; break;
       case 'T': shift = 40; break;
-      default: return std::unexpected(bad);
+      default: return refuse(BadValue::Why::not_a_size);
     }
   }
-  if (n == 0) return std::unexpected(quoted + " must be more than 0");
-  if (shift > 0 && n > (UINT64_MAX >> shift)) return std::unexpected(quoted + " is too large");
+  if (n == 0) return refuse(BadValue::Why::not_positive);
+  if (shift > 0 && n > (UINT64_MAX >> shift)) return refuse(BadValue::Why::too_large);
   return n << shift;
 }
 
-std::expected<uint64_t, std::string> parse_pids(std::string_view s) {
-  const std::string quoted = "'" + std::string(s) + "'";
+std::expected<uint64_t, BadValue> parse_pids(std::string_view s) {
   uint64_t n = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
   if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0])) || ec == std::errc::invalid_argument ||
       p != s.data() + s.size())
-    return std::unexpected(quoted + " is not a whole number of processes (e.g. 100)");
+    return std::unexpected(BadValue{BadValue::Why::not_pids, std::string(s)});
   // pids.max is an int in the kernel.
   if (ec == std::errc::result_out_of_range || n > INT32_MAX)
-    return std::unexpected(quoted + " is too large (at most " + std::to_string(INT32_MAX) + ")");
+    return std::unexpected(BadValue{BadValue::Why::too_many_pids, std::string(s)});
   return n;
 }
 
-std::expected<double, std::string> check_cores(double cores) {
+std::expected<double, BadValue> check_cores(double cores) {
   if (!std::isfinite(cores) || cores < kMinCoresLimit || cores > kMaxCoresLimit) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%g", cores);
-    return std::unexpected(std::string(buf) + " cores is out of range (from 0.01 to 100000)");
+    return std::unexpected(BadValue{BadValue::Why::cores_out_of_range, buf, /*number=*/true});
   }
   return cores;
 }
 
-std::expected<double, std::string> parse_cores(std::string_view s) {
-  const std::string quoted = "'" + std::string(s) + "'";
+std::expected<double, BadValue> parse_cores(std::string_view s) {
   size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
   std::string num(s);
   if (s.empty() || i != s.size() || num == "." || std::count(num.begin(), num.end(), '.') > 1)
-    return std::unexpected(quoted + " is not a number of cores (e.g. 0.5, 1.5, 2)");
+    return std::unexpected(BadValue{BadValue::Why::not_cores, num});
   double v = std::strtod(num.c_str(), nullptr);
   if (!std::isfinite(v) || v < kMinCoresLimit || v > kMaxCoresLimit)
-    return std::unexpected(quoted + " is out of range (from 0.01 to 100000 cores)");
+    return std::unexpected(BadValue{BadValue::Why::cores_out_of_range, num});
   return v;
 }
 

@@ -29,19 +29,37 @@ std::string describe_duration_error(std::string_view text, DurationError e);
 
 std::optional<int> parse_signal(std::string_view s) noexcept;
 
+// Why a size, a number of processes or a number of cores was refused, and
+// the value as it was given (check_cores: the number as %g shows it). Its
+// words come from describe(), after the caller's "OPTION: " or "'field' ".
+struct BadValue {
+  enum class Why : uint8_t {
+    not_a_size,     // parse_size
+    not_positive,   // parse_size: 0
+    too_large,      // parse_size: past 2^64 bytes
+    not_pids,       // parse_pids
+    too_many_pids,  // parse_pids: past what pids.max holds
+    not_cores,      // parse_cores
+    cores_out_of_range,
+  };
+  Why why;
+  std::string value;
+  bool number = false;  // given as a number (check_cores), not as text
+};
+std::string describe(const BadValue& b);
+
 // Sizes for --memory-max: bytes, or a whole number with K, M, G or T
-// (powers of 1024; lower case too), e.g. 512M. More than 0. The error is
-// the user's words after "OPTION: ".
-std::expected<uint64_t, std::string> parse_size(std::string_view s);
+// (powers of 1024; lower case too), e.g. 512M. More than 0.
+std::expected<uint64_t, BadValue> parse_size(std::string_view s);
 
 // A whole number of processes for --pids-max; 0 is no limit (not even the
 // default).
-std::expected<uint64_t, std::string> parse_pids(std::string_view s);
+std::expected<uint64_t, BadValue> parse_pids(std::string_view s);
 
 // Cores for --cpu-max: a decimal number (0.5, 1.5, 2) from 0.01 up.
-std::expected<double, std::string> parse_cores(std::string_view s);
+std::expected<double, BadValue> parse_cores(std::string_view s);
 // The same check for a number given as a number (serve, the bindings).
-std::expected<double, std::string> check_cores(double cores);
+std::expected<double, BadValue> check_cores(double cores);
 
 // "1 process", "0 processes": a count with its noun in the right number.
 std::string count_of(size_t n, std::string_view one, std::string_view many);

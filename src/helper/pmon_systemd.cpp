@@ -19,8 +19,8 @@
 
 namespace {
 
-int answer(const std::expected<std::string, std::string>& r) {
-  std::printf("%s\n", r ? r->c_str() : r.error().c_str());
+int answer(const std::expected<std::string, pmon::Error>& r) {
+  std::printf("%s\n", r ? r->c_str() : r.error().text.c_str());
   return r ? 0 : 1;
 }
 
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   using namespace pmon::confine;
   const SystemdAccess* sd = in_process_sd_bus();
   std::string cmd = argc > 1 ? argv[1] : "";
-  if (sd == nullptr) return answer(std::unexpected(std::string("this pmon was built without libsystemd")));
+  if (sd == nullptr) return answer(std::unexpected(pmon::Error::line("this pmon was built without libsystemd")));
   if (cmd == "probe" && argc == 2) return answer(sd->probe());
   if (cmd == "scope" && argc == 5) {
     char* end = nullptr;

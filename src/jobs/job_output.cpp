@@ -15,14 +15,14 @@ void open_spools(Job& j, uint64_t limit, SpoolDir& dir) {
   if (limit == 0) return;
   auto out = Spool::open(dir, j.id + ".out", limit);
   if (!out) {
-    j.spool_error = out.error();
+    j.spool_error = render(out.error());
     return;
   }
   j.spool = std::move(*out);
   if (!j.err_buffer) return;
   auto err = Spool::open(dir, j.id + ".err", limit);
   if (err) j.err_spool = std::move(*err);
-  else j.spool_error = err.error();
+  else j.spool_error = render(err.error());
 }
 
 void write_job_record(Job& j, SpoolDir& dir) {

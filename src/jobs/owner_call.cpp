@@ -141,8 +141,7 @@ Result<PeerCall> peer_call(int sock, const std::string& mount) {
 Result<const PeerCall*> PeerCalls::of(uint64_t conn, int sock) {
   if (auto it = calls_.find(conn); it != calls_.end()) return &it->second;
   if (!mount_) {
-    std::string why;
-    auto loc = confine::locate_cgroup2(&why);
+    auto loc = confine::locate_cgroup2();
     mount_ = loc ? loc->mount : std::string();
   }
   auto pc = peer_call(sock, *mount_);

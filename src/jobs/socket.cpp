@@ -17,13 +17,11 @@ namespace pmon::serve {
 
 namespace {
 
-std::string err(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-std::expected<sockaddr_un, std::string> address(const std::string& path) {
+std::expected<sockaddr_un, Error> address(const std::string& path) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof a.sun_path)
-    return std::unexpected("socket path '" + path + "' is empty or too long");
+    return std::unexpected(Error::line("socket path '" + path + "' is empty or too long"));
   std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
   return a;
 }
@@ -44,24 +42,25 @@ std::string mode_of(mode_t m) {
 // that stops removes the file before it lets go: a lock taken on a file
 // that is no longer at the path (its holder just went) is taken again on
 // the one there now.
-std::expected<Fd, std::string> lock_path(const std::string& path) {
+std::expected<Fd, Error> lock_path(const std::string& path) {
   const std::string lp = path + ".lock";
   for (int attempt = 0; attempt < 8; ++attempt) {
     Fd fd(::open(lp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd) return std::unexpected(err("cannot open the lock file " + lp));
+    if (!fd) return std::unexpected(Error::system(errno, "cannot open the lock file " + lp));
     struct stat st;
-    if (::fstat(fd.get(), &st) != 0) return std::unexpected(err("cannot read " + lp));
-    if (!S_ISREG(st.st_mode)) return std::unexpected(lp + " is not a regular file");
+    if (::fstat(fd.get(), &st) != 0) return std::unexpected(Error::system(errno, "cannot read " + lp));
+    if (!S_ISREG(st.st_mode)) return std::unexpected(Error::line(lp + " is not a regular file"));
     if (st.st_uid != ::geteuid())
-      return std::unexpected(lp + " belongs to uid " + std::to_string(st.st_uid) + ", not to us; refusing to listen there");
+      return std::unexpected(
+          Error::line(lp + " belongs to uid " + std::to_string(st.st_uid) + ", not to us; refusing to listen there"));
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) return std::unexpected("a service already runs on " + path);
-      return std::unexpected(err("cannot lock " + lp));
+      if (errno == EWOULDBLOCK) return std::unexpected(Error::line("a service already runs on " + path));
+      return std::unexpected(Error::system(errno, "cannot lock " + lp));
     }
     struct stat now;
     if (::stat(lp.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) return fd;
   }
-  return std::unexpected("cannot lock " + lp + ": it keeps being replaced");
+  return std::unexpected(Error::line("cannot lock " + lp + ": it keeps being replaced"));
 }
 
 }  // namespace
@@ -102,27 +101,32 @@ void Listener::remove() {
   lock.reset();
 }
 
-std::expected<Listener, std::string> listen_unix(const std::string& path, bool default_dir) {
+std::expected<Listener, Error> listen_unix(const std::string& path, bool default_dir) {
   auto addr = address(path);
   if (!addr) return std::unexpected(addr.error());
   const std::string dir = dir_of(path);
   const uid_t me = ::geteuid();
   // Only the default directory is made here (0700, ours): a directory the
   // caller named is theirs to make, and nothing made here is left behind.
-  if (default_dir && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return std::unexpected(err("cannot make " + dir));
+  if (default_dir && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return std::unexpected(Error::system(errno, "cannot make " + dir));
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT) return std::unexpected("the directory " + dir + " does not exist; make it first (mkdir -m 700 " + dir + ")");
-    return std::unexpected(err("cannot read " + dir));
+    if (errno == ENOENT)
+      return std::unexpected(
+          Error::line("the directory " + dir + " does not exist; make it first (mkdir -m 700 " + dir + ")"));
+    return std::unexpected(Error::system(errno, "cannot read " + dir));
   }
-  if (S_ISLNK(st.st_mode)) return std::unexpected(dir + " is a symlink; refusing to listen there");
-  if (!S_ISDIR(st.st_mode)) return std::unexpected(dir + " is not a directory");
+  if (S_ISLNK(st.st_mode)) return std::unexpected(Error::line(dir + " is a symlink; refusing to listen there"));
+  if (!S_ISDIR(st.st_mode)) return std::unexpected(Error::line(dir + " is not a directory"));
   // The default directory is ours alone; an explicit one may be a shared
   // root-owned directory (the socket's own mode protects it then).
   if (st.st_uid != me && (default_dir || st.st_uid != 0))
-    return std::unexpected(dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us; refusing to listen there");
+    return std::unexpected(
+        Error::line(dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us; refusing to listen there"));
   if (default_dir && (st.st_mode & 077) != 0)
-    return std::unexpected(dir + " is open to other users (mode " + mode_of(st.st_mode) + "); make it 0700");
+    return std::unexpected(
+        Error::line(dir + " is open to other users (mode " + mode_of(st.st_mode) + "); make it 0700"));
 
   // Held until the service ends: the check for a stale socket, its removal
   // and the bind below are one service's at a time (two started at once
@@ -131,32 +135,34 @@ std::expected<Listener, std::string> listen_unix(const std::string& path, bool d
   if (!lock) return std::unexpected(lock.error());
 
   if (::lstat(path.c_str(), &st) == 0) {
-    if (S_ISLNK(st.st_mode)) return std::unexpected(path + " is a symlink; refusing to listen there");
-    if (!S_ISSOCK(st.st_mode)) return std::unexpected(path + " exists and is not a socket");
-    if (st.st_uid != me) return std::unexpected(path + " belongs to uid " + std::to_string(st.st_uid) + ", not to us");
-    if (connect_unix(path)) return std::unexpected("a service already listens on " + path);
-    if (::unlink(path.c_str()) != 0) return std::unexpected(err("cannot remove the stale socket " + path));
+    if (S_ISLNK(st.st_mode)) return std::unexpected(Error::line(path + " is a symlink; refusing to listen there"));
+    if (!S_ISSOCK(st.st_mode)) return std::unexpected(Error::line(path + " exists and is not a socket"));
+    if (st.st_uid != me)
+      return std::unexpected(Error::line(path + " belongs to uid " + std::to_string(st.st_uid) + ", not to us"));
+    if (connect_unix(path)) return std::unexpected(Error::line("a service already listens on " + path));
+    if (::unlink(path.c_str()) != 0)
+      return std::unexpected(Error::system(errno, "cannot remove the stale socket " + path));
   }
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd) return std::unexpected(err("socket"));
+  if (!fd) return std::unexpected(Error::system(errno, "socket"));
   // Made 0600 from the start: no moment in which another user can connect.
   mode_t old = ::umask(0177);
   int r = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr);
   int saved = errno;
   ::umask(old);
   errno = saved;
-  if (r != 0) return std::unexpected(err("cannot listen on " + path));
-  if (::listen(fd.get(), 4096) != 0) return std::unexpected(err("cannot listen on " + path));
+  if (r != 0) return std::unexpected(Error::system(errno, "cannot listen on " + path));
+  if (::listen(fd.get(), 4096) != 0) return std::unexpected(Error::system(errno, "cannot listen on " + path));
   return Listener{std::move(fd), std::move(*lock), path};
 }
 
-std::expected<Fd, std::string> connect_unix(const std::string& path) {
+std::expected<Fd, Error> connect_unix(const std::string& path) {
   auto addr = address(path);
   if (!addr) return std::unexpected(addr.error());
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return std::unexpected(err("socket"));
+  if (!fd) return std::unexpected(Error::system(errno, "socket"));
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
-    return std::unexpected(err(path));
+    return std::unexpected(Error::system(errno, path));
   return fd;
 }
 
@@ -187,7 +193,10 @@ std::expected<Fd, ConnectError> connect_service(const std::string& path, bool de
     if (S_ISSOCK(st.st_mode) && st.st_uid != me && st.st_uid != 0) return untrusted(path, owner_words(st.st_uid));
   }
   auto fd = connect_unix(path);
-  if (!fd) return std::unexpected(ConnectError{false, path, fd.error().substr(fd.error().rfind(": ") + 2)});
+  if (!fd) {
+    const Error& e = fd.error();  // nobody answers: the errno's words alone
+    return std::unexpected(ConnectError{false, path, e.err != 0 ? std::string(std::strerror(e.err)) : e.text});
+  }
   // Whoever listens: what the file system said could have changed since,
   // and a socket can be bound by one user and listened on by another.
   ucred cred{};

@@ -6,6 +6,7 @@
 #include <expected>
 #include <string>
 
+#include "confine/error.h"
 #include "sys/fd.h"
 
 namespace pmon::serve {
@@ -40,10 +41,10 @@ struct Listener {
 // that of services started at once on the same path one runs and the
 // others are refused. A stale socket of ours (nobody answers) is replaced;
 // a live one, a symlink or any other file is refused.
-std::expected<Listener, std::string> listen_unix(const std::string& path, bool default_dir);
+std::expected<Listener, Error> listen_unix(const std::string& path, bool default_dir);
 
 // Connects to `path`; the error says what happened, in one line.
-std::expected<Fd, std::string> connect_unix(const std::string& path);
+std::expected<Fd, Error> connect_unix(const std::string& path);
 
 // Why a client did not connect: nobody answers (`what` is the reason, e.g.
 // "No such file or directory"), or, `untrusted`, what it found would let

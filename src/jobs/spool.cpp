@@ -33,14 +33,16 @@ std::string errno_words(const std::string& what) { return what + ": " + std::str
 
 // `name` in `parent` (an open directory, or AT_FDCWD with an absolute
 // name) as a directory of ours that nobody else may use, made when missing.
-std::expected<Fd, std::string> own_dir(int parent, const std::string& name, const std::string& shown) {
-  if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST) return std::unexpected(errno_words("cannot make " + shown));
+std::expected<Fd, Error> own_dir(int parent, const std::string& name, const std::string& shown) {
+  if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST)
+    return std::unexpected(Error::system(errno, "cannot make " + shown));
   Fd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return std::unexpected(errno_words("cannot open " + shown + " (a symlink is refused)"));
+  if (!fd) return std::unexpected(Error::system(errno, "cannot open " + shown + " (a symlink is refused)"));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return std::unexpected(errno_words("cannot read " + shown));
-  if (st.st_uid != ::geteuid()) return std::unexpected(shown + " belongs to uid " + std::to_string(st.st_uid) + ", not to us");
-  if ((st.st_mode & 077) != 0) return std::unexpected(shown + " is open to other users; make it 0700");
+  if (::fstat(fd.get(), &st) != 0) return std::unexpected(Error::system(errno, "cannot read " + shown));
+  if (st.st_uid != ::geteuid())
+    return std::unexpected(Error::line(shown + " belongs to uid " + std::to_string(st.st_uid) + ", not to us"));
+  if ((st.st_mode & 077) != 0) return std::unexpected(Error::line(shown + " is open to other users; make it 0700"));
   return fd;
 }
 
@@ -60,7 +62,7 @@ SpoolDir::~SpoolDir() {
   (void)::rmdir(parent_.c_str());  // (another service's spools keep it)
 }
 
-std::expected<int, std::string> SpoolDir::ensure() {
+std::expected<int, Error> SpoolDir::ensure() {
   if (fd_) return fd_.get();
   const std::string sock = default_socket_path(false);
   const std::string base = sock.substr(0, sock.rfind('/'));
@@ -78,7 +80,8 @@ std::expected<int, std::string> SpoolDir::ensure() {
   std::snprintf(name, sizeof name, "%d.%llu.%08x.%llu", static_cast<int>(::getpid()),
                 static_cast<unsigned long long>(self ? *self : 0), random_u32(),
                 static_cast<unsigned long long>(ns ? *ns : 0));
-  if (::mkdirat(s->get(), name, 0700) != 0) return std::unexpected(errno_words("cannot make " + base + "/spool/" + name));
+  if (::mkdirat(s->get(), name, 0700) != 0)
+    return std::unexpected(Error::system(errno, "cannot make " + base + "/spool/" + name));
   auto d = own_dir(s->get(), name, base + "/spool/" + name);
   if (!d) return std::unexpected(d.error());
   fd_ = std::move(*d);
@@ -198,8 +201,7 @@ void stop_left_job(const DirOwner& o, int dir_fd, const std::string& file,
 // job) are removed; one that still has processes (a job without a spool)
 // is stopped too, and said.
 void sweep_leaves(const std::vector<DirOwner>& dead, const std::function<void(const std::string&)>& say) {
-  std::string why;
-  auto loc = confine::locate_cgroup2(&why);
+  auto loc = confine::locate_cgroup2();
   if (!loc) return;
   for (const LeafInfo& l : find_leaves(loc->mount)) {
     if (!l.owner_gone()) continue;
@@ -258,7 +260,7 @@ void SpoolDir::sweep_dead(const std::function<void(const std::string&)>& say) {
   sweep(p.get(), said);
 }
 
-std::expected<std::unique_ptr<Spool>, std::string> Spool::open(SpoolDir& dir, const std::string& name,
+std::expected<std::unique_ptr<Spool>, Error> Spool::open(SpoolDir& dir, const std::string& name,
                                                                   uint64_t limit) {
   auto d = dir.ensure();
   if (!d) return std::unexpected(d.error());
@@ -268,7 +270,7 @@ std::expected<std::unique_ptr<Spool>, std::string> Spool::open(SpoolDir& dir, co
   s->path_ = dir.path() + "/" + name;
   s->limit_ = std::max<uint64_t>(limit, 1);
   s->cur_ = Fd(::openat(*d, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!s->cur_) return std::unexpected(errno_words("cannot make " + s->path_));
+  if (!s->cur_) return std::unexpected(Error::system(errno, "cannot make " + s->path_));
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "confine/error.h"
 #include "sys/fd.h"
 
 namespace pmon::serve {
@@ -34,8 +35,8 @@ class SpoolDir {
   ~SpoolDir();
   SpoolDir(const SpoolDir&) = delete;
   SpoolDir& operator=(const SpoolDir&) = delete;
-  // The directory, made now if it is not yet; an error in words otherwise.
-  std::expected<int, std::string> ensure();
+  // The directory, made now if it is not yet; why not otherwise.
+  std::expected<int, Error> ensure();
   const std::string& path() const { return path_; }
 
   // What services that died without removing their directory left (a
@@ -61,7 +62,7 @@ class SpoolDir {
 class Spool {
  public:
   // A new file `name` in `dir` (0600, O_EXCL, O_NOFOLLOW), or an error.
-  static std::expected<std::unique_ptr<Spool>, std::string> open(SpoolDir& dir, const std::string& name,
+  static std::expected<std::unique_ptr<Spool>, Error> open(SpoolDir& dir, const std::string& name,
                                                                   uint64_t limit);
   ~Spool();
   Spool(const Spool&) = delete;

@@ -149,7 +149,7 @@ std::optional<uint64_t> FieldReader::bytes(const char* name) {
     text = std::to_string(v->get<uint64_t>());
   else return bad(name, "must be a number of bytes or a string such as \"512M\""), std::nullopt;
   auto n = parse_size(text);
-  if (!n) return bad(name, n.error()), std::nullopt;
+  if (!n) return bad(name, describe(n.error())), std::nullopt;
   return *n;
 }
 
@@ -158,7 +158,7 @@ std::optional<uint64_t> FieldReader::pids(const char* name) {
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) return bad(name, "must be a whole number of processes"), std::nullopt;
   auto n = parse_pids(std::to_string(v->get<int64_t>()));
-  if (!n) return bad(name, n.error()), std::nullopt;
+  if (!n) return bad(name, describe(n.error())), std::nullopt;
   return *n;
 }
 
@@ -167,7 +167,7 @@ std::optional<double> FieldReader::cores(const char* name) {
   if (!v) return std::nullopt;
   if (!v->is_number()) return bad(name, "must be a number of cores (e.g. 0.5)"), std::nullopt;
   auto c = check_cores(v->get<double>());
-  if (!c) return bad(name, c.error()), std::nullopt;
+  if (!c) return bad(name, describe(c.error())), std::nullopt;
   return *c;
 }
 

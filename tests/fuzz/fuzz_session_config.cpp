@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = "/etc/pmon/config.toml";
   auto r = envelope_from_toml(text, path);
   if (!r) {
-    const std::string& line = r.error();
+    const std::string& line = r.error().text;
     check(line.starts_with(path + ":"), "a refusal that does not name the file");
     check(line.find('\n') == std::string::npos && line.find('\r') == std::string::npos, "a refusal that is not one line");
     return 0;

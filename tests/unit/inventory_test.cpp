@@ -67,9 +67,8 @@ TEST(Owner, AliveOnlyWithTheSameStartTime) {
 TEST(Systemd, StartTransientUnitMessage) {
   // A bus on one end of a socketpair: open enough to build messages, no
   // daemon needed, nothing is sent. Through the dlopen'ed table pmon uses.
-  std::string why;
-  const confine::SdBus* api = confine::sd_bus_api(&why);
-  ASSERT_NE(api, nullptr) << why;
+  const auto& api = confine::sd_bus_api();
+  ASSERT_TRUE(api) << api.error().text;
   const confine::SdBus& sd = *api;
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -129,7 +128,7 @@ TEST(Systemd, StartTransientUnitMessage) {
 TEST(Systemd, MissingLibraryIsExplained) {
   auto t = confine::load_sd_bus("libpmon-no-such-library.so.0");
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.error().rfind("libpmon-no-such-library.so.0 not found: ", 0), 0u) << t.error();
+  EXPECT_EQ(t.error().text.rfind("libpmon-no-such-library.so.0 not found: ", 0), 0u) << t.error().text;
 }
 #endif
 

@@ -28,14 +28,14 @@ TEST(ParseSize, RefusesWhatIsNotASize) {
   for (const char* bad : {"", "M", "-1", "-5M", "1.5G", "10X", "10MB", "10 M", " 10", "0x10", "1e6", "10Mi"}) {
     auto r = parse_size(bad);
     ASSERT_FALSE(r) << bad;
-    EXPECT_NE(r.error().find("is not a size"), std::string::npos) << r.error();
-    EXPECT_NE(r.error().find("powers of 1024"), std::string::npos) << r.error();
+    EXPECT_EQ(r.error().why, BadValue::Why::not_a_size) << bad;
+    EXPECT_EQ(describe(r.error()), "'" + std::string(bad) + "' is not a size (use bytes, or K, M or G for powers of 1024, e.g. 512M)");
   }
-  EXPECT_EQ(parse_size("0").error(), "'0' must be more than 0");
-  EXPECT_EQ(parse_size("0M").error(), "'0M' must be more than 0");
-  EXPECT_EQ(parse_size("18446744073709551616").error(), "'18446744073709551616' is too large");
+  EXPECT_EQ(describe(parse_size("0").error()), "'0' must be more than 0");
+  EXPECT_EQ(describe(parse_size("0M").error()), "'0M' must be more than 0");
+  EXPECT_EQ(describe(parse_size("18446744073709551616").error()), "'18446744073709551616' is too large");
   // Fits as a number, not once multiplied by its suffix.
-  EXPECT_EQ(parse_size("16777216T").error(), "'16777216T' is too large");
+  EXPECT_EQ(describe(parse_size("16777216T").error()), "'16777216T' is too large");
   EXPECT_EQ(parse_size("16777215T"), 16777215ull << 40);
 }
 
@@ -44,11 +44,11 @@ TEST(ParsePids, WholeNumbersFromOne) {
   EXPECT_EQ(parse_pids("50"), 50u);
   EXPECT_EQ(parse_pids("2147483647"), 2147483647u);
   EXPECT_EQ(parse_pids("0"), 0u);  // no limit, not even the default
-  EXPECT_NE(parse_pids("-1").error().find("is not a whole number of processes"), std::string::npos);
-  EXPECT_EQ(parse_pids("2147483648").error(), "'2147483648' is too large (at most 2147483647)");
-  EXPECT_EQ(parse_pids("99999999999999999999").error(), "'99999999999999999999' is too large (at most 2147483647)");
+  EXPECT_NE(describe(parse_pids("-1").error()).find("is not a whole number of processes"), std::string::npos);
+  EXPECT_EQ(describe(parse_pids("2147483648").error()), "'2147483648' is too large (at most 2147483647)");
+  EXPECT_EQ(describe(parse_pids("99999999999999999999").error()), "'99999999999999999999' is too large (at most 2147483647)");
   for (const char* bad : {"", "-1", "+5", "5k", "1.0", "lots", " 5"})
-    EXPECT_NE(parse_pids(bad).error().find("is not a whole number of processes"), std::string::npos) << bad;
+    EXPECT_NE(describe(parse_pids(bad).error()).find("is not a whole number of processes"), std::string::npos) << bad;
 }
 
 TEST(ParseCores, DecimalCores) {
@@ -62,9 +62,9 @@ TEST(ParseCores, DecimalCores) {
 
 TEST(ParseCores, RefusesOutOfRangeAndWords) {
   for (const char* bad : {"0", "0.0", "0.009", "100000.5"})
-    EXPECT_NE(parse_cores(bad).error().find("is out of range (from 0.01 to 100000 cores)"), std::string::npos) << bad;
+    EXPECT_NE(describe(parse_cores(bad).error()).find("is out of range (from 0.01 to 100000 cores)"), std::string::npos) << bad;
   for (const char* bad : {"", ".", "1..5", "-1", "1,5", "half", "1e3", "nan", "inf", "50%"})
-    EXPECT_NE(parse_cores(bad).error().find("is not a number of cores"), std::string::npos) << bad;
+    EXPECT_NE(describe(parse_cores(bad).error()).find("is not a number of cores"), std::string::npos) << bad;
   EXPECT_TRUE(check_cores(0.5));
   EXPECT_FALSE(check_cores(0));
   EXPECT_FALSE(check_cores(-1));

@@ -27,7 +27,7 @@ const std::string kPath = "/etc/pmon/config.toml";  // only named, never read he
 // The envelope a file gives, or the test fails with its error.
 Envelope from_file(const std::string& text) {
   auto r = envelope_from_toml(text, kPath);
-  EXPECT_TRUE(r) << text << "\n-> " << (r ? "" : r.error());
+  EXPECT_TRUE(r) << text << "\n-> " << (r ? "" : r.error().text);
   if (!r || !*r) {
     ADD_FAILURE() << "no envelope from: " << text;
     return {};
@@ -39,7 +39,7 @@ Envelope from_file(const std::string& text) {
 std::string refused(const std::string& text) {
   auto r = envelope_from_toml(text, kPath);
   EXPECT_FALSE(r) << "accepted: " << text;
-  return r ? std::string() : r.error();
+  return r ? std::string() : r.error().text;
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -47,7 +47,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 TEST(EnvelopeFromToml, NothingSetIsNoEnvelope) {
   for (const char* text : {"", "# nothing\n", "[session]\n", "[profiles.ci]\nmemory_max = \"1G\"\n"}) {
     auto r = envelope_from_toml(text, kPath);
-    ASSERT_TRUE(r) << text << ": " << r.error();
+    ASSERT_TRUE(r) << text << ": " << r.error().text;
     EXPECT_FALSE(*r) << text;
   }
 }
@@ -208,7 +208,7 @@ TEST(EnvelopeFromToml, RefusalIsOneLineWhateverTheFileHolds) {
             kPath + ": unknown profile 'a\\x0Db' (profiles: small, standard, large)");
   auto r = envelope_from_toml("[x]\n", "/etc/pmon\n/config.toml");
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error(), "/etc/pmon\\n/config.toml: x: unknown table (use [session] and [profiles.NAME])");
+  EXPECT_EQ(r.error().text, "/etc/pmon\\n/config.toml: x: unknown table (use [session] and [profiles.NAME])");
 }
 
 TEST(EnvelopeFromToml, BadTomlNamesFileAndLine) {
@@ -268,13 +268,13 @@ class ResolveEnvelope : public ::testing::Test {
   }
   std::optional<Envelope> resolve(const EnvelopeAsk& flags = {}) {
     auto r = resolve_envelope(flags, fake_getenv);
-    EXPECT_TRUE(r) << r.error();
+    EXPECT_TRUE(r) << r.error().text;
     return r ? *r : std::nullopt;
   }
   std::string refused(const EnvelopeAsk& flags = {}) {
     auto r = resolve_envelope(flags, fake_getenv);
     EXPECT_FALSE(r);
-    return r ? std::string() : r.error();
+    return r ? std::string() : r.error().text;
   }
   static bool host_has_config() { return ::access("/etc/pmon/config.toml", F_OK) == 0; }
   std::string dir_;
@@ -572,7 +572,7 @@ TEST(DescribeEnvelope, InWords) {
 TEST(SessionKey, NamedRoundTrip) {
   for (const char* name : {"build-7", "a", "A.b_c-9", "..x", "-"}) {
     auto k = SessionKey::named_(name);
-    ASSERT_TRUE(k) << name << ": " << k.error();
+    ASSERT_TRUE(k) << name << ": " << k.error().text;
     EXPECT_EQ(k->kind, SessionKey::Kind::named);
     EXPECT_EQ(k->dir_name(), std::string("pmon-session-n-") + name);
     EXPECT_EQ(k->describe(), std::string("name ") + name);
@@ -590,14 +590,14 @@ TEST(SessionKey, BadNamesRefused) {
   for (const char* name : {"", ".", "..", "a/b", "a b", "a\nb", "é", "x*", "$HOME", "a\tb"}) {
     auto k = SessionKey::named_(name);
     ASSERT_FALSE(k) << name;
-    EXPECT_TRUE(has(k.error(), "is not a session name (use letters, digits, '.', '_' and '-', at most 64)"))
-        << k.error();
+    EXPECT_TRUE(has(k.error().text, "is not a session name (use letters, digits, '.', '_' and '-', at most 64)"))
+        << k.error().text;
     EXPECT_FALSE(SessionKey::parse(std::string("pmon-session-n-") + name)) << name;
   }
   EXPECT_FALSE(SessionKey::named_(std::string(65, 'x')));
   EXPECT_FALSE(SessionKey::parse("pmon-session-n-" + std::string(65, 'x')));
   // A long bad name is cut in the message.
-  EXPECT_LT(SessionKey::named_(std::string(500, '/')).error().size(), 200u);
+  EXPECT_LT(SessionKey::named_(std::string(500, '/')).error().text.size(), 200u);
 }
 
 TEST(SessionKey, ProcessAndHarnessRoundTrip) {
