@@ -39,20 +39,14 @@ using Json = nlohmann::json;
 // looks at, the tally of its requests waiting for their answer, and the
 // request's id, which an answer given later goes to (discarded: a
 // notification's, never answered).
-// MCP tasks: how an answer owed to a request is shaped. `create`: a tool
-// call asked for as a task (a started job, or a run gone on past its
-// background time, answered as the task it now is); `cancel`: tasks/cancel,
-// answered once the tree is verified gone; `result`: tasks/result, answered
-// with the tool's result once the job is over.
-enum class TaskReply : uint8_t { none, create, cancel, result };
-
 struct Asker {
   uint64_t conn = 0;
   int sock = -1;
   std::shared_ptr<RequestBudget::Tally> waiting;
   Json id;
-  bool stateless = false;  // MCP: the request speaks the stateless revision
-  TaskReply task = TaskReply::none;
+  // The front end's own word on how a later answer is shaped: carried to
+  // it untouched (Waiter::shape), never read here.
+  uint8_t shape = 0;
 };
 
 // A reply that is owed later (wait_for_exit, a kill or release that waits
@@ -74,8 +68,7 @@ struct Waiter {
   int64_t next_scan = 0;          // Kind::port
   uint64_t timeout_ms = 0;        // Kind::port, for the error
   RequestBudget::Ticket ticket;   // its share of the budget, given back with it
-  bool stateless = false;         // Asker::stateless
-  TaskReply task = TaskReply::none;
+  uint8_t shape = 0;              // Asker::shape
 };
 
 // How far a job's stream has been read, by the job and by its readers.
@@ -167,7 +160,6 @@ struct Job {
   int64_t rescan_at = kForever;
   std::chrono::system_clock::time_point started;
   std::chrono::system_clock::time_point ended;  // once done
-  bool task = false;  // MCP: answered as a task (tasks/list lists it)
   std::optional<CallEnd> ended_by;  // why pmon stopped it: kill, release, its timeout, ...
   // Stop work waiting in the stop queue (jobs/stops.h) for its turn: the
   // stop is to begin (why: who asked, or its time is up), or its next step is due (its
@@ -180,8 +172,8 @@ struct Job {
   bool forget = false;   // dropped once over (release, its owner's end)
   std::string report;    // its terminal/report result, dumped, once made
   bool done = false;
-  // Its end was told to its client (pmon mcp: the job-ended message, or a
-  // result that says it is over): at the job limit it goes first.
+  // Its end was told to its client (a message that it ended, or a result
+  // that says it is over): at the job limit it goes first (make_room).
   bool end_told = false;
   std::vector<Waiter> waiters;
   std::vector<uint64_t> streams;  // ids in the stream table

@@ -75,6 +75,7 @@ void JobTable::erase(const std::string& id) {
   remove_call_record(j.tie.record);
   streams_.end_all_of(j);
   if (j.tie.owner_job != 0) --owned_jobs_;
+  if (front_) front_->forgotten(j);
   job_keys_.erase(j.num);
   jobs_.erase(it);
 }

@@ -319,8 +319,7 @@ Waiter JobTable::waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_
   w.kind = kind;
   w.conn = a.conn;
   w.id = a.id;
-  w.stateless = a.stateless;
-  w.task = a.task;
+  w.shape = a.shape;
   if (within_ms) w.deadline = ms_from_now(*within_ms);
   return w;
 }
@@ -469,13 +468,6 @@ void JobTable::bound_spools(uint64_t conn) {
     j->spool_error = "removed to keep the spool files of this session's ended jobs within " +
                      std::to_string(bound >> 20) + " MiB (newer ones are kept)";
   }
-}
-
-std::vector<Job*> JobTable::tasks_of(uint64_t conn) {
-  std::vector<Job*> out;
-  for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && j->task && j->creator == conn) out.push_back(j);
-  return out;
 }
 
 // The section-4 report as a value: it goes out inside the reply as it is,

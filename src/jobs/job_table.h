@@ -85,8 +85,6 @@ class JobTable : private StopHost {
   // The ids of the jobs (of `session` if given), in the order they were
   // created (ids are random); see JobList for what terminal/list shows.
   std::vector<std::string> job_ids(const std::optional<std::string>& session);
-  // The jobs a connection made that are MCP tasks, oldest first.
-  std::vector<Job*> tasks_of(uint64_t conn);
   // Its section-4 report, once over: dumped (kept), or as a value.
   std::expected<const std::string*, Error> report_text(Job& j);
   Json report(const Job& j) const;
