@@ -3,9 +3,10 @@
 // (@modelcontextprotocol/client) in each of its version-negotiation modes:
 // legacy (initialize, 2025-11-25), auto (server/discover first, then the
 // stateless revision if the server offers it) and pinned to 2026-07-28
-// (server/discover only). In each: the tools with their schemas, a setsid
-// daemon and a TERM-trapping child gone after kill, after the client closes,
-// and after SIGKILL of the server; every one by pid and start time.
+// (server/discover only). In each: the tools with their schemas, a start
+// answered once its job is ready, a setsid daemon and a TERM-trapping
+// child gone after kill, after the client closes, and after SIGKILL of the
+// server; every one by pid and start time.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/client';
@@ -64,6 +65,11 @@ for (const mode of MODES) {
     const r = await call(client, 'run', { command: 'echo hi; exit 3' });
     assert.equal(r.structuredContent.exit_code, 3);
     assert.match(r.content[0].text, /^hi\n/);
+    // A start with a readiness probe is answered once the job is ready,
+    // after the request has been read: in the request's revision still.
+    const s = await call(client, 'start', { command: 'sleep 0.3; echo up; exec sleep 100', ready_line: 'up', ready_timeout_s: 20 });
+    assert.equal(s.structuredContent.ready, true, s.content[0].text);
+    assert.equal((await call(client, 'kill', { id: s.structuredContent.id })).structuredContent.cleanup_verified, true);
     await client.close();
   });
 

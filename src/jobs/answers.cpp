@@ -85,8 +85,7 @@ void Answers::settle(Job& j) {
         Asker a;
         a.conn = w.conn;
         a.id = w.id;
-        a.stateless = w.stateless;
-        a.task = w.task;
+        a.shape = w.shape;
         front_->created(a, Started{j.id, false, j.ready->outcome()});
       }
         return true;

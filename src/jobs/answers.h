@@ -36,6 +36,8 @@ class Front {
   virtual void job_ended(Job& job) = 0;
   // A create that waited for the job of its name to be gone: its answer.
   virtual void created(const Asker& a, const std::expected<Started, Error>& r) = 0;
+  // The job is removed from the table: what the front end kept of it goes.
+  virtual void forgotten(const Job&) {}
 };
 
 // A listening socket can only be seen in the kernel's tables, with no event

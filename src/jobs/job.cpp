@@ -302,7 +302,7 @@ void Job::write_stdin() {
   if (in_eof) in.reset();
 }
 
-size_t Job::write_now(std::string_view data) {
+size_t JobStdin::write_now(std::string_view data) {
   size_t done = 0;
   while (done < data.size() && in) {
     ssize_t n = ::write(in.get(), data.data() + done, data.size() - done);
@@ -313,7 +313,7 @@ size_t Job::write_now(std::string_view data) {
   return done;
 }
 
-bool Job::hold_stdin(size_t need, size_t most, MemoryBudget& budget) {
+bool JobStdin::hold_stdin(size_t need, size_t most, MemoryBudget& budget) {
   if (need <= in_charged) return true;
   // The storage grows by doubling, each size counted before it is made.
   const size_t cap = std::max(need, std::min(2 * in_charged, most));
@@ -331,7 +331,7 @@ bool Job::hold_stdin(size_t need, size_t most, MemoryBudget& budget) {
   return true;
 }
 
-void Job::drop_stdin() {
+void JobStdin::drop_stdin() {
   std::string().swap(in_pending);
   if (in_budget) in_budget->give(in_charged);
   in_charged = 0;
@@ -351,12 +351,12 @@ void Job::note_delivered(uint64_t out_next, std::optional<uint64_t> err_next) {
   if (call) call->hold_idle(out_flow.paused || err_flow.paused);
 }
 
-bool Job::has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const {
+bool JobOutput::has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const {
   if (buffer.total() > since.value_or(0)) return true;
   return err_buffer && err_buffer->total() > stderr_since.value_or(0);
 }
 
-uint64_t Job::new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const {
+uint64_t JobOutput::new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const {
   uint64_t n = buffer.total() - std::min(buffer.total(), since.value_or(0));
   if (err_buffer) n += err_buffer->total() - std::min(err_buffer->total(), stderr_since.value_or(0));
   return n;

@@ -39,20 +39,14 @@ using Json = nlohmann::json;
 // looks at, the tally of its requests waiting for their answer, and the
 // request's id, which an answer given later goes to (discarded: a
 // notification's, never answered).
-// MCP tasks: how an answer owed to a request is shaped. `create`: a tool
-// call asked for as a task (a started job, or a run gone on past its
-// background time, answered as the task it now is); `cancel`: tasks/cancel,
-// answered once the tree is verified gone; `result`: tasks/result, answered
-// with the tool's result once the job is over.
-enum class TaskReply : uint8_t { none, create, cancel, result };
-
 struct Asker {
   uint64_t conn = 0;
   int sock = -1;
   std::shared_ptr<RequestBudget::Tally> waiting;
   Json id;
-  bool stateless = false;  // MCP: the request speaks the stateless revision
-  TaskReply task = TaskReply::none;
+  // The front end's own word on how a later answer is shaped: carried to
+  // it untouched (Waiter::shape), never read here.
+  uint8_t shape = 0;
 };
 
 // A reply that is owed later (wait_for_exit, a kill or release that waits
@@ -74,8 +68,7 @@ struct Waiter {
   int64_t next_scan = 0;          // Kind::port
   uint64_t timeout_ms = 0;        // Kind::port, for the error
   RequestBudget::Ticket ticket;   // its share of the budget, given back with it
-  bool stateless = false;         // Asker::stateless
-  TaskReply task = TaskReply::none;
+  uint8_t shape = 0;              // Asker::shape
 };
 
 // How far a job's stream has been read, by the job and by its readers.
@@ -112,15 +105,10 @@ std::optional<Error> check_runnable(const CreateParams& p);
 // said as such, with what to do. Any other errno: `what` and its words.
 Error fd_error(const std::string& what, int err);
 
-struct Job {
-  Job(size_t limit, MemoryBudget* budget, Poller& poller) : buffer(limit, budget), poller(poller) {}
-  ~Job() {
-    drop_stdin();
-    if (!inner_report.empty()) (void)::unlink(inner_report.c_str());
-  }
-  Job(const Job&) = delete;
-  Job& operator=(const Job&) = delete;
+// A job in parts, one a concern; each holds what only it touches.
 
+// What the job is and whose: what it runs, who asked, who owns it.
+struct JobIdentity {
   uint64_t num = 0;  // epoll tags
   std::string id;    // random, unguessable
   std::string name;
@@ -134,11 +122,42 @@ struct Job {
   bool pty = false;  // out and in are the pty's master (two fds of it)
   bool own_pmon = false;  // its command runs under a pmon of its own (ServeOptions::job_wrapper)
   std::string inner_report;  // where that pmon writes its report (in the spool directory), or ""
+  std::chrono::system_clock::time_point started;
+};
+
+// Its stdin: the fd, and what the client sent that the pipe has not taken.
+struct JobStdin {
+  JobStdin() = default;
+  ~JobStdin() { drop_stdin(); }
+  JobStdin(const JobStdin&) = delete;
+  JobStdin& operator=(const JobStdin&) = delete;
 
   const char* stdin_kind = "pipe";  // "pipe", "null" (/dev/null) or "pty", for the report
-  std::unique_ptr<Call> call;
+  Fd in;
+  std::string in_pending;
+  bool in_eof = false;  // close stdin once in_pending is written
+  // in_pending's storage, counted in this budget (JobTable's for stdin and
+  // streams) until written or dropped.
+  MemoryBudget* in_budget = nullptr;
+  size_t in_charged = 0;
+  bool in_watched = false;
+
+  // How much of `data` its stdin takes now, without waiting (0 on an
+  // error: write_stdin meets it again).
+  size_t write_now(std::string_view data);
+  // Room in in_pending for `need` bytes (at most `most`), counted in
+  // `budget` before it is made; false when the budget has not enough left.
+  bool hold_stdin(size_t need, size_t most, MemoryBudget& budget);
+  // in_pending dropped (the job's stdin is gone), its storage given back.
+  void drop_stdin();
+};
+
+// Its output: the pipes (or the pty) it writes to, read into bounded
+// buffers and spooled to disk, and how far its readers have got.
+struct JobOutput {
+  JobOutput(size_t kept, MemoryBudget* budget) : buffer(kept, budget) {}
+
   Fd out;  // stdout and stderr of the job, one pipe (stdout alone with separateStderr)
-  Fd in;   // its stdin
   OutputBuffer buffer;
   Fd err;  // separateStderr: stderr, kept in err_buffer
   std::unique_ptr<OutputBuffer> err_buffer;
@@ -152,23 +171,20 @@ struct Job {
   bool backpressure = false;
   size_t limit = 0;
   Flow out_flow, err_flow;
-  std::string in_pending;
-  bool in_eof = false;  // close stdin once in_pending is written
-  // in_pending's storage, counted in this budget (JobTable's for stdin and
-  // streams) until written or dropped.
-  MemoryBudget* in_budget = nullptr;
-  size_t in_charged = 0;
+
+  bool has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
+  uint64_t new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
+};
+
+// Its stop: the watch of its main process and of the stop's steps, and
+// its place in the stop queue.
+struct JobStop {
   bool main_watched = false;
-  bool in_watched = false;
   // The stop's watch: its one fd (a leaf's cgroup.events, a pidfd) in our
   // epoll as it is, or several in an epoll of their own inside ours.
   int stop_fd = -1;
   Fd stop_ep;
   int64_t rescan_at = kForever;
-  std::chrono::system_clock::time_point started;
-  std::chrono::system_clock::time_point ended;  // once done
-  bool task = false;  // MCP: answered as a task (tasks/list lists it)
-  std::optional<CallEnd> ended_by;  // why pmon stopped it: kill, release, its timeout, ...
   // Stop work waiting in the stop queue (jobs/stops.h) for its turn: the
   // stop is to begin (why: who asked, or its time is up), or its next step is due (its
   // watch fired, or its deadline passed). A stop asked for while the end
@@ -177,12 +193,11 @@ struct Job {
   Call::End queued_why = Call::End::cancel;
   std::optional<Call::End> stop_after;
   bool step_queued = false;
-  bool forget = false;   // dropped once over (release, its owner's end)
-  std::string report;    // its terminal/report result, dumped, once made
-  bool done = false;
-  // Its end was told to its client (pmon mcp: the job-ended message, or a
-  // result that says it is over): at the job limit it goes first.
-  bool end_told = false;
+};
+
+// Who waits on it: the requests owed an answer, the streams that follow
+// its output, the ports they were last answered from, its readiness probe.
+struct JobWaits {
   std::vector<Waiter> waiters;
   std::vector<uint64_t> streams;  // ids in the stream table
   // The ports its waiters were last answered from, and the scan interval
@@ -191,6 +206,29 @@ struct Job {
   int64_t ports_slot = -1;
   // Its readiness probe, when it was started with one (kept once decided).
   std::unique_ptr<ReadyCheck> ready;
+};
+
+// Its end: when, why pmon stopped it, its report, and what is left to do.
+struct JobEnd {
+  std::chrono::system_clock::time_point ended;  // once done
+  std::optional<CallEnd> ended_by;  // why pmon stopped it: kill, release, its timeout, ...
+  bool forget = false;   // dropped once over (release, its owner's end)
+  std::string report;    // its terminal/report result, dumped, once made
+  bool done = false;
+  // Its end was told to its client (a message that it ended, or a result
+  // that says it is over): at the job limit it goes first (make_room).
+  bool end_told = false;
+};
+
+struct Job : JobIdentity, JobStdin, JobOutput, JobStop, JobWaits, JobEnd {
+  Job(size_t limit, MemoryBudget* budget, Poller& poller) : JobOutput(limit, budget), poller(poller) {}
+  ~Job() {
+    if (!inner_report.empty()) (void)::unlink(inner_report.c_str());
+  }
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  std::unique_ptr<Call> call;
   Poller& poller;
 
   // Its stop has begun, or waits for its turn.
@@ -215,8 +253,6 @@ struct Job {
   // A read returned the bytes up to `next`: with backpressure, a paused
   // pipe is read again once there is room.
   void note_delivered(uint64_t out_next, std::optional<uint64_t> err_next);
-  bool has_new_output(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
-  uint64_t new_bytes(std::optional<uint64_t> since, std::optional<uint64_t> stderr_since) const;
   // Each stream's text from `since`, at most `max` bytes of each, and
   // together at most `json_cap` bytes as JSON strings (a control byte is
   // six there), made in `storage`; counts as delivered.
@@ -241,14 +277,6 @@ struct Job {
   // before the next (which may close the fd it was watching: a leaf given
   // back closes its files, and the number may be reused at once).
   void watch_stop();
-  // How much of `data` its stdin takes now, without waiting (0 on an
-  // error: write_stdin meets it again).
-  size_t write_now(std::string_view data);
-  // Room in in_pending for `need` bytes (at most `most`), counted in
-  // `budget` before it is made; false when the budget has not enough left.
-  bool hold_stdin(size_t need, size_t most, MemoryBudget& budget);
-  // in_pending dropped (the job's stdin is gone), its storage given back.
-  void drop_stdin();
   void drop_stop_watch();
 };
 

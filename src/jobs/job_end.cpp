@@ -2,11 +2,18 @@
 // The job table's side of a job's end: its main process ended (by the
 // service's hand or not), what is left of it is drained and said, whoever
 // waits is answered, and the jobs of a pmon call that ended are stopped.
+// Then what is kept of a job that is over: its report, made once, and
+// room at the job limit for a client that cannot release its jobs.
 #include <chrono>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "core/report.h"
 #include "jobs/call_records.h"
 #include "jobs/job_table.h"
+#include "jobs/json_text.h"
+#include "sys/proc.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {
@@ -67,6 +74,12 @@ void JobTable::job_over(Job& j) {
     to_report_.push_back(j.id);
 }
 
+void JobTable::dismiss(Job& j, Call::End why) {
+  j.forget = true;
+  if (j.done) erase(j.id);
+  else stops_.begin(j, why);
+}
+
 void JobTable::erase(const std::string& id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
@@ -75,8 +88,94 @@ void JobTable::erase(const std::string& id) {
   remove_call_record(j.tie.record);
   streams_.end_all_of(j);
   if (j.tie.owner_job != 0) --owned_jobs_;
+  if (front_) front_->forgotten(j);
   job_keys_.erase(j.num);
   jobs_.erase(it);
+}
+
+// pmon mcp has no release: a model cannot forget a job, so at the limit the
+// oldest job that is over goes, first among those whose end it was told.
+void JobTable::make_room() {
+  Job* oldest = nullptr;
+  for (auto& [num, id] : job_keys_) {
+    Job* j = find(id);
+    if (!j || !j->done || !j->waiters.empty() || !j->streams.empty()) continue;
+    if (j->end_told) {
+      oldest = j;
+      break;
+    }
+    if (!oldest) oldest = j;
+  }
+  if (oldest) erase(oldest->id);
+}
+
+// pmon mcp: the spools of one session's jobs that are over hold at most
+// session_spool() bytes in all; the oldest ones' go first.
+void JobTable::bound_spools(uint64_t conn) {
+  uint64_t held = 0;
+  std::vector<Job*> over;
+  for (auto& [num, id] : job_keys_)
+    if (Job* j = find(id); j && j->done && j->creator == conn && (j->spool || j->err_spool)) {
+      over.push_back(j);
+      held += (j->spool ? j->spool->on_disk() : 0) + (j->err_spool ? j->err_spool->on_disk() : 0);
+    }
+  const uint64_t bound = opts_.session_spool();
+  for (Job* j : over) {
+    if (held <= bound) return;
+    held -= (j->spool ? j->spool->on_disk() : 0) + (j->err_spool ? j->err_spool->on_disk() : 0);
+    j->spool.reset();
+    j->err_spool.reset();
+    j->spool_error = "removed to keep the spool files of this session's ended jobs within " +
+                     std::to_string(bound >> 20) + " MiB (newer ones are kept)";
+  }
+}
+
+// The section-4 report as a value: it goes out inside the reply as it is,
+// no text in between (terminal/report is on every job's path).
+Json JobTable::report(const Job& j) const {
+  ReportContext ctx;
+  ctx.passed_over = opts_.passed_over;
+  ctx.weak = backend_.kind() == ConfineKind::pgroup && !j.own_pmon;
+  Json rep = report_object<Json>(j.call->result(), ctx);
+  if (j.own_pmon) {
+    // The call was the job's own pmon's, held by its process group; that
+    // pmon held the command's processes as their subreaper, and its report
+    // says what it stopped.
+    rep["command"] = j.command;
+    rep["confinement"] = "subreaper";
+    auto text = j.inner_report.empty() ? std::unexpected(std::error_code()) : sys::read_file(j.inner_report);
+    Json inner = text ? Json::parse(*text, nullptr, false) : Json();
+    if (inner.is_object()) {
+      for (const char* k : {"leftovers", "escaped"})
+        if (inner.contains(k)) rep[k] = inner[k];
+      if (inner.value("cleanup_verified", true) == false) rep["cleanup_verified"] = false;
+    }
+  }
+  const std::string_view by = j.end_facts().stopped_by_word();  // (the table's: it outlives the facts)
+  rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
+                {"stoppedBy", by.empty() ? Json(nullptr) : Json(std::string(by))}, {"stdin", j.stdin_kind}};
+  if (j.own_pmon) rep["job"]["ownPmon"] = true;
+  if (j.ready && j.ready->decided()) {
+    rep["job"]["ready"] = j.ready->outcome()->ready;
+    if (!j.ready->outcome()->ready) rep["job"]["readyError"] = j.ready->outcome()->error;
+  }
+  add_spool_paths(rep["job"], j);
+  return rep;
+}
+
+std::expected<const std::string*, Error> JobTable::report_text(Job& j) {
+  if (!j.done) return std::unexpected(Error::of(Errc::still_running, j.id));
+  // Killed by a signal the service did not send: by the call it belongs to?
+  if (j.report.empty() && !j.ended_by && j.call->result().signal) note_owner_end(j);
+  if (j.report.empty()) j.report = dump_text(report(j));
+  return &j.report;
+}
+
+void JobTable::make_reports() {
+  std::vector<std::string> ids = std::move(to_report_);
+  to_report_.clear();
+  for (const std::string& id : ids)
+    if (Job* j = find(id); j && j->done && j->report.empty()) j->report = dump_text(report(*j));
 }
 
 }  // namespace pmon::serve

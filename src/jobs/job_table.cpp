@@ -8,10 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "core/report.h"
 #include "core/units.h"
 #include "jobs/call_records.h"
-#include "jobs/json_text.h"
 #include "sys/proc.h"
 #include "sys/pty.h"
 #include "sys/syscalls.h"
@@ -36,11 +34,6 @@ std::string random_terminal_id() {
   std::snprintf(buf, sizeof buf, "t%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
-
-// How long a wait for a port waits unless told.
-constexpr uint64_t kPortWaitMs = 30'000;
-
-int64_t ms_from_now(uint64_t ms) { return sys::monotonic_ns() + static_cast<int64_t>(ms) * 1'000'000; }
 
 }  // namespace
 
@@ -297,80 +290,6 @@ OutputRead JobTable::read_output(Job& j, std::optional<uint64_t> since, std::opt
   return bytes ? j.read_bytes(since, stderr_since, max) : answers_.read(j, since, stderr_since, max);
 }
 
-// Its share: about its bookkeeping, twice (for the vector it is kept in),
-// and its id.
-std::optional<Error> JobTable::admit(const Asker& a, Waiter& w) {
-  const size_t bytes = 2 * sizeof(Waiter) + (w.id.is_string() ? w.id.get_ref<const std::string&>().size() : 0);
-  RequestBudget::Over over{};
-  w.ticket = waiting_.take(a.waiting, bytes, &over);
-  if (w.ticket) return std::nullopt;
-  if (over == RequestBudget::Over::per_connection)
-    return Error::line("too many requests waiting for their answer on this connection: at most " +
-                          std::to_string(waiting_.per_connection()) +
-                          " at once; wait for some to be answered, or use another connection");
-  return Error::line("the service's memory budget for requests waiting for their answer is used up (" +
-                        std::to_string(waiting_.limit()) + " bytes, a sixteenth of --memory-budget " +
-                        std::to_string(opts_.memory_budget >> 20) +
-                        "M); wait for some to be answered, or start the service with a larger --memory-budget");
-}
-
-Waiter JobTable::waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_t> within_ms) {
-  Waiter w;
-  w.kind = kind;
-  w.conn = a.conn;
-  w.id = a.id;
-  w.stateless = a.stateless;
-  w.task = a.task;
-  if (within_ms) w.deadline = ms_from_now(*within_ms);
-  return w;
-}
-
-std::optional<Error> JobTable::wait_output(const Asker& a, Job& j, const OutputParams& p) {
-  Waiter w = waiter(Waiter::Kind::output, a, p.wait_ms);
-  w.since = p.since;
-  w.stderr_since = p.stderr_since;
-  w.max_bytes = p.max_bytes;
-  w.bytes = p.bytes;
-  if (auto e = admit(a, w)) return e;
-  j.waiters.push_back(std::move(w));
-  return std::nullopt;
-}
-
-std::expected<std::optional<ExitStatus>, Error> JobTable::wait_exit(const Asker& a, Job& j,
-                                                                       std::optional<uint64_t> timeout_ms) {
-  if (j.done) return j.exit_status();
-  Waiter w = waiter(Waiter::Kind::exit, a, timeout_ms);
-  if (auto e = admit(a, w)) return std::unexpected(*e);
-  j.waiters.push_back(std::move(w));
-  return std::nullopt;
-}
-
-std::optional<Error> JobTable::wait_port(const Asker& a, Job& j, std::optional<uint16_t> port,
-                                            std::optional<uint64_t> timeout_ms) {
-  Waiter w = waiter(Waiter::Kind::port, a, timeout_ms.value_or(kPortWaitMs));
-  w.port = port;
-  w.timeout_ms = timeout_ms.value_or(kPortWaitMs);
-  if (auto e = admit(a, w)) return e;
-  j.waiters.push_back(std::move(w));
-  answers_.settle(j);
-  return std::nullopt;
-}
-
-std::expected<Job*, Error> JobTable::run(const Asker& a, const CreateParams& p,
-                                            std::optional<uint64_t> background_after_ms) {
-  Waiter w = waiter(Waiter::Kind::run, a, std::nullopt);
-  // Over the limits nothing is started.
-  if (auto e = admit(a, w)) return std::unexpected(*e);
-  auto j = create(a, p);
-  if (!j) return j;
-  // Its stdin is closed: a command that reads it gets EOF, not a hang.
-  (*j)->in_eof = true;
-  (*j)->write_stdin();
-  if (background_after_ms) w.deadline = ms_from_now(*background_after_ms);
-  (*j)->waiters.push_back(std::move(w));
-  return j;
-}
-
 std::optional<Error> JobTable::write(Job& j, const std::string& data, bool eof) {
   if (!j.in || j.in_eof) {
     Error e = Error::of(Errc::no_stdin, j.id);
@@ -397,25 +316,6 @@ std::optional<Error> JobTable::write(Job& j, const std::string& data, bool eof) 
   return std::nullopt;
 }
 
-std::expected<std::optional<Stopped>, Error> JobTable::kill(const Asker& a, Job& j, bool release) {
-  if (j.done) {
-    const bool verified = j.call->result().cleanup_verified;
-    if (release) j.forget = true, erase(j.id);
-    return Stopped{verified};
-  }
-  Waiter w = waiter(Waiter::Kind::stopped, a, std::nullopt);
-  // Refused over the limits before anything is done: the job runs on.
-  if (auto e = admit(a, w)) return std::unexpected(*e);
-  if (release) j.forget = true;
-  j.waiters.push_back(std::move(w));
-  const uint64_t num = j.num;
-  stops_.begin(j, release                             ? Call::End::release
-                 : j.tie.asked_by_call_pmon(a.sock) ? Call::End::owner_ended
-                                                    : Call::End::kill);
-  if (Job* still = job_by_num(num); still && still->done) answers_.settle(*still);
-  return std::nullopt;
-}
-
 std::optional<Error> JobTable::resize(Job& j, PtySize size) {
   if (!j.pty) return Error::of(Errc::no_pty, j.id);
   if (j.done || !j.in) return Error::of(Errc::job_ended, j.id);
@@ -434,104 +334,6 @@ std::vector<std::string> JobTable::job_ids(const std::optional<std::string>& ses
   return out;
 }
 
-// pmon mcp has no release: a model cannot forget a job, so at the limit the
-// oldest job that is over goes, first among those whose end it was told.
-void JobTable::make_room() {
-  Job* oldest = nullptr;
-  for (auto& [num, id] : job_keys_) {
-    Job* j = find(id);
-    if (!j || !j->done || !j->waiters.empty() || !j->streams.empty()) continue;
-    if (j->end_told) {
-      oldest = j;
-      break;
-    }
-    if (!oldest) oldest = j;
-  }
-  if (oldest) erase(oldest->id);
-}
-
-// pmon mcp: the spools of one session's jobs that are over hold at most
-// session_spool() bytes in all; the oldest ones' go first.
-void JobTable::bound_spools(uint64_t conn) {
-  uint64_t held = 0;
-  std::vector<Job*> over;
-  for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && j->done && j->creator == conn && (j->spool || j->err_spool)) {
-      over.push_back(j);
-      held += (j->spool ? j->spool->on_disk() : 0) + (j->err_spool ? j->err_spool->on_disk() : 0);
-    }
-  const uint64_t bound = opts_.session_spool();
-  for (Job* j : over) {
-    if (held <= bound) return;
-    held -= (j->spool ? j->spool->on_disk() : 0) + (j->err_spool ? j->err_spool->on_disk() : 0);
-    j->spool.reset();
-    j->err_spool.reset();
-    j->spool_error = "removed to keep the spool files of this session's ended jobs within " +
-                     std::to_string(bound >> 20) + " MiB (newer ones are kept)";
-  }
-}
-
-std::vector<Job*> JobTable::tasks_of(uint64_t conn) {
-  std::vector<Job*> out;
-  for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && j->task && j->creator == conn) out.push_back(j);
-  return out;
-}
-
-// The section-4 report as a value: it goes out inside the reply as it is,
-// no text in between (terminal/report is on every job's path).
-Json JobTable::report(const Job& j) const {
-  ReportContext ctx;
-  ctx.passed_over = opts_.passed_over;
-  ctx.weak = backend_.kind() == ConfineKind::pgroup && !j.own_pmon;
-  Json rep = report_object<Json>(j.call->result(), ctx);
-  if (j.own_pmon) {
-    // The call was the job's own pmon's, held by its process group; that
-    // pmon held the command's processes as their subreaper, and its report
-    // says what it stopped.
-    rep["command"] = j.command;
-    rep["confinement"] = "subreaper";
-    auto text = j.inner_report.empty() ? std::unexpected(std::error_code()) : sys::read_file(j.inner_report);
-    Json inner = text ? Json::parse(*text, nullptr, false) : Json();
-    if (inner.is_object()) {
-      for (const char* k : {"leftovers", "escaped"})
-        if (inner.contains(k)) rep[k] = inner[k];
-      if (inner.value("cleanup_verified", true) == false) rep["cleanup_verified"] = false;
-    }
-  }
-  const std::string_view by = j.end_facts().stopped_by_word();  // (the table's: it outlives the facts)
-  rep["job"] = {{"terminalId", j.id}, {"name", j.name.empty() ? Json(nullptr) : Json(j.name)},
-                {"stoppedBy", by.empty() ? Json(nullptr) : Json(std::string(by))}, {"stdin", j.stdin_kind}};
-  if (j.own_pmon) rep["job"]["ownPmon"] = true;
-  if (j.ready && j.ready->decided()) {
-    rep["job"]["ready"] = j.ready->outcome()->ready;
-    if (!j.ready->outcome()->ready) rep["job"]["readyError"] = j.ready->outcome()->error;
-  }
-  add_spool_paths(rep["job"], j);
-  return rep;
-}
-
-std::expected<const std::string*, Error> JobTable::report_text(Job& j) {
-  if (!j.done) return std::unexpected(Error::of(Errc::still_running, j.id));
-  // Killed by a signal the service did not send: by the call it belongs to?
-  if (j.report.empty() && !j.ended_by && j.call->result().signal) note_owner_end(j);
-  if (j.report.empty()) j.report = dump_text(report(j));
-  return &j.report;
-}
-
-void JobTable::make_reports() {
-  std::vector<std::string> ids = std::move(to_report_);
-  to_report_.clear();
-  for (const std::string& id : ids)
-    if (Job* j = find(id); j && j->done && j->report.empty()) j->report = dump_text(report(*j));
-}
-
-void JobTable::dismiss(Job& j, Call::End why) {
-  j.forget = true;
-  if (j.done) erase(j.id);
-  else stops_.begin(j, why);
-}
-
 size_t JobTable::close_session(uint64_t conn, const std::string& session) {
   std::vector<std::string> ids;
   for (auto& [tid, j] : jobs_)
@@ -539,19 +341,6 @@ size_t JobTable::close_session(uint64_t conn, const std::string& session) {
   for (const std::string& tid : ids)
     if (Job* j = find(tid)) dismiss(*j, Call::End::session_closed);
   return ids.size();
-}
-
-void JobTable::cancel(uint64_t conn, const Json& id) {
-  std::vector<std::string> stop;
-  for (auto& [tid, j] : jobs_) {
-    std::erase_if(j->waiters, [&](const Waiter& w) {
-      if (w.conn != conn || w.id != id) return false;
-      if (w.kind == Waiter::Kind::run) stop.push_back(tid);
-      return true;
-    });
-  }
-  for (const std::string& tid : stop)
-    if (Job* j = find(tid)) dismiss(*j, Call::End::request_cancelled);
 }
 
 void JobTable::connection_closed(uint64_t conn) {

@@ -35,7 +35,9 @@ class JobTable : private StopHost {
   const confine::SessionCgroup* session() const noexcept { return backend_.session(); }
   void set_front(Front* front);
 
-  // --- what the front ends ask ---
+  // What the front ends ask, by concern.
+
+  // --- jobs: started, found, listed (job_table.cpp) ---
   bool shutting_down() const { return shutting_down_; }
   // From now on a create is refused with `why` (the crash guard is gone).
   void refuse_new(std::string why) { refused_ = std::move(why); }
@@ -49,6 +51,13 @@ class JobTable : private StopHost {
   // own connection's, or kept ones (the service's), of p.session_id if given.
   std::expected<Job*, Error> find_own(const Asker& a, const FindParams& p);
   std::expected<Job*, Error> get(const std::string& id);
+  // The ids of the jobs (of `session` if given), in the order they were
+  // created (ids are random); see JobList for what terminal/list shows.
+  std::vector<std::string> job_ids(const std::optional<std::string>& session);
+  // Stops every job of `session` created on `conn`; how many.
+  size_t close_session(uint64_t conn, const std::string& session);
+
+  // --- a job's output and stdin (job_table.cpp) ---
   // A job that is over with backpressure may have output left in its
   // pipes: it is read first (a reply with nothing new and an exit status
   // then means there is no more).
@@ -60,9 +69,13 @@ class JobTable : private StopHost {
   Answers& answers() { return answers_; }
   // What the jobs' stdin not yet taken and the streams' pipes hold.
   size_t io_used() const { return io_budget_.used(); }
-  // The requests that wait: each is let in with its share of the memory
-  // budget, or refused naming the limit it would pass, and answered
-  // through the front end once due (Front::answer).
+  std::optional<Error> write(Job& j, const std::string& data, bool eof);
+  std::optional<Error> resize(Job& j, PtySize size);
+
+  // --- the requests that wait (job_waits.cpp) ---
+  // Each is let in with its share of the memory budget, or refused naming
+  // the limit it would pass, and answered through the front end once due
+  // (Front::answer).
   // New output of `j` past `since` (and `stderr_since`), or the job's
   // end, for up to p.wait_ms.
   std::optional<Error> wait_output(const Asker& a, Job& j, const OutputParams& p);
@@ -80,22 +93,15 @@ class JobTable : private StopHost {
   // is forgotten), or after background_after_ms (it goes on as a job).
   std::expected<Job*, Error> run(const Asker& a, const CreateParams& p,
                                     std::optional<uint64_t> background_after_ms);
-  std::optional<Error> write(Job& j, const std::string& data, bool eof);
-  std::optional<Error> resize(Job& j, PtySize size);
-  // The ids of the jobs (of `session` if given), in the order they were
-  // created (ids are random); see JobList for what terminal/list shows.
-  std::vector<std::string> job_ids(const std::optional<std::string>& session);
-  // The jobs a connection made that are MCP tasks, oldest first.
-  std::vector<Job*> tasks_of(uint64_t conn);
-  // Its section-4 report, once over: dumped (kept), or as a value.
-  std::expected<const std::string*, Error> report_text(Job& j);
-  Json report(const Job& j) const;
-  // Stops every job of `session` created on `conn`; how many.
-  size_t close_session(uint64_t conn, const std::string& session);
   // The request `id` on `conn` is not answered; a run it waited for is stopped.
   void cancel(uint64_t conn, const Json& id);
 
-  // --- what the service loop asks ---
+  // --- a job that is over (job_end.cpp) ---
+  // Its section-4 report, once over: dumped (kept), or as a value.
+  std::expected<const std::string*, Error> report_text(Job& j);
+  Json report(const Job& j) const;
+
+  // --- what the service loop asks (job_events.cpp, job_table.cpp) ---
   void on_event(uint64_t t, uint32_t events);
   void on_time();
   int64_t next_deadline() const;
@@ -115,21 +121,26 @@ class JobTable : private StopHost {
   bool all_verified() const { return all_verified_; }
 
  private:
+  // Finding jobs (job_table.cpp).
   Job* find(const std::string& id);
+  Job* job_by_num(uint64_t num) override;
   bool owned_by(const Job& j, const Asker& a, const std::optional<std::string>& session) const;
   Job* running_named(const Asker& a, const std::string& name, const std::optional<std::string>& session);
+  std::optional<Error> output_fits(const CreateParams& p) const;
+  // A request that waits (job_waits.cpp).
   std::optional<Error> admit(const Asker& a, Waiter& w);
   static Waiter waiter(Waiter::Kind kind, const Asker& a, std::optional<uint64_t> within_ms);
-  Job* job_by_num(uint64_t num) override;
-  void note_owner_end(Job& j) override;
-  void stop_owned(uint64_t num) override;
-  void job_over(Job& j) override;
+  // A job's events (job_events.cpp).
   // A job's readiness probe, given what is new (its output, its ports, the
   // time); once decided, the create that waits for it is answered, and a
   // probe that timed out with stopOnTimeout stops the job (which may then
   // be gone).
   void probe(Job& j);
   void feed_lines(Job& j, int64_t now);
+  // A job's end, and what is kept of it (job_end.cpp).
+  void note_owner_end(Job& j) override;
+  void stop_owned(uint64_t num) override;
+  void job_over(Job& j) override;
   // Stopped (when running) and forgotten once over.
   void dismiss(Job& j, Call::End why);
   void erase(const std::string& id);
@@ -137,7 +148,6 @@ class JobTable : private StopHost {
   void make_room();
   // pmon mcp: the spools of conn's jobs that are over kept within a bound.
   void bound_spools(uint64_t conn);
-  std::optional<Error> output_fits(const CreateParams& p) const;
 
   Backend& backend_;
   const ServeOptions& opts_;

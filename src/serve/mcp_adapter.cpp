@@ -58,15 +58,14 @@ void McpAdapter::on_line(Conn& c, std::string_view line) {
           if constexpr (std::is_same_v<std::decay_t<decltype(args)>, mcp::RunArgs>) args.create.tell_end = false;
         },
         tc.args);
-  Asker who = asker(c, m.id);
-  who.stateless = rev.modern;
+  Shape shape{rev.modern};
   // As a task: a start at once; a run once it goes on past its background
   // time, which an earlier revision's client, asking for a task, wants now.
   if (mcp::wants_task(m.params, rev)) {
-    who.task = TaskReply::create;
+    shape.task = TaskReply::create;
     if (auto* run = std::get_if<mcp::RunArgs>(&tc.args); run && !rev.modern) run->background_after_ms = 0;
   }
-  Reply r = call(who, tc);
+  Reply r = call(shaped(asker(c, m.id), shape), tc);
   if (auto* res = std::get_if<Json>(&r)) reply(*res);
 }
 
@@ -98,17 +97,20 @@ McpAdapter::Reply McpAdapter::handle(const Asker& who, const CreateParams& p) {
   auto s = jobs_.start(who, p);
   if (!s) return mcp::tool_error(s.error());
   if (!*s) return Later{};  // once the job of its name is gone (created)
-  if (who.task == TaskReply::create)
-    if (auto j = jobs_.get((*s)->id)) return as_task(**j, who.stateless);
+  if (const Shape shape = shape_of(who.shape); shape.task == TaskReply::create)
+    if (auto j = jobs_.get((*s)->id)) return as_task(**j, shape.stateless);
   return mcp::start_result(**s);
 }
 
 void McpAdapter::created(const Asker& a, const std::expected<Started, Error>& r) {
+  const Shape shape = shape_of(a.shape);
   Json result = r ? mcp::start_result(*r) : mcp::tool_error(r.error());
-  if (r && a.task == TaskReply::create)
-    if (auto j = jobs_.get(r->id)) result = as_task(**j, a.stateless);
-  conns_.send(a.conn, result_line(a.id, a.stateless ? mcp::complete(std::move(result)) : std::move(result)));
+  if (r && shape.task == TaskReply::create)
+    if (auto j = jobs_.get(r->id)) result = as_task(**j, shape.stateless);
+  conns_.send(a.conn, result_line(a.id, shape.stateless ? mcp::complete(std::move(result)) : std::move(result)));
 }
+
+void McpAdapter::forgotten(const Job& job) { tasks_.erase(job.num); }
 
 McpAdapter::Reply McpAdapter::handle(const Asker&, const OutputParams& p) {
   auto j = jobs_.get(p.terminal_id);
@@ -188,12 +190,13 @@ mcp::RunSummary McpAdapter::run_summary(Job& j) {
 
 void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
   if (job.done) job.end_told = true;
+  const Shape shape = shape_of(w.shape);
   Json result;
-  if (w.task == TaskReply::cancel && !std::holds_alternative<Error>(due)) result = cancelled(job, w.stateless);
-  else if (w.task == TaskReply::result && !std::holds_alternative<Error>(due))
+  if (shape.task == TaskReply::cancel && !std::holds_alternative<Error>(due)) result = cancelled(job, shape.stateless);
+  else if (shape.task == TaskReply::result && !std::holds_alternative<Error>(due))
     result = mcp::related_result(mcp::run_result(run_summary(job)), job.id);
-  else if (w.task == TaskReply::create && w.kind == Waiter::Kind::run && (!job.done || !w.stateless))
-    result = as_task(job, w.stateless);
+  else if (shape.task == TaskReply::create && w.kind == Waiter::Kind::run && (!job.done || !shape.stateless))
+    result = as_task(job, shape.stateless);
   else if (auto* status = std::get_if<ExitStatus>(&due))
     result = mcp::wait_result(*status, false, job.end_facts(), session_of(job));
   else if (std::holds_alternative<StillRunning>(due)) result = mcp::wait_result(std::nullopt, job.waiting_for_input());
@@ -202,7 +205,7 @@ void McpAdapter::answer(const Waiter& w, Job& job, Due due) {
   else if (auto* port = std::get_if<ListeningPort>(&due)) result = mcp::port_result(*port);
   else if (auto* err = std::get_if<Error>(&due)) result = mcp::tool_error(*err);
   else result = mcp::run_result(run_summary(job));
-  conns_.send(w.conn, result_line(w.id, w.stateless ? mcp::complete(std::move(result)) : std::move(result)));
+  conns_.send(w.conn, result_line(w.id, shape.stateless ? mcp::complete(std::move(result)) : std::move(result)));
 }
 
 mcp::TaskState McpAdapter::task_state(Job& j) {
@@ -225,7 +228,7 @@ mcp::TaskState McpAdapter::task_state(Job& j) {
 }
 
 Json McpAdapter::as_task(Job& j, bool modern) {
-  j.task = true;
+  tasks_.emplace(j.num, j.id);
   return mcp::create_task_result(task_state(j), modern);
 }
 
@@ -249,7 +252,8 @@ void McpAdapter::on_task(Conn& c, const mcp::Message& m, const mcp::Revision& re
                  {{"requiredCapabilities", {{"extensions", {{mcp::kTasksExtension, Json::object()}}}}}}});
   if (m.method == "tasks/list") {
     Json tasks = Json::array();
-    for (Job* j : jobs_.tasks_of(cid)) tasks.push_back(mcp::task_fields(task_state(*j), false));
+    for (const auto& [num, id] : tasks_)
+      if (auto j = jobs_.get(id); j && (*j)->creator == cid) tasks.push_back(mcp::task_fields(task_state(**j), false));
     return reply({{"tasks", tasks}});
   }
   auto id = mcp::task_id(m.params);
@@ -258,8 +262,7 @@ void McpAdapter::on_task(Conn& c, const mcp::Message& m, const mcp::Revision& re
   if (!found) return fail(mcp::unknown_task(*id));
   Job& j = **found;
   jobs_.catch_up(j);
-  Asker who = asker(c, m.id);
-  who.stateless = rev.modern;
+  const Asker who = asker(c, m.id);
   if (m.method == "tasks/get") {
     Json t = mcp::task_fields(task_state(j), rev.modern);
     // 2026-07-28: a complete task carries its result.
@@ -269,8 +272,7 @@ void McpAdapter::on_task(Conn& c, const mcp::Message& m, const mcp::Revision& re
   if (m.method == "tasks/update") return reply(Json::object());  // a job never asks for input this way
   if (m.method == "tasks/result") {
     if (j.done) return reply(mcp::related_result(mcp::run_result(run_summary(j)), j.id));
-    who.task = TaskReply::result;
-    auto status = jobs_.wait_exit(who, j, std::nullopt);
+    auto status = jobs_.wait_exit(shaped(who, {rev.modern, TaskReply::result}), j, std::nullopt);
     if (!status) return reply(mcp::tool_error(status.error()));
     if (*status) return reply(mcp::related_result(mcp::run_result(run_summary(j)), j.id));
     return;  // answered once it is over
@@ -280,8 +282,7 @@ void McpAdapter::on_task(Conn& c, const mcp::Message& m, const mcp::Revision& re
     if (rev.modern) return reply(Json::object());
     return fail({rpc::kInvalidParams, "invalid params: task '" + j.id + "' is already over; there is nothing to cancel"});
   }
-  who.task = TaskReply::cancel;
-  auto stopped = jobs_.kill(who, j, false);
+  auto stopped = jobs_.kill(shaped(who, {rev.modern, TaskReply::cancel}), j, false);
   if (!stopped) return fail({rpc::kServerError, words(stopped.error(), "task")});
   if (*stopped) return reply(cancelled(j, rev.modern));
 }

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -26,8 +28,27 @@ class McpAdapter final : public FrontEnd {
   // can act on without asking; a run still waiting says it in its answer.
   void job_ended(Job& job) override;
   void created(const Asker& a, const std::expected<Started, Error>& r) override;
+  void forgotten(const Job& job) override;
 
  private:
+  // How an answer owed to a request is shaped (kept in Asker::shape).
+  // `create`: a tool call asked for as a task (a started job, or a run
+  // gone on past its background time, answered as the task it now is);
+  // `cancel`: tasks/cancel, answered once the tree is verified gone;
+  // `result`: tasks/result, answered with the tool's result once the job
+  // is over. `stateless`: the request speaks the stateless revision.
+  enum class TaskReply : uint8_t { none, create, cancel, result };
+  struct Shape {
+    bool stateless = false;
+    TaskReply task = TaskReply::none;
+  };
+  static uint8_t shape_tag(Shape s) { return static_cast<uint8_t>(static_cast<uint8_t>(s.task) << 1 | s.stateless); }
+  static Shape shape_of(uint8_t tag) { return {(tag & 1) != 0, static_cast<TaskReply>(tag >> 1)}; }
+  static Asker shaped(Asker a, Shape s) {
+    a.shape = shape_tag(s);
+    return a;
+  }
+
   // A tool's result now, or later (a waiter answers it).
   struct Later {};
   using Reply = std::variant<Later, Json>;
@@ -59,6 +80,10 @@ class McpAdapter final : public FrontEnd {
   // tasks/cancel's answer once the job is over: an acknowledgement
   // (2026-07-28), or the task (earlier).
   Json cancelled(Job& j, bool modern);
+
+  // The jobs answered as tasks (tasks/list lists them), by their number
+  // (the order they were created in): job id.
+  std::map<uint64_t, std::string> tasks_;
 };
 
 }  // namespace pmon::serve
