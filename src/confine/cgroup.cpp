@@ -85,7 +85,7 @@ class CgroupBoundary final : public Boundary {
 
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
   int clone_cgroup_fd() const noexcept override { return leaf_.dir.get(); }
-  void set_main(pid_t) noexcept override {}
+  void set_main(pid_t, Children) noexcept override {}
 
   std::vector<sys::ProcStat> members() override {
     std::vector<sys::ProcStat> out;
@@ -112,10 +112,10 @@ class CgroupBoundary final : public Boundary {
   // the listing is complete and stays so until the thaw, and every member
   // acts on the signal at once. Where freezing is not possible the pass is
   // made unfrozen, as before.
-  Result<int> signal_all(int sig) override { return signal_all_but(sig, 0); }
-
-  Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
-                             const std::vector<pid_t>* listed = nullptr) override {
+  Result<int> signal_all(int sig, const SignalPass& how) override {
+    const pid_t signalled = how.signalled;
+    const int then_sig = how.then_sig;
+    const std::vector<pid_t>* listed = how.listed;
     // The main process alone (the common case: one process, or a tree that
     // has ended but for it) has had its signal already: nothing to freeze.
     // A fork it was making when the signal came fails and is restarted
@@ -185,9 +185,30 @@ class CgroupBoundary final : public Boundary {
 
   std::optional<std::string> cgroup_path() const override { return path_; }
 
+  Figures figures(FiguresWanted wanted) override {
+    Figures f;
+    if (wanted.usage) {
+      f.cpu_usec = cpu_usec();
+      f.memory_peak_bytes = memory_peak_bytes();
+    }
+    if (wanted.limit_hits) {
+      f.oom_killed = oom_killed();
+      f.pids_max_hit = pids_max_hit();
+      f.memory_high_hit = memory_high_hit();
+    }
+    return f;
+  }
+
+  std::expected<void, Error> set_limits(const Limits& limits, LimitsFrom from) override {
+    return from == LimitsFrom::call ? set_call_limits(limits) : set_default_pids_max(limits.pids_max);
+  }
+
+  void release(bool verified_empty) noexcept override;
+
+ private:
   // usage_usec only grows, and nothing runs in a pooled leaf: what the call
   // used is the growth since the leaf was last given back.
-  std::optional<uint64_t> cpu_usec() override {
+  std::optional<uint64_t> cpu_usec() {
     auto now = read_keyed(leaf_.dir.get(), leaf_.cpu_stat, "cpu.stat", "usage_usec");
     if (!now) return std::nullopt;
     cpu_read_ = true;
@@ -195,40 +216,37 @@ class CgroupBoundary final : public Boundary {
     return *now - std::min(*now, cpu_base_);
   }
 
-  std::optional<uint64_t> memory_peak_bytes() override {
+  std::optional<uint64_t> memory_peak_bytes() {
     if (!leaf_.memory) return std::nullopt;
     auto text = sys::read_file_at(leaf_.dir.get(), "memory.peak");
     if (!text) return std::nullopt;
     return std::strtoull(text->c_str(), nullptr, 10);
   }
 
-  std::expected<void, Error> set_limits(const Limits& limits) override;
-  std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n) override;
+  std::expected<void, Error> set_call_limits(const Limits& limits);
+  std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n);
 
-  std::optional<bool> oom_killed() override {
+  std::optional<bool> oom_killed() {
     if (!limits_.memory_max) return std::nullopt;
     Fd fd;
     auto n = read_keyed(leaf_.dir.get(), fd, "memory.events", "oom_kill");
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 
-  std::optional<bool> memory_high_hit() override {
+  std::optional<bool> memory_high_hit() {
     if (!limits_.memory_high) return std::nullopt;
     Fd fd;
     auto n = read_keyed(leaf_.dir.get(), fd, "memory.events", "high");
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 
-  std::optional<bool> pids_max_hit() override {
+  std::optional<bool> pids_max_hit() {
     if (!limits_.has_pids_max() && !leaf_.pids_default) return std::nullopt;
     Fd fd;
     auto n = read_keyed(leaf_.dir.get(), fd, "pids.events", "max");
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 
-  void release(bool verified_empty) noexcept override;
-
- private:
   // Members of the leaf and of any cgroup the call created below it.
   // The leaf's cgroup.procs through its open directory, and the cgroups
   // below it only when its link count says it has some (one fstat instead
@@ -535,7 +553,7 @@ std::expected<void, Error> CgroupBoundary::set_default_pids_max(std::optional<ui
   return w;
 }
 
-std::expected<void, Error> CgroupBoundary::set_limits(const Limits& limits) {
+std::expected<void, Error> CgroupBoundary::set_call_limits(const Limits& limits) {
   // Marked first: a leaf with any limit written is never pooled again.
   leaf_.limited = true;
   limits_ = limits;
