@@ -155,6 +155,50 @@ class Boundary {
   }
 };
 
+// How a caller uses its backend, given once before its first call.
+struct BackendUse {
+  // One call and then the end (pmon run): what the call leaves is removed
+  // as soon as it is released, not kept for a next call, and once it was
+  // verified empty the helpers are sent away at once.
+  bool single_call = false;
+  // What is left of a call once it is over and verified (a cgroup leaf not
+  // kept for reuse) is removed later, by Backend::tidy, not as the call
+  // ends: a caller with an event loop (pmon serve) answers first and tidies
+  // when it has nothing else to do. Nothing of it runs any more; the crash
+  // guard and `pmon gc` still cover it; the backend's end removes what is
+  // left.
+  bool defer_cleanup = false;
+  // A caller that runs long and whose memory may grow (pmon serve): its
+  // helpers (the crash guard) get memory of their own and the lowest OOM
+  // score allowed, so that an out-of-memory kill of the caller does not
+  // take them with it (the kernel kills every process sharing the memory
+  // of the one it picks).
+  bool helpers_apart = false;
+};
+
+// A process of pmon's own that lives beside the calls and stops them if
+// pmon is killed (the cgroup backend's crash guard).
+class CrashGuard {
+ public:
+  virtual ~CrashGuard() = default;
+  // Its pid, so scans of our descendants can leave it out; 0 when there is
+  // none.
+  virtual pid_t pid() const noexcept = 0;
+  // Its pidfd (POLLIN once it has exited), -1 without one.
+  virtual int pidfd() const noexcept = 0;
+  // The caller will start no more calls and every call it made is over and
+  // verified empty: the guard may go now (it is reaped when the backend is
+  // destroyed, so its exit overlaps the caller's own end). Later calls
+  // still work, but without the guard.
+  virtual void dismiss() noexcept = 0;
+  // A guard that exited (it was killed) replaced by a new one, which covers
+  // every call running now; or why there is none.
+  virtual std::expected<void, Error> restart() noexcept = 0;
+  // What the guard could not be given, in words, or "": an OOM shield
+  // refused, unless to a user other than root (for whom that is the rule).
+  virtual std::string warning() const = 0;
+};
+
 // A confinement mechanism for the whole process; makes one Boundary per call.
 class Backend {
  public:
@@ -172,43 +216,16 @@ class Backend {
   // One line for -v and the report ("cgroup2 at /sys/fs/cgroup, leaves under
   // /user.slice/...").
   virtual std::string describe() const = 0;
-  // A process of pmon's own that lives beside the calls (the cgroup
-  // backend's E11 guard), so scans of our descendants can leave it out; 0
-  // when there is none.
-  virtual pid_t helper_pid() const noexcept { return 0; }
-  // The caller will start no more calls and every call it made is over and
-  // verified empty: helpers that only guard running calls may go now (the
-  // E11 guard is sent away here and reaped when the backend is destroyed,
-  // so its exit overlaps the caller's own end). Later calls still work, but
-  // without the guard.
-  virtual void dismiss_helpers() noexcept {}
-  // What is left of a call once it is over and verified (a cgroup leaf not
-  // kept for reuse) is removed later, by tidy(), not as the call ends: a
-  // caller with an event loop (pmon serve) answers first and tidies when it
-  // has nothing else to do. Nothing of it runs any more; the crash guard
-  // and `pmon gc` still cover it; the backend's end removes what is left.
-  virtual void defer_cleanup() noexcept {}
-  // For a caller that makes one call and then ends (pmon run): what the call
-  // leaves is removed as soon as it is released, not kept for a next call,
-  // and once it was verified empty the helpers are sent away at once.
-  virtual void single_call() noexcept {}
-  // For a caller that runs long and whose memory may grow (pmon serve): its
-  // helpers (the crash guard) get memory of their own and the lowest OOM
-  // score allowed, so that an out-of-memory kill of the caller does not
-  // take them with it (the kernel kills every process sharing the memory
-  // of the one it picks). Call before the first call starts.
-  virtual void keep_helpers_apart() noexcept {}
-  // The helper's pidfd (POLLIN once it has exited), -1 without one.
-  virtual int helper_pidfd() const noexcept { return -1; }
-  // A helper that exited (it was killed) replaced by a new one, which
-  // covers every call running now; or why there is none.
-  virtual std::expected<void, std::string> restart_helpers() noexcept { return {}; }
-  // What the helpers could not be given, in words, or "": an OOM shield
-  // refused, unless to a user other than root (for whom that is the rule).
-  virtual std::string helper_warning() const { return {}; }
-  virtual bool cleanup_due() const noexcept { return false; }
-  // Removes up to `max` of what was left for later.
-  virtual void tidy(size_t max) noexcept { (void)max; }
+  // Call once, before the first call starts.
+  virtual void use(const BackendUse& how) noexcept { (void)how; }
+  // The crash guard, or null for a backend without one.
+  virtual CrashGuard* guard() noexcept { return nullptr; }
+  // Removes up to `max` of what BackendUse::defer_cleanup left for later;
+  // says whether anything is still left.
+  virtual bool tidy(size_t max) noexcept {
+    (void)max;
+    return false;
+  }
 
   // The session whose cgroup holds every call of this backend, or null
   // (confine/session.h). Held from select_backend on; removed after the
@@ -219,6 +236,12 @@ class Backend {
  private:
   std::unique_ptr<confine::SessionCgroup> session_;
 };
+
+// The crash guard's pid, 0 when the backend has none (or there is no backend).
+inline pid_t guard_pid(Backend* backend) noexcept {
+  CrashGuard* g = backend != nullptr ? backend->guard() : nullptr;
+  return g != nullptr ? g->pid() : 0;
+}
 
 // Which backend a front end asks for: the one decision every front end
 // (run, supervise, init, serve, the Python binding) makes the same way.

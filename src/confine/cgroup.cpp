@@ -274,7 +274,7 @@ class CgroupBoundary final : public Boundary {
   static constexpr int kRekillMs = 10;
 };
 
-class CgroupBackend final : public Backend {
+class CgroupBackend final : public Backend, public CrashGuard {
  public:
   CgroupBackend(confine::CgroupLocation loc, std::string base_rel, Fd base)
       : loc_(std::move(loc)), base_rel_(std::move(base_rel)), base_(std::move(base)) {
@@ -292,14 +292,17 @@ class CgroupBackend final : public Backend {
     for (Leaf& l : retired_) remove_leaf(l);
   }
 
-  void defer_cleanup() noexcept override { defer_ = true; }
+  void use(const BackendUse& how) noexcept override {
+    if (how.defer_cleanup) defer_ = true;
+    if (how.single_call) single_ = true;
+    if (how.helpers_apart) keep_guard_apart();
+  }
   void leaves_in_memory_session() noexcept { in_session_memory_ = true; }
   // The base is this process's own session: the guard removes it too.
   void guard_removes_base(std::string name) { session_base_ = std::move(name); }
-  void single_call() noexcept override { single_ = true; }
   bool single() const noexcept { return single_; }
 
-  void keep_helpers_apart() noexcept override {
+  void keep_guard_apart() noexcept {
     if (!guard_ || guard_->apart()) return;
     guard_.reset();  // told to go, and reaped
     auto g = confine::CgroupGuard::start(base_.get(), prefix_, confine::CgroupGuard::Memory::own, session_base_);
@@ -307,48 +310,50 @@ class CgroupBackend final : public Backend {
     else guard_error_ = g.error().message();
   }
 
-  int helper_pidfd() const noexcept override { return guard_ ? guard_->pidfd() : -1; }
+  CrashGuard* guard() noexcept override { return this; }
 
-  std::expected<void, std::string> restart_helpers() noexcept override {
+  int pidfd() const noexcept override { return guard_ ? guard_->pidfd() : -1; }
+
+  std::expected<void, Error> restart() noexcept override {
     const auto memory = guard_ && !guard_->apart() ? confine::CgroupGuard::Memory::shared
                                                     : confine::CgroupGuard::Memory::own;
     guard_.reset();  // reaped
     // It finds the leaves by their names: every running call's is covered.
     auto g = confine::CgroupGuard::start(base_.get(), prefix_, memory, session_base_);
-    if (!g) return std::unexpected(guard_error_ = g.error().message());
+    if (!g) {
+      guard_error_ = g.error().message();
+      return std::unexpected(Error::failed(g.error().value(), guard_error_));
+    }
     guard_ = std::move(*g);
     return {};
   }
 
-  std::string helper_warning() const override {
+  std::string warning() const override {
     const int e = guard_ ? guard_->oom_errno() : 0;
     if (e == 0 || ((e == EACCES || e == EPERM) && ::geteuid() != 0)) return {};
     return confine::oom_shield_words(e);
   }
 
-  bool cleanup_due() const noexcept override {
-    std::lock_guard lock(mu_);
-    return !retired_.empty();
-  }
-
-  void tidy(size_t max) noexcept override {
+  bool tidy(size_t max) noexcept override {
     for (size_t i = 0; i < max; ++i) {
       Leaf l;
       {
         std::lock_guard lock(mu_);
-        if (retired_.empty()) return;
+        if (retired_.empty()) return false;
         l = std::move(retired_.back());
         retired_.pop_back();
       }
       remove_leaf(l);
     }
+    std::lock_guard lock(mu_);
+    return !retired_.empty();
   }
 
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
 
-  pid_t helper_pid() const noexcept override { return guard_ ? guard_->pid() : 0; }
+  pid_t pid() const noexcept override { return guard_ ? guard_->pid() : 0; }
 
-  void dismiss_helpers() noexcept override {
+  void dismiss() noexcept override {
     if (guard_) guard_->dismiss();
   }
 
@@ -442,7 +447,7 @@ class CgroupBackend final : public Backend {
       // Removed first: should we die before the end, the guard has nothing
       // left to do, and its exit overlaps the rest of ours.
       remove_leaf(leaf);
-      if (verified_empty) dismiss_helpers();
+      if (verified_empty) dismiss();
       return;
     }
     // memory.peak cannot be reset on older kernels, so a leaf that accounts

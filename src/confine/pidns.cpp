@@ -215,13 +215,13 @@ class PidnsBackend final : public Backend {
 
   // --isolate: the leaves are the cgroup backend's, removed as it removes
   // them (a service leaves them for when it has nothing else to do).
-  void defer_cleanup() noexcept override {
-    if (cgroup_) cgroup_->defer_cleanup();
+  void use(const BackendUse& how) noexcept override {
+    if (!cgroup_ || !how.defer_cleanup) return;
+    BackendUse leaves;
+    leaves.defer_cleanup = true;
+    cgroup_->use(leaves);
   }
-  bool cleanup_due() const noexcept override { return cgroup_ && cgroup_->cleanup_due(); }
-  void tidy(size_t max) noexcept override {
-    if (cgroup_) cgroup_->tidy(max);
-  }
+  bool tidy(size_t max) noexcept override { return cgroup_ && cgroup_->tidy(max); }
 
   Result<std::unique_ptr<Boundary>> open_boundary() override {
     std::unique_ptr<Boundary> inner;
