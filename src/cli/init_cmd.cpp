@@ -184,7 +184,7 @@ int init_main(const std::vector<std::string>& args) {
   }
   // Set before the command starts; a limit that cannot be set fails closed.
   if (call_limits.any())
-    if (auto set = boundary->set_limits(call_limits); !set) {
+    if (auto set = boundary->set_limits(call_limits, LimitsFrom::call); !set) {
       boundary->release(boundary->empty().value_or(false));
       die(render(set.error()));
     }

@@ -291,7 +291,9 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   report_passed_over(*sel, verbose > 0, quiet || front.shell);
   if (verbose) std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
 
-  sel->backend->single_call();
+  BackendUse use;
+  use.single_call = true;
+  sel->backend->use(use);
   opts.signal_fd = sigfd.get();
   opts.parent_fd = parent_fd.get();
   // pmon-shell: a harness that wraps each command in a shell of its own
@@ -329,7 +331,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   // pmon run makes one call: once it is over and its tree verified gone,
   // the crash guard has nothing left to guard. Sent away now, it is gone by
   // the time we reap it, after the lines and the report below.
-  if (res && res->cleanup_verified) sel->backend->dismiss_helpers();
+  if (CrashGuard* guard = sel->backend->guard(); guard && res && res->cleanup_verified) guard->dismiss();
   if (relay) relay->finish();  // the command's last output before any line of ours
   // Jobs a service started for this call that its boundary does not hold
   // (see jobs/call_records.h): stopped through their service now, with

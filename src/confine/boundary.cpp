@@ -33,14 +33,12 @@ std::expected<Child, Error> Boundary::launch(const SpawnSpec& spec) {
   return launch_process(spec, clone_cgroup_fd());
 }
 
-std::expected<void, Error> Boundary::set_default_pids_max(std::optional<uint64_t> n) {
-  if (!n) return {};
+std::expected<void, Error> Boundary::set_limits(const Limits& limits, LimitsFrom from) {
+  if (from == LimitsFrom::call)
+    return std::unexpected(no_cgroup_for_limits(limits, "the " + std::string(to_string(kind())) + " backend"));
+  if (!limits.pids_max) return {};
   return std::unexpected(Error::line("the " + std::string(to_string(kind())) + " backend has no cgroup",
                                      Errc::unsupported));
-}
-
-std::expected<void, Error> Boundary::set_limits(const Limits& limits) {
-  return std::unexpected(no_cgroup_for_limits(limits, "the " + std::string(to_string(kind())) + " backend"));
 }
 
 }  // namespace pmon

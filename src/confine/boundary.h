@@ -35,6 +35,54 @@ struct Watch {
   int rescan_ms = -1;
 };
 
+// How a signal pass may be narrowed. A caller that has just sent the
+// signal (and then_sig) to `signalled` itself (the main process, through its
+// pidfd, not yet reaped) names it: a boundary may leave that pid out (no
+// pidfd and verification for it). then_sig (SIGCONT after a stop signal, or
+// 0) follows the signal to each member; a boundary may send both from one
+// listing. `listed`: listed_pids() as the caller has just read it (the
+// leftover snapshot's confirming listing), which a boundary may start from
+// instead of listing again; it still confirms each pidfd with a listing of
+// its own.
+struct SignalPass {
+  pid_t signalled = 0;
+  int then_sig = 0;
+  const std::vector<pid_t>* listed = nullptr;
+};
+
+// Which limits set_limits sets. The call's own fail closed: a limit that
+// cannot be set is an error (one line naming what is missing and what to
+// do), never ignored. The default pids.max (kDefaultPidsMax, for a call
+// that asked for no pids limit) is not the call's: where it cannot be set
+// the call runs without it and the error says why, for its report; with
+// pids_max empty it makes sure the boundary has none (a pooled cgroup leaf
+// may have the default from its last call).
+enum class LimitsFrom { call, default_pids };
+
+// Whether every child of the process is the call's (pmon run: the caller
+// reaps every child, RunOptions::own_all_children). A boundary that finds
+// its members by walking /proc may then read "empty" as "no child at all".
+enum class Children { shared, all_the_calls };
+
+// What a boundary can tell of its call, each known only where the backend
+// keeps it: CPU time and peak memory, and whether the kernel ended a
+// process for running out of memory (memory.events oom_kill), refused a
+// fork at the pids limit (pids.events max) or throttled the call past
+// memory.high, known only where that limit was set.
+struct Figures {
+  std::optional<uint64_t> cpu_usec;
+  std::optional<uint64_t> memory_peak_bytes;
+  std::optional<bool> oom_killed;
+  std::optional<bool> pids_max_hit;
+  std::optional<bool> memory_high_hit;
+};
+
+// Which figures to read: in a cgroup each is a file to read.
+struct FiguresWanted {
+  bool usage = true;       // cpu_usec, memory_peak_bytes
+  bool limit_hits = true;  // oom_killed, pids_max_hit, memory_high_hit
+};
+
 class Boundary {
  public:
   virtual ~Boundary() = default;
@@ -50,13 +98,7 @@ class Boundary {
   virtual std::expected<Child, Error> launch(const SpawnSpec& spec);
 
   // Called once the main process exists (right after clone).
-  virtual void set_main(pid_t pid) noexcept = 0;
-
-  // This call is the only user of the process's children (pmon run: the
-  // caller reaps every child, RunOptions::own_all_children), so every child
-  // of ours is the call's. A boundary that finds its members by walking
-  // /proc may then read "empty" as "no child at all".
-  virtual void set_sole_owner() noexcept {}
+  virtual void set_main(pid_t pid, Children children) noexcept = 0;
 
   // Live (non-zombie) processes in the boundary right now.
   virtual std::vector<sys::ProcStat> members() = 0;
@@ -69,25 +111,11 @@ class Boundary {
   // pidfd is alive is a member's).
   virtual std::optional<std::vector<pid_t>> listed_pids() { return std::nullopt; }
 
-  // Sends sig to every live member, each addressed by a verified pidfd.
-  // Returns how many processes were signalled.
-  virtual Result<int> signal_all(int sig) = 0;
-
-  // signal_all for a caller that has just sent sig (and then_sig) to
-  // `signalled` itself (the main process, through its pidfd, not yet
-  // reaped): a boundary may leave that pid out of its pass (no pidfd and
-  // verification for it). then_sig (SIGCONT after a stop signal, or 0)
-  // follows sig to each member; a boundary may send both from one listing.
-  // `listed`: listed_pids() as the caller has just read it (the leftover
-  // snapshot's confirming listing), which a boundary may start from instead
-  // of listing again; it still confirms each pidfd with a listing of its own.
-  virtual Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
-                                     const std::vector<pid_t>* listed = nullptr) {
-    (void)signalled, (void)listed;
-    auto r = signal_all(sig);
-    if (then_sig != 0) (void)signal_all(then_sig);
-    return r;
-  }
+  // Sends sig to every live member, each addressed by a verified pidfd (or
+  // by membership: an init forwarding it). Returns how many processes were
+  // signalled.
+  virtual Result<int> signal_all(int sig, const SignalPass& pass) = 0;
+  Result<int> signal_all(int sig) { return signal_all(sig, SignalPass{}); }
 
   // SIGKILL for everyone: one atomic cgroup.kill where there is one, else a
   // scan-and-kill pass (the caller repeats until empty).
@@ -103,28 +131,72 @@ class Boundary {
 
   // The cgroup path in the report, when there is one.
   virtual std::optional<std::string> cgroup_path() const { return {}; }
-  virtual std::optional<uint64_t> cpu_usec() { return {}; }
-  virtual std::optional<uint64_t> memory_peak_bytes() { return {}; }
 
-  // Sets the call's limits, before anything runs in the boundary. Fails
-  // closed: a limit that cannot be set is an error (one line naming what is
-  // missing and what to do), never ignored. Only a cgroup can hold limits.
-  virtual std::expected<void, Error> set_limits(const Limits& limits);
-  // Sets pids.max to `n` (kDefaultPidsMax) for a call that asked for no
-  // pids limit, or, with nullopt, makes sure the boundary has none (a
-  // pooled cgroup leaf may have the default from its last call). Unlike
-  // set_limits, a failure is not the call's: it runs without the default
-  // and the error says why, for its report.
-  virtual std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n);
-  // Whether the kernel ended a process of the call for running out of
-  // memory (memory.events oom_kill), or refused it a fork at the pids limit
-  // (pids.events max); known only where that limit was set.
-  virtual std::optional<bool> oom_killed() { return {}; }
-  virtual std::optional<bool> pids_max_hit() { return {}; }
-  virtual std::optional<bool> memory_high_hit() { return {}; }
+  virtual Figures figures(FiguresWanted wanted) {
+    (void)wanted;
+    return {};
+  }
+
+  // Sets limits before anything runs in the boundary (LimitsFrom says how
+  // a failure counts). Only a cgroup can hold limits.
+  virtual std::expected<void, Error> set_limits(const Limits& limits, LimitsFrom from);
 
   // Hands the boundary's resources back once it has been verified empty.
   virtual void release(bool verified_empty) noexcept = 0;
+
+ protected:
+  // signal_all for a boundary whose pass sends one signal: sig to every
+  // member, then then_sig to every member.
+  template <class One>
+  static Result<int> signal_in_turn(int sig, const SignalPass& pass, One one) {
+    auto r = one(sig);
+    if (pass.then_sig != 0) (void)one(pass.then_sig);
+    return r;
+  }
+};
+
+// How a caller uses its backend, given once before its first call.
+struct BackendUse {
+  // One call and then the end (pmon run): what the call leaves is removed
+  // as soon as it is released, not kept for a next call, and once it was
+  // verified empty the helpers are sent away at once.
+  bool single_call = false;
+  // What is left of a call once it is over and verified (a cgroup leaf not
+  // kept for reuse) is removed later, by Backend::tidy, not as the call
+  // ends: a caller with an event loop (pmon serve) answers first and tidies
+  // when it has nothing else to do. Nothing of it runs any more; the crash
+  // guard and `pmon gc` still cover it; the backend's end removes what is
+  // left.
+  bool defer_cleanup = false;
+  // A caller that runs long and whose memory may grow (pmon serve): its
+  // helpers (the crash guard) get memory of their own and the lowest OOM
+  // score allowed, so that an out-of-memory kill of the caller does not
+  // take them with it (the kernel kills every process sharing the memory
+  // of the one it picks).
+  bool helpers_apart = false;
+};
+
+// A process of pmon's own that lives beside the calls and stops them if
+// pmon is killed (the cgroup backend's crash guard).
+class CrashGuard {
+ public:
+  virtual ~CrashGuard() = default;
+  // Its pid, so scans of our descendants can leave it out; 0 when there is
+  // none.
+  virtual pid_t pid() const noexcept = 0;
+  // Its pidfd (POLLIN once it has exited), -1 without one.
+  virtual int pidfd() const noexcept = 0;
+  // The caller will start no more calls and every call it made is over and
+  // verified empty: the guard may go now (it is reaped when the backend is
+  // destroyed, so its exit overlaps the caller's own end). Later calls
+  // still work, but without the guard.
+  virtual void dismiss() noexcept = 0;
+  // A guard that exited (it was killed) replaced by a new one, which covers
+  // every call running now; or why there is none.
+  virtual std::expected<void, Error> restart() noexcept = 0;
+  // What the guard could not be given, in words, or "": an OOM shield
+  // refused, unless to a user other than root (for whom that is the rule).
+  virtual std::string warning() const = 0;
 };
 
 // A confinement mechanism for the whole process; makes one Boundary per call.
@@ -144,43 +216,16 @@ class Backend {
   // One line for -v and the report ("cgroup2 at /sys/fs/cgroup, leaves under
   // /user.slice/...").
   virtual std::string describe() const = 0;
-  // A process of pmon's own that lives beside the calls (the cgroup
-  // backend's E11 guard), so scans of our descendants can leave it out; 0
-  // when there is none.
-  virtual pid_t helper_pid() const noexcept { return 0; }
-  // The caller will start no more calls and every call it made is over and
-  // verified empty: helpers that only guard running calls may go now (the
-  // E11 guard is sent away here and reaped when the backend is destroyed,
-  // so its exit overlaps the caller's own end). Later calls still work, but
-  // without the guard.
-  virtual void dismiss_helpers() noexcept {}
-  // What is left of a call once it is over and verified (a cgroup leaf not
-  // kept for reuse) is removed later, by tidy(), not as the call ends: a
-  // caller with an event loop (pmon serve) answers first and tidies when it
-  // has nothing else to do. Nothing of it runs any more; the crash guard
-  // and `pmon gc` still cover it; the backend's end removes what is left.
-  virtual void defer_cleanup() noexcept {}
-  // For a caller that makes one call and then ends (pmon run): what the call
-  // leaves is removed as soon as it is released, not kept for a next call,
-  // and once it was verified empty the helpers are sent away at once.
-  virtual void single_call() noexcept {}
-  // For a caller that runs long and whose memory may grow (pmon serve): its
-  // helpers (the crash guard) get memory of their own and the lowest OOM
-  // score allowed, so that an out-of-memory kill of the caller does not
-  // take them with it (the kernel kills every process sharing the memory
-  // of the one it picks). Call before the first call starts.
-  virtual void keep_helpers_apart() noexcept {}
-  // The helper's pidfd (POLLIN once it has exited), -1 without one.
-  virtual int helper_pidfd() const noexcept { return -1; }
-  // A helper that exited (it was killed) replaced by a new one, which
-  // covers every call running now; or why there is none.
-  virtual std::expected<void, std::string> restart_helpers() noexcept { return {}; }
-  // What the helpers could not be given, in words, or "": an OOM shield
-  // refused, unless to a user other than root (for whom that is the rule).
-  virtual std::string helper_warning() const { return {}; }
-  virtual bool cleanup_due() const noexcept { return false; }
-  // Removes up to `max` of what was left for later.
-  virtual void tidy(size_t max) noexcept { (void)max; }
+  // Call once, before the first call starts.
+  virtual void use(const BackendUse& how) noexcept { (void)how; }
+  // The crash guard, or null for a backend without one.
+  virtual CrashGuard* guard() noexcept { return nullptr; }
+  // Removes up to `max` of what BackendUse::defer_cleanup left for later;
+  // says whether anything is still left.
+  virtual bool tidy(size_t max) noexcept {
+    (void)max;
+    return false;
+  }
 
   // The session whose cgroup holds every call of this backend, or null
   // (confine/session.h). Held from select_backend on; removed after the
@@ -191,6 +236,12 @@ class Backend {
  private:
   std::unique_ptr<confine::SessionCgroup> session_;
 };
+
+// The crash guard's pid, 0 when the backend has none (or there is no backend).
+inline pid_t guard_pid(Backend* backend) noexcept {
+  CrashGuard* g = backend != nullptr ? backend->guard() : nullptr;
+  return g != nullptr ? g->pid() : 0;
+}
 
 // Which backend a front end asks for: the one decision every front end
 // (run, supervise, init, serve, the Python binding) makes the same way.

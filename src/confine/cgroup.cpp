@@ -85,7 +85,7 @@ class CgroupBoundary final : public Boundary {
 
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
   int clone_cgroup_fd() const noexcept override { return leaf_.dir.get(); }
-  void set_main(pid_t) noexcept override {}
+  void set_main(pid_t, Children) noexcept override {}
 
   std::vector<sys::ProcStat> members() override {
     std::vector<sys::ProcStat> out;
@@ -112,10 +112,10 @@ class CgroupBoundary final : public Boundary {
   // the listing is complete and stays so until the thaw, and every member
   // acts on the signal at once. Where freezing is not possible the pass is
   // made unfrozen, as before.
-  Result<int> signal_all(int sig) override { return signal_all_but(sig, 0); }
-
-  Result<int> signal_all_but(int sig, pid_t signalled, int then_sig = 0,
-                             const std::vector<pid_t>* listed = nullptr) override {
+  Result<int> signal_all(int sig, const SignalPass& how) override {
+    const pid_t signalled = how.signalled;
+    const int then_sig = how.then_sig;
+    const std::vector<pid_t>* listed = how.listed;
     // The main process alone (the common case: one process, or a tree that
     // has ended but for it) has had its signal already: nothing to freeze.
     // A fork it was making when the signal came fails and is restarted
@@ -185,9 +185,30 @@ class CgroupBoundary final : public Boundary {
 
   std::optional<std::string> cgroup_path() const override { return path_; }
 
+  Figures figures(FiguresWanted wanted) override {
+    Figures f;
+    if (wanted.usage) {
+      f.cpu_usec = cpu_usec();
+      f.memory_peak_bytes = memory_peak_bytes();
+    }
+    if (wanted.limit_hits) {
+      f.oom_killed = oom_killed();
+      f.pids_max_hit = pids_max_hit();
+      f.memory_high_hit = memory_high_hit();
+    }
+    return f;
+  }
+
+  std::expected<void, Error> set_limits(const Limits& limits, LimitsFrom from) override {
+    return from == LimitsFrom::call ? set_call_limits(limits) : set_default_pids_max(limits.pids_max);
+  }
+
+  void release(bool verified_empty) noexcept override;
+
+ private:
   // usage_usec only grows, and nothing runs in a pooled leaf: what the call
   // used is the growth since the leaf was last given back.
-  std::optional<uint64_t> cpu_usec() override {
+  std::optional<uint64_t> cpu_usec() {
     auto now = read_keyed(leaf_.dir.get(), leaf_.cpu_stat, "cpu.stat", "usage_usec");
     if (!now) return std::nullopt;
     cpu_read_ = true;
@@ -195,40 +216,37 @@ class CgroupBoundary final : public Boundary {
     return *now - std::min(*now, cpu_base_);
   }
 
-  std::optional<uint64_t> memory_peak_bytes() override {
+  std::optional<uint64_t> memory_peak_bytes() {
     if (!leaf_.memory) return std::nullopt;
     auto text = sys::read_file_at(leaf_.dir.get(), "memory.peak");
     if (!text) return std::nullopt;
     return std::strtoull(text->c_str(), nullptr, 10);
   }
 
-  std::expected<void, Error> set_limits(const Limits& limits) override;
-  std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n) override;
+  std::expected<void, Error> set_call_limits(const Limits& limits);
+  std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n);
 
-  std::optional<bool> oom_killed() override {
+  std::optional<bool> oom_killed() {
     if (!limits_.memory_max) return std::nullopt;
     Fd fd;
     auto n = read_keyed(leaf_.dir.get(), fd, "memory.events", "oom_kill");
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 
-  std::optional<bool> memory_high_hit() override {
+  std::optional<bool> memory_high_hit() {
     if (!limits_.memory_high) return std::nullopt;
     Fd fd;
     auto n = read_keyed(leaf_.dir.get(), fd, "memory.events", "high");
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 
-  std::optional<bool> pids_max_hit() override {
+  std::optional<bool> pids_max_hit() {
     if (!limits_.has_pids_max() && !leaf_.pids_default) return std::nullopt;
     Fd fd;
     auto n = read_keyed(leaf_.dir.get(), fd, "pids.events", "max");
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 
-  void release(bool verified_empty) noexcept override;
-
- private:
   // Members of the leaf and of any cgroup the call created below it.
   // The leaf's cgroup.procs through its open directory, and the cgroups
   // below it only when its link count says it has some (one fstat instead
@@ -256,7 +274,7 @@ class CgroupBoundary final : public Boundary {
   static constexpr int kRekillMs = 10;
 };
 
-class CgroupBackend final : public Backend {
+class CgroupBackend final : public Backend, public CrashGuard {
  public:
   CgroupBackend(confine::CgroupLocation loc, std::string base_rel, Fd base)
       : loc_(std::move(loc)), base_rel_(std::move(base_rel)), base_(std::move(base)) {
@@ -274,14 +292,17 @@ class CgroupBackend final : public Backend {
     for (Leaf& l : retired_) remove_leaf(l);
   }
 
-  void defer_cleanup() noexcept override { defer_ = true; }
+  void use(const BackendUse& how) noexcept override {
+    if (how.defer_cleanup) defer_ = true;
+    if (how.single_call) single_ = true;
+    if (how.helpers_apart) keep_guard_apart();
+  }
   void leaves_in_memory_session() noexcept { in_session_memory_ = true; }
   // The base is this process's own session: the guard removes it too.
   void guard_removes_base(std::string name) { session_base_ = std::move(name); }
-  void single_call() noexcept override { single_ = true; }
   bool single() const noexcept { return single_; }
 
-  void keep_helpers_apart() noexcept override {
+  void keep_guard_apart() noexcept {
     if (!guard_ || guard_->apart()) return;
     guard_.reset();  // told to go, and reaped
     auto g = confine::CgroupGuard::start(base_.get(), prefix_, confine::CgroupGuard::Memory::own, session_base_);
@@ -289,48 +310,50 @@ class CgroupBackend final : public Backend {
     else guard_error_ = g.error().message();
   }
 
-  int helper_pidfd() const noexcept override { return guard_ ? guard_->pidfd() : -1; }
+  CrashGuard* guard() noexcept override { return this; }
 
-  std::expected<void, std::string> restart_helpers() noexcept override {
+  int pidfd() const noexcept override { return guard_ ? guard_->pidfd() : -1; }
+
+  std::expected<void, Error> restart() noexcept override {
     const auto memory = guard_ && !guard_->apart() ? confine::CgroupGuard::Memory::shared
                                                     : confine::CgroupGuard::Memory::own;
     guard_.reset();  // reaped
     // It finds the leaves by their names: every running call's is covered.
     auto g = confine::CgroupGuard::start(base_.get(), prefix_, memory, session_base_);
-    if (!g) return std::unexpected(guard_error_ = g.error().message());
+    if (!g) {
+      guard_error_ = g.error().message();
+      return std::unexpected(Error::failed(g.error().value(), guard_error_));
+    }
     guard_ = std::move(*g);
     return {};
   }
 
-  std::string helper_warning() const override {
+  std::string warning() const override {
     const int e = guard_ ? guard_->oom_errno() : 0;
     if (e == 0 || ((e == EACCES || e == EPERM) && ::geteuid() != 0)) return {};
     return confine::oom_shield_words(e);
   }
 
-  bool cleanup_due() const noexcept override {
-    std::lock_guard lock(mu_);
-    return !retired_.empty();
-  }
-
-  void tidy(size_t max) noexcept override {
+  bool tidy(size_t max) noexcept override {
     for (size_t i = 0; i < max; ++i) {
       Leaf l;
       {
         std::lock_guard lock(mu_);
-        if (retired_.empty()) return;
+        if (retired_.empty()) return false;
         l = std::move(retired_.back());
         retired_.pop_back();
       }
       remove_leaf(l);
     }
+    std::lock_guard lock(mu_);
+    return !retired_.empty();
   }
 
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
 
-  pid_t helper_pid() const noexcept override { return guard_ ? guard_->pid() : 0; }
+  pid_t pid() const noexcept override { return guard_ ? guard_->pid() : 0; }
 
-  void dismiss_helpers() noexcept override {
+  void dismiss() noexcept override {
     if (guard_) guard_->dismiss();
   }
 
@@ -424,7 +447,7 @@ class CgroupBackend final : public Backend {
       // Removed first: should we die before the end, the guard has nothing
       // left to do, and its exit overlaps the rest of ours.
       remove_leaf(leaf);
-      if (verified_empty) dismiss_helpers();
+      if (verified_empty) dismiss();
       return;
     }
     // memory.peak cannot be reset on older kernels, so a leaf that accounts
@@ -535,7 +558,7 @@ std::expected<void, Error> CgroupBoundary::set_default_pids_max(std::optional<ui
   return w;
 }
 
-std::expected<void, Error> CgroupBoundary::set_limits(const Limits& limits) {
+std::expected<void, Error> CgroupBoundary::set_call_limits(const Limits& limits) {
   // Marked first: a leaf with any limit written is never pooled again.
   leaf_.limited = true;
   limits_ = limits;

@@ -28,7 +28,7 @@ namespace pmon::confine {
 int kill_cgroup(int dirfd) noexcept;
 
 // Writes "0" to cgroup.freeze of the cgroup `dirfd`: a leaf the supervisor
-// froze for a signal pass (CgroupBoundary::signal_all_but) and died before
+// froze for a signal pass (CgroupBoundary::signal_all) and died before
 // thawing. cgroup.kill kills frozen tasks all the same; the thaw is for
 // whatever the leaf still holds, and for the record. 0 or an errno.
 int thaw_cgroup(int dirfd) noexcept;

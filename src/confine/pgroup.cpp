@@ -14,7 +14,7 @@ class PgroupBoundary final : public Boundary {
  public:
   ConfineKind kind() const noexcept override { return ConfineKind::pgroup; }
 
-  void set_main(pid_t pid) noexcept override { pgid_ = pid; }
+  void set_main(pid_t pid, Children) noexcept override { pgid_ = pid; }
 
   std::vector<sys::ProcStat> members() override {
     std::vector<sys::ProcStat> out;
@@ -25,16 +25,12 @@ class PgroupBoundary final : public Boundary {
 
   // killpg is safe against reuse here only because the caller keeps the main
   // process unreaped until the stop is over: its zombie pins the group id.
-  Result<int> signal_all(int sig) override {
-    if (::kill(-pgid_, sig) != 0) {
-      if (errno == ESRCH) return 0;
-      return fail_errno();
-    }
-    return 1;
+  Result<int> signal_all(int sig, const SignalPass& pass) override {
+    return signal_in_turn(sig, pass, [this](int s) { return signal_group(s); });
   }
 
   Result<void> kill_all() override {
-    if (auto r = signal_all(SIGKILL); !r) return std::unexpected(r.error());
+    if (auto r = signal_group(SIGKILL); !r) return std::unexpected(r.error());
     return {};
   }
 
@@ -47,6 +43,14 @@ class PgroupBoundary final : public Boundary {
   void release(bool) noexcept override {}
 
  private:
+  Result<int> signal_group(int sig) {
+    if (::kill(-pgid_, sig) != 0) {
+      if (errno == ESRCH) return 0;
+      return fail_errno();
+    }
+    return 1;
+  }
+
   pid_t pgid_ = 0;
   confine::PidfdWatch watch_;
 };

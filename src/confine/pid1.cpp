@@ -28,9 +28,10 @@ class Pid1Boundary final : public Boundary {
       : reap_(std::move(reap)), proc_ok_(proc_matches_pid_ns()) {}
 
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
-  void set_main(pid_t) noexcept override {}
+  void set_main(pid_t, Children) noexcept override {}
 
-  std::expected<void, Error> set_limits(const Limits& limits) override {
+  std::expected<void, Error> set_limits(const Limits& limits, LimitsFrom from) override {
+    if (from != LimitsFrom::call) return Boundary::set_limits(limits, from);
     return std::unexpected(no_cgroup_for_limits(
         limits, "a PID namespace whose init is pmon (without " + setting_token(Setting::confine_cgroup) + ")"));
   }
@@ -48,12 +49,14 @@ class Pid1Boundary final : public Boundary {
 
   // kill(-1) from a namespace's init reaches every other process of the
   // namespace, each addressed by membership, never by a number.
-  Result<int> signal_all(int sig) override {
-    if (::kill(-1, sig) != 0) {
-      if (errno == ESRCH) return 0;
-      return fail_errno();
-    }
-    return 1;
+  Result<int> signal_all(int sig, const SignalPass& pass) override {
+    return signal_in_turn(sig, pass, [](int s) -> Result<int> {
+      if (::kill(-1, s) != 0) {
+        if (errno == ESRCH) return 0;
+        return fail_errno();
+      }
+      return 1;
+    });
   }
 
   Result<void> kill_all() override {

@@ -41,8 +41,8 @@ void PidnsBoundary::adopt_init(pid_t pid, Fd pidfd, pid_t command_pid) noexcept 
 
 int PidnsBoundary::clone_cgroup_fd() const noexcept { return inner_ ? inner_->clone_cgroup_fd() : -1; }
 
-void PidnsBoundary::set_main(pid_t pid) noexcept {
-  if (inner_) inner_->set_main(pid);
+void PidnsBoundary::set_main(pid_t pid, Children children) noexcept {
+  if (inner_) inner_->set_main(pid, children);
 }
 
 // Every process of the namespace descends from its init (orphans reparent
@@ -59,13 +59,15 @@ std::vector<sys::ProcStat> PidnsBoundary::members() {
 
 // The init forwards what it gets to every process of the namespace
 // (kill(-1) from PID 1), each addressed by membership, never by number.
-Result<int> PidnsBoundary::signal_all(int sig) {
-  if (!init_pidfd_) return 0;
-  if (sys::pidfd_send_signal(init_pidfd_.get(), sig) != 0) {
-    if (errno == ESRCH) return 0;
-    return fail_errno();
-  }
-  return 1;
+Result<int> PidnsBoundary::signal_all(int sig, const SignalPass& pass) {
+  return signal_in_turn(sig, pass, [this](int s) -> Result<int> {
+    if (!init_pidfd_) return 0;
+    if (sys::pidfd_send_signal(init_pidfd_.get(), s) != 0) {
+      if (errno == ESRCH) return 0;
+      return fail_errno();
+    }
+    return 1;
+  });
 }
 
 // SIGKILL to the init: the kernel kills the rest of the namespace and
@@ -115,32 +117,24 @@ std::optional<std::string> PidnsBoundary::cgroup_path() const {
 // The init reaped everything in its namespace, so its rusage (children's
 // included) is the call's CPU time. Null when somebody else reaped it (the
 // CLI's orphan reaper, which then counts the same rusage itself).
-std::optional<uint64_t> PidnsBoundary::cpu_usec() {
-  if (inner_) return inner_->cpu_usec();
-  reap_init(false);
-  return init_cpu_usec_;
+Figures PidnsBoundary::figures(FiguresWanted wanted) {
+  if (inner_) return inner_->figures(wanted);
+  Figures f;
+  if (wanted.usage) {
+    reap_init(false);
+    f.cpu_usec = init_cpu_usec_;
+  }
+  return f;
 }
 
-std::optional<uint64_t> PidnsBoundary::memory_peak_bytes() {
-  return inner_ ? inner_->memory_peak_bytes() : std::nullopt;
-}
-
-std::expected<void, Error> PidnsBoundary::set_limits(const Limits& limits) {
-  if (!inner_) return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace without " + setting_token(Setting::isolate)));
-  return inner_->set_limits(limits);
-}
-
-std::expected<void, Error> PidnsBoundary::set_default_pids_max(std::optional<uint64_t> n) {
-  if (inner_) return inner_->set_default_pids_max(n);
-  if (!n) return {};
+std::expected<void, Error> PidnsBoundary::set_limits(const Limits& limits, LimitsFrom from) {
+  if (inner_) return inner_->set_limits(limits, from);
+  if (from == LimitsFrom::call)
+    return std::unexpected(no_cgroup_for_limits(limits, "a PID namespace without " + setting_token(Setting::isolate)));
+  if (!limits.pids_max) return {};
   return std::unexpected(Error::line("a PID namespace without " + setting_token(Setting::isolate) + " has no cgroup",
                                      Errc::unsupported));
 }
-
-std::optional<bool> PidnsBoundary::oom_killed() { return inner_ ? inner_->oom_killed() : std::nullopt; }
-
-std::optional<bool> PidnsBoundary::pids_max_hit() { return inner_ ? inner_->pids_max_hit() : std::nullopt; }
-std::optional<bool> PidnsBoundary::memory_high_hit() { return inner_ ? inner_->memory_high_hit() : std::nullopt; }
 
 void PidnsBoundary::reap_init(bool block) noexcept {
   if (init_reaped_ || !init_pidfd_) return;
@@ -221,13 +215,13 @@ class PidnsBackend final : public Backend {
 
   // --isolate: the leaves are the cgroup backend's, removed as it removes
   // them (a service leaves them for when it has nothing else to do).
-  void defer_cleanup() noexcept override {
-    if (cgroup_) cgroup_->defer_cleanup();
+  void use(const BackendUse& how) noexcept override {
+    if (!cgroup_ || !how.defer_cleanup) return;
+    BackendUse leaves;
+    leaves.defer_cleanup = true;
+    cgroup_->use(leaves);
   }
-  bool cleanup_due() const noexcept override { return cgroup_ && cgroup_->cleanup_due(); }
-  void tidy(size_t max) noexcept override {
-    if (cgroup_) cgroup_->tidy(max);
-  }
+  bool tidy(size_t max) noexcept override { return cgroup_ && cgroup_->tidy(max); }
 
   Result<std::unique_ptr<Boundary>> open_boundary() override {
     std::unique_ptr<Boundary> inner;

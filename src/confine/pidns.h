@@ -55,22 +55,17 @@ class PidnsBoundary final : public Boundary {
 
   ConfineKind kind() const noexcept override { return ConfineKind::pidns; }
   int clone_cgroup_fd() const noexcept override;
-  void set_main(pid_t pid) noexcept override;
+  void set_main(pid_t pid, Children children) noexcept override;
   std::vector<sys::ProcStat> members() override;
-  Result<int> signal_all(int sig) override;
+  Result<int> signal_all(int sig, const SignalPass& pass) override;
   Result<void> kill_all() override;
   Result<bool> empty() override;
   Watch watch() override;
   bool contains_escapes() const noexcept override { return true; }
   std::optional<std::string> cgroup_path() const override;
-  std::optional<uint64_t> cpu_usec() override;
-  std::optional<uint64_t> memory_peak_bytes() override;
+  Figures figures(FiguresWanted wanted) override;
   // Set on the cgroup leaf under --isolate; without one there is nowhere.
-  std::expected<void, Error> set_limits(const Limits& limits) override;
-  std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n) override;
-  std::optional<bool> oom_killed() override;
-  std::optional<bool> pids_max_hit() override;
-  std::optional<bool> memory_high_hit() override;
+  std::expected<void, Error> set_limits(const Limits& limits, LimitsFrom from) override;
   void release(bool verified_empty) noexcept override;
 
  private:

@@ -32,8 +32,9 @@ class SubreaperBoundary final : public Boundary {
 
   ConfineKind kind() const noexcept override { return ConfineKind::subreaper; }
 
-  void set_main(pid_t pid) noexcept override {
+  void set_main(pid_t pid, Children children) noexcept override {
     main_ = pid;
+    sole_owner_ = children == Children::all_the_calls;
     std::lock_guard lock(g_mains_mu);
     g_mains.insert(pid);
   }
@@ -89,8 +90,8 @@ class SubreaperBoundary final : public Boundary {
     return confine::live_only(std::move(out));
   }
 
-  Result<int> signal_all(int sig) override {
-    return confine::signal_listed(members(), sig);
+  Result<int> signal_all(int sig, const SignalPass& pass) override {
+    return signal_in_turn(sig, pass, [this](int s) { return confine::signal_listed(members(), s); });
   }
 
   Result<void> kill_all() override {
@@ -98,13 +99,11 @@ class SubreaperBoundary final : public Boundary {
     return {};
   }
 
-  void set_sole_owner() noexcept override { sole_owner_ = true; }
-
   // No child at all, not even a zombie or a clone child (ECHILD): nothing
   // can be below us (every process below us descends from a child of ours:
   // an orphan is handed to us before its parent turns zombie), so no scan
   // is needed; the common end of a call. When every child of ours is this
-  // call's (set_sole_owner), that is the only way to be empty: any child,
+  // call's (Children::all_the_calls), that is the only way to be empty: any child,
   // alive or not yet reaped, means the call is not over. A /proc walk can
   // miss a fork storm's short-lived processes twice in a row; the kernel's
   // own count of our children cannot. Otherwise (calls side by side in one

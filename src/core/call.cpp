@@ -171,16 +171,17 @@ void CallMachine::wrap_up() {
   res.escaped = std::move(escaped);
   merge_escaped(res.leftovers, res.escaped);
   // (A cgroup's figures are files to read: only for a caller that shows them.)
-  if (opts.session_figures || b->kind() != ConfineKind::cgroup) {
-    res.cpu_usec = b->cpu_usec();
-    res.memory_peak_bytes = b->memory_peak_bytes();
+  const FiguresWanted wanted{opts.session_figures || b->kind() != ConfineKind::cgroup,
+                             opts.limits.any() || res.limits.has_pids_max()};
+  if (wanted.usage || wanted.limit_hits) {
+    Figures f = b->figures(wanted);
+    res.cpu_usec = f.cpu_usec;
+    res.memory_peak_bytes = f.memory_peak_bytes;
+    res.oom_killed = f.oom_killed;
+    res.pids_max_hit = f.pids_max_hit;
+    res.memory_high_hit = f.memory_high_hit;
   }
   if (!res.cpu_usec && b->kind() != ConfineKind::cgroup) res.cpu_usec = reaper->cpu_usec() - cpu_before;
-  if (opts.limits.any() || res.limits.has_pids_max()) {
-    res.oom_killed = b->oom_killed();
-    res.pids_max_hit = b->pids_max_hit();
-    res.memory_high_hit = b->memory_high_hit();
-  }
   if (const confine::SessionCgroup* session = backend ? backend->session() : nullptr; session && opts.session_figures)
     res.session = read_session(*session, res.cgroup, session_before, &res);
   b->release(boundary_empty && main_exited);
@@ -268,8 +269,7 @@ std::expected<void, Error> Call::start() {
       s.res.limits.pids_max = s.opts.default_pids_max;
   }
   s.res.cgroup = s.b->cgroup_path();  // spawn_in may have changed the leaf
-  s.b->set_main(s.child.pid);
-  if (s.opts.own_all_children) s.b->set_sole_owner();
+  s.b->set_main(s.child.pid, s.opts.own_all_children ? Children::all_the_calls : Children::shared);
   s.res.pid = s.child.report_pid != 0 ? s.child.report_pid : s.child.pid;
   s.cpu_before = s.reaper->cpu_usec();
   if (const confine::SessionCgroup* session = s.backend ? s.backend->session() : nullptr;
@@ -421,14 +421,15 @@ std::optional<std::vector<pid_t>> Call::listed_pids() {
   return s_->b->listed_pids();
 }
 
-std::optional<uint64_t> Call::cpu_usec() {
-  if (finished() || !s_->b) return finished() ? s_->result.cpu_usec : std::nullopt;
-  return s_->b->cpu_usec();
-}
-
-std::optional<uint64_t> Call::memory_peak_bytes() {
-  if (finished() || !s_->b) return finished() ? s_->result.memory_peak_bytes : std::nullopt;
-  return s_->b->memory_peak_bytes();
+Figures Call::usage() {
+  Figures f;
+  if (finished()) {
+    f.cpu_usec = s_->result.cpu_usec;
+    f.memory_peak_bytes = s_->result.memory_peak_bytes;
+  } else if (s_->b) {
+    f = s_->b->figures(FiguresWanted{true, false});
+  }
+  return f;
 }
 
 const std::optional<std::string>& Call::cgroup() const noexcept { return s_->res.cgroup; }

@@ -97,8 +97,8 @@ class Call {
   // The boundary's own listing of its processes (Boundary::listed_pids):
   // no read of each one's /proc; nullopt where it has none.
   std::optional<std::vector<pid_t>> listed_pids();
-  std::optional<uint64_t> cpu_usec();
-  std::optional<uint64_t> memory_peak_bytes();
+  // CPU time and peak memory so far (the result's once it is over).
+  Figures usage();
   const std::optional<std::string>& cgroup() const noexcept;
   const RunOptions& options() const noexcept;
   // Sends sig to every process in the boundary (an init forwarding it).

@@ -71,7 +71,7 @@ void CallMachine::start_escapes() {
     // Cannot happen once PR_SET_CHILD_SUBREAPER worked; if it does, say
     // what is alive rather than call the call clean.
     for (const sys::ProcStat& p : sys::descendants_of(sys::scan_processes(), ::getpid()))
-      if (!p.dead() && p.pid != child.pid && (backend == nullptr || p.pid != backend->helper_pid()))
+      if (!p.dead() && p.pid != child.pid && p.pid != guard_pid(backend))
         escaped.push_back({p.pid, p.start_time, sys::read_cmdline(p.pid), Fate::survived()});
     if (!escaped.empty()) res.cleanup_verified = false;
     return wrap_up();

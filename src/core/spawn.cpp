@@ -20,20 +20,23 @@ std::expected<Child, Error> spawn_in(const SpawnSpec& spec, Backend& backend, st
   }
   for (int attempt = 0;; ++attempt) {
     if (limits.any())
-      if (auto set = boundary->set_limits(limits); !set) {
+      if (auto set = boundary->set_limits(limits, LimitsFrom::call); !set) {
         Error e = std::move(set.error());
         e.code = Errc::confinement;
         e.err = EINVAL;
         return std::unexpected(std::move(e));
       }
     if (limits.wants_default_pids() && default_pids) {
-      auto set = boundary->set_default_pids_max(default_pids);
+      Limits pids;
+      pids.pids_max = default_pids;
+      auto set = boundary->set_limits(pids, LimitsFrom::default_pids);
       if (default_skipped) *default_skipped = set ? std::nullopt : std::optional<Error>(set.error());
     } else if (!limits.has_pids_max()) {
       // pids_max 0 (or no default): a pooled leaf's default goes; one that
       // cannot lose it fails the call (it would run with a limit nobody
       // asked for).
-      if (auto clear = boundary->set_default_pids_max(std::nullopt); !clear) return std::unexpected(clear.error());
+      if (auto clear = boundary->set_limits(Limits{}, LimitsFrom::default_pids); !clear)
+        return std::unexpected(clear.error());
     }
     auto child = spawn(*use, *boundary);
     if (child || child.error().err != EBUSY || boundary->kind() != ConfineKind::cgroup || attempt >= 32)

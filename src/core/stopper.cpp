@@ -148,7 +148,7 @@ void StopMachine::run_steps() {
         (void)sys::pidfd_send_signal(ctx_.main_pidfd, step.signal);
         if (step.with_cont) (void)sys::pidfd_send_signal(ctx_.main_pidfd, SIGCONT);
       }
-      (void)b.signal_all_but(step.signal, skip, step.with_cont ? SIGCONT : 0, listed);
+      (void)b.signal_all(step.signal, SignalPass{skip, step.with_cont ? SIGCONT : 0, listed});
       listed = nullptr;
     } else {
       record_.kill_sent_ms = since_ms();

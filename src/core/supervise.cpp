@@ -140,10 +140,11 @@ bool Supervisor::restart_delay() {
 // stopped: it is reported.
 void Supervisor::final_reap() {
   const pid_t self = ::getpid();
-  reap_stragglers(driver_, reaper_, kFinalReapNs, backend_.kind() != ConfineKind::pgroup, backend_.helper_pid());
+  const pid_t guard = guard_pid(&backend_);
+  reap_stragglers(driver_, reaper_, kFinalReapNs, backend_.kind() != ConfineKind::pgroup, guard);
   std::vector<sys::ProcStat> table = sys::scan_processes();
   for (const sys::ProcStat& p : sys::descendants_of(table, self))
-    if (!p.dead() && p.pid != backend_.helper_pid()) res_.escaped.push_back(p);
+    if (!p.dead() && p.pid != guard) res_.escaped.push_back(p);
 }
 
 SuperviseResult Supervisor::finish(SuperviseEnd end) {

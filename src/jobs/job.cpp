@@ -500,8 +500,9 @@ JobInfo Job::info(const std::vector<pid_t>& pids, std::vector<ListeningPort> por
     o.cleanup_verified = r.cleanup_verified;
     if (r.session) o.in_session = JobInfo::InSession{r.session->cgroup, r.session->envelope, r.session->session, r.session->call};
   } else {
-    o.cpu_usec = call->cpu_usec();
-    o.memory_peak_bytes = call->memory_peak_bytes();
+    Figures usage = call->usage();
+    o.cpu_usec = usage.cpu_usec;
+    o.memory_peak_bytes = usage.memory_peak_bytes;
   }
   return o;
 }

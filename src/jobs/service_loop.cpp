@@ -81,10 +81,13 @@ bool ServiceLoop::setup() {
 int ServiceLoop::run() {
   if (!setup()) return 125;
   std::vector<epoll_event> evs(256);
-  backend_.defer_cleanup();
-  backend_.keep_helpers_apart();
-  if (std::string w = backend_.helper_warning(); !w.empty() && !opts_.quiet)
-    std::fprintf(stderr, "pmon: warning: %s\n", w.c_str());
+  BackendUse use;
+  use.defer_cleanup = true;
+  use.helpers_apart = true;
+  backend_.use(use);
+  if (CrashGuard* guard = backend_.guard())
+    if (std::string w = guard->warning(); !w.empty() && !opts_.quiet)
+      std::fprintf(stderr, "pmon: warning: %s\n", w.c_str());
   watch_guard();
   for (;;) {
     if (jobs_.shutting_down() && jobs_.empty()) break;
@@ -93,7 +96,7 @@ int ServiceLoop::run() {
     // when nothing else is ready, a few at a time: a client waiting to hear
     // that its 1000 jobs are gone does not wait for 1000 rmdirs. While stop
     // work is queued, events are only looked at, not waited for.
-    const bool tidy = backend_.cleanup_due();
+    const bool tidy = backend_.tidy(0);
     const int front_ms = front_ ? front_->wait_ms(kStopPauseMs) : -1;
     const bool busy = front_ms >= 0 || jobs_.stops_queued();
     const int wait_ms = front_ms >= 0          ? front_ms
@@ -108,8 +111,8 @@ int ServiceLoop::run() {
     if (n == 0 && tidy && !busy) {
       // (An rmdir of a leaf can take a while: a few, or 2 ms of them.)
       const int64_t until = sys::monotonic_ns() + kTidySliceNs;
-      for (size_t i = 0; i < kTidyBatch && backend_.cleanup_due(); ++i) {
-        backend_.tidy(1);
+      for (size_t i = 0; i < kTidyBatch && backend_.tidy(0); ++i) {
+        (void)backend_.tidy(1);
         if (sys::monotonic_ns() >= until) break;
       }
       continue;
@@ -166,7 +169,8 @@ void ServiceLoop::begin_shutdown() {
 }
 
 void ServiceLoop::watch_guard() {
-  guard_ = backend_.helper_pidfd();
+  CrashGuard* guard = backend_.guard();
+  guard_ = guard ? guard->pidfd() : -1;
   if (guard_ >= 0) poller_.watch(guard_, EPOLLIN, tag(Tag::guard));
 }
 
@@ -176,16 +180,17 @@ void ServiceLoop::watch_guard() {
 void ServiceLoop::on_guard_end() {
   poller_.unwatch(guard_);
   guard_ = -1;
-  const pid_t old = backend_.helper_pid();
-  if (auto r = backend_.restart_helpers(); r) {
+  CrashGuard& guard = *backend_.guard();  // its pidfd was watched
+  const pid_t old = guard.pid();
+  if (auto r = guard.restart(); r) {
     std::fprintf(stderr, "pmon: the crash guard (pid %d) ended; a new one (pid %d) guards every job\n", old,
-                 backend_.helper_pid());
-    if (std::string w = backend_.helper_warning(); !w.empty() && !opts_.quiet)
+                 guard.pid());
+    if (std::string w = guard.warning(); !w.empty() && !opts_.quiet)
       std::fprintf(stderr, "pmon: warning: %s\n", w.c_str());
     watch_guard();
   } else {
     const std::string why = "the service's crash guard (pid " + std::to_string(old) +
-                            ") ended and no new one could be started (" + r.error() +
+                            ") ended and no new one could be started (" + render(r.error()) +
                             "): a job started now would outlive a crash of the service; restart the service";
     std::fprintf(stderr, "pmon: %s\n", why.c_str());
     jobs_.refuse_new(why);

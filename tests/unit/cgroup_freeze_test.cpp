@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cgroup backend's signal pass freezes the leaf and thaws it again
-// (CgroupBoundary::signal_all_but), leaves alone a leaf someone else froze,
+// (CgroupBoundary::signal_all), leaves alone a leaf someone else froze,
 // and a leaf left frozen (a supervisor that died mid-pass) is still killed,
 // emptied and removed by the guard's and gc's kill_and_remove_cgroup. Needs
 // a cgroup2 hierarchy pmon may make leaves in (root here); skipped elsewhere.

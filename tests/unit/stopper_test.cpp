@@ -25,10 +25,10 @@ class LeavingBoundary final : public Boundary {
   explicit LeavingBoundary(pid_t pid) : pids_{pid} {}
   explicit LeavingBoundary(std::vector<pid_t> pids) : pids_(std::move(pids)) {}
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
-  void set_main(pid_t) noexcept override {}
+  void set_main(pid_t, Children) noexcept override {}
   std::vector<sys::ProcStat> members() override { return {}; }
   std::optional<std::vector<pid_t>> listed_pids() override { return pids_; }
-  Result<int> signal_all(int) override { return 0; }
+  Result<int> signal_all(int, const SignalPass&) override { return 0; }
   Result<void> kill_all() override {
     killed = true;
     return {};
@@ -128,9 +128,9 @@ namespace {
 class StuckBoundary final : public Boundary {
  public:
   ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
-  void set_main(pid_t) noexcept override {}
+  void set_main(pid_t, Children) noexcept override {}
   std::vector<sys::ProcStat> members() override { return {}; }
-  Result<int> signal_all(int) override { return 0; }
+  Result<int> signal_all(int, const SignalPass&) override { return 0; }
   Result<void> kill_all() override {
     ++kills;
     return {};
