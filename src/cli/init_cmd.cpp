@@ -125,17 +125,17 @@ int init_main(const std::vector<std::string>& args) {
     }
 
   InitOptions opts;
-  opts.spawn.argv = command;
+  opts.call.spawn.argv = command;
   auto fwd = parse_forward_mode(forward_s);
   if (!fwd) die("init: " + forward_from + ": unknown mode '" + forward_s + "' (use child, group or tree)");
   opts.forward = *fwd;
-  opts.stop = stop.parse("init", grace_from);
-  opts.wait_all = wait_all;
+  opts.call.stop = stop.parse("init", grace_from);
+  opts.call.wait_tree = wait_all;
   const Limits call_limits = limits.parse("init");
   if (pdeathsig_s != "none") {
     auto pd = parse_signal(pdeathsig_s);
     if (!pd) die("init: " + pdeathsig_from + ": '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
-    opts.spawn.pdeathsig = *pd;
+    opts.call.spawn.pdeathsig = *pd;
   }
   ConfineRequest req;
   if (confine_s != "auto") {

@@ -209,20 +209,20 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   }
 
   RunOptions opts;
-  opts.spawn.argv = command;
+  opts.call.spawn.argv = command;
   if (timeout_given) {
     auto d = parse_duration(timeout_s);
     if (!d) die("run: --timeout: " + describe_duration_error(timeout_s, d.error()));
-    if (d->count() > 0) opts.timeout = *d;  // 0: no timeout, as timeout(1)
+    if (d->count() > 0) opts.call.timeout = *d;  // 0: no timeout, as timeout(1)
   }
-  opts.stop = stop.parse("run");
+  opts.call.stop = stop.parse("run");
   if (pdeathsig_s != "none") {
     auto pd = parse_signal(pdeathsig_s);
     if (!pd) die("run: --pdeathsig: '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
-    opts.spawn.pdeathsig = *pd;
+    opts.call.spawn.pdeathsig = *pd;
   }
-  opts.wait_tree = wait_tree;
-  opts.limits = limits.parse("run");
+  opts.call.wait_tree = wait_tree;
+  opts.call.limits = limits.parse("run");
   if (const char* env = std::getenv("PMON_DIE_WITH_PARENT")) {
     auto on = parse_switch(env);
     if (!on)
@@ -280,7 +280,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   auto not_started_call = [&](ConfineKind kind, const Error& err, const ReportContext& ctx) {
     std::fprintf(stderr, "pmon: %s\n", render(err).c_str());
     RunResult r = not_started(command, kind, err, started_at);
-    r.limits = opts.limits;
+    r.limits = opts.call.limits;
     if (!write_report(r, ctx)) return 125;
     return exit_status(err);
   };
@@ -308,7 +308,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
   // only after it): the child resets just those that are not SIG_DFL now,
   // what the caller ignored included, rather than each of the 64.
   const sigset_t changed = sys::non_default_dispositions();
-  opts.spawn.changed_signals = &changed;
+  opts.call.spawn.changed_signals = &changed;
   if (verbose) opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
 
   ReportContext ctx;
@@ -323,7 +323,7 @@ int run_main(const std::vector<std::string>& args, const RunFront& front) {
                               Error::failed(r.error().value(), "cannot open a pseudo-terminal: " + r.error().message()),
                               ctx);
     relay = std::move(*r);
-    opts.spawn.pty_slave = relay->slave_fd();
+    opts.call.spawn.pty_slave = relay->slave_fd();
   }
   auto res = run_call(*sel->backend, opts);
   // pmon run makes one call: once it is over and its tree verified gone,

@@ -111,7 +111,7 @@ int supervise_main(const std::vector<std::string>& args) {
   std::vector<std::string> command = std::move(*parsed);
 
   SuperviseOptions opts;
-  opts.spawn.argv = command;
+  opts.call.spawn.argv = command;
   auto engine = parse_engine(engine_s);
   if (!engine) die("supervise: --engine: unknown engine '" + engine_s + "' (use pidfd or sigchld)");
   opts.engine = *engine;
@@ -123,8 +123,8 @@ int supervise_main(const std::vector<std::string>& args) {
   if (timeout_ms > 0) opts.timeout = std::chrono::milliseconds(timeout_ms);  // 0: none
   opts.restart_delay =
       std::chrono::milliseconds(whole_number("--restart-delay-ms", delay_ms_s, max_ms, " of milliseconds", "500"));
-  opts.stop = stop.parse("supervise");
-  opts.limits = limits.parse("supervise");
+  opts.call.stop = stop.parse("supervise");
+  opts.call.limits = limits.parse("supervise");
 
   // SIGCHLD and the stop signals arrive as data on a signalfd; spawn resets
   // the child's mask, so a supervised command stays stoppable.

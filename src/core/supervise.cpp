@@ -186,16 +186,14 @@ SuperviseResult Supervisor::run() {
 
   for (;;) {
     RunOptions ro;
-    ro.spawn = opts_.spawn;
-    ro.limits = opts_.limits;
-    ro.stop = opts_.stop;
+    ro.call = opts_.call;
     ro.signal_fd = opts_.signal_fd;
     ro.own_all_children = true;
     ro.reaper = &reaper_;
     ro.main_by_pidfd = opts_.engine == Engine::pidfd;
     ro.trace = opts_.trace;
     // The supervision's deadline is each child's timeout.
-    if (deadline_ != kForever) ro.timeout = Nanos(std::max<int64_t>(1, deadline_ - sys::monotonic_ns()));
+    if (deadline_ != kForever) ro.call.timeout = Nanos(std::max<int64_t>(1, deadline_ - sys::monotonic_ns()));
     call_ = std::make_unique<Call>(backend_, std::move(ro));
     if (auto s = call_->start(); !s) {
       res_.spawn_error = s.error();
