@@ -144,16 +144,15 @@ int supervise_main(const std::vector<std::string>& args) {
   // One fprintf is one write(2) on unbuffered stderr: lines never interleave.
   opts.on_event = [](const SuperviseEvent& e) { std::fprintf(stderr, "%s\n", format_event(e).c_str()); };
 
+  // Jobs a service started for a child, outside its boundary: stopped and
+  // confirmed gone with the rest of its tree, before any restart, as pmon
+  // run does with its call's.
+  opts.after_child = [verbose] {
+    std::vector<Leftover> jobs_left;
+    return CallHost::stop_recorded_jobs(jobs_left, verbose > 0);
+  };
+
   SuperviseResult res = supervise(*sel->backend, opts);
-  // Jobs a service started for the children, outside their boundaries: the
-  // service stops each when its child's tree is gone; here they are stopped
-  // and confirmed gone before pmon exits, as pmon run does with its call's.
-  std::vector<Leftover> jobs_left;
-  if (!CallHost::stop_recorded_jobs(jobs_left, verbose > 0) && res.end != SuperviseEnd::spawn_failed &&
-      res.end != SuperviseEnd::cleanup_failed) {
-    res.end = SuperviseEnd::cleanup_failed;
-    res.cleanup_error = "could not confirm the jobs a service started for the children are gone";
-  }
   if (res.end == SuperviseEnd::spawn_failed && res.spawn_error)
     std::fprintf(stderr, "pmon: %s\n", render(*res.spawn_error).c_str());
   if (res.end == SuperviseEnd::cleanup_failed)

@@ -80,6 +80,10 @@ struct SuperviseOptions {
   // SIGHUP stop supervision; a second one skips the grace period.
   int signal_fd = -1;
   std::function<void(const SuperviseEvent&)> on_event;
+  // Once each child's tree is stopped, before any restart: what else was
+  // the child's to stop (the CLI: the jobs a service started for it),
+  // stopped; false when it could not be confirmed gone (cleanup_failed).
+  std::function<bool()> after_child;
   // Progress lines for -v.
   std::function<void(const std::string&)> trace;
 };
