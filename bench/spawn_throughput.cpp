@@ -79,8 +79,8 @@ bool fork_call(int devnull) {
 
 bool pmon_call(pmon::Backend& b, int devnull) {
   pmon::RunOptions opts;
-  opts.spawn.argv = {"/bin/true"};
-  opts.spawn.stdio = {devnull, devnull, devnull};
+  opts.call.spawn.argv = {"/bin/true"};
+  opts.call.spawn.stdio = {devnull, devnull, devnull};
   // Library use: this process has other children, so run_call must not reap
   // or report what is not its own (see RunOptions::own_all_children).
   opts.own_all_children = false;

@@ -118,6 +118,25 @@ struct Spec {
 
 Nanos seconds(double s) { return Nanos(static_cast<int64_t>(s * 1e9)); }
 
+// The binding's one reading of its arguments as a call.
+CallSpec call_spec(const Spec& s) {
+  CallSpec c;
+  c.spawn.argv = s.argv;
+  c.spawn.env = s.env;
+  c.spawn.cwd = s.cwd;
+  c.spawn.stdio = {s.stdin_fd, s.stdout_fd, s.stderr_fd};
+  c.spawn.close_other_fds = true;  // subprocess's close_fds=True
+  if (s.timeout) c.timeout = seconds(*s.timeout);
+  if (s.idle_timeout) c.idle_timeout = seconds(*s.idle_timeout);
+  c.stop = StopPlan::standard(SIGTERM, seconds(s.grace));
+  c.wait_tree = s.wait_tree;
+  c.limits.memory_max = s.memory_max;
+  c.limits.memory_high = s.memory_high;
+  c.limits.pids_max = s.pids_max;
+  c.limits.cpu_max = s.cpu_max;
+  return c;
+}
+
 // What a call ended with, handed to Python.
 struct PyResult {
   RunResult run;
@@ -189,19 +208,7 @@ class PyCall {
     }
 
     RunOptions o;
-    o.spawn.argv = spec_.argv;
-    o.spawn.env = spec_.env;
-    o.spawn.cwd = spec_.cwd;
-    o.spawn.stdio = {spec_.stdin_fd, spec_.stdout_fd, spec_.stderr_fd};
-    o.spawn.close_other_fds = true;  // subprocess's close_fds=True
-    if (spec_.timeout) o.timeout = seconds(*spec_.timeout);
-    if (spec_.idle_timeout) o.idle_timeout = seconds(*spec_.idle_timeout);
-    o.stop = StopPlan::standard(SIGTERM, seconds(spec_.grace));
-    o.wait_tree = spec_.wait_tree;
-    o.limits.memory_max = spec_.memory_max;
-    o.limits.memory_high = spec_.memory_high;
-    o.limits.pids_max = spec_.pids_max;
-    o.limits.cpu_max = spec_.cpu_max;
+    o.call = call_spec(spec_);
     o.cancel_fd = cancel_ ? cancel_.get() : -1;
     o.own_all_children = false;  // the host process has children of its own
     o.capture = capture_.get();

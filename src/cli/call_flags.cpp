@@ -181,6 +181,55 @@ StopPlan StopFlags::parse(const std::string& sub, const std::string& grace_from)
   return StopPlan::standard(*sig, *g);
 }
 
+void add_verbose_flag(CLI::App& app, int& verbose, const std::string& help) {
+  app.add_flag("-v,--verbose", verbose, help);
+}
+
+void add_quiet_flag(CLI::App& app, bool& quiet, const std::string& help) { app.add_flag("-q,--quiet", quiet, help); }
+
+void CallFlags::add_timeout(CLI::App& app, const std::string& what, const std::string& more) {
+  timeout_opt_ = app.add_option("--timeout", timeout, "stop " + what + " and everything it started after DURATION" + more)
+                     ->type_name("DURATION");
+}
+
+void CallFlags::add_wait_tree(CLI::App& app, const std::string& name, const std::string& help) {
+  app.add_flag(name, wait_tree, help);
+}
+
+void CallFlags::add_pdeathsig(CLI::App& app, const std::string& who) {
+  app.add_option("--pdeathsig", pdeathsig, "a signal CMD gets if " + who + " dies, or none (the default)")
+      ->type_name("SIGNAL");
+}
+
+void CallFlags::add_verbosity(CLI::App& app, bool with_quiet, const std::string& verbose_help) {
+  add_verbose_flag(app, verbose, verbose_help);
+  if (with_quiet) add_quiet_flag(app, quiet);
+}
+
+std::optional<Nanos> CallFlags::given_timeout(const std::string& sub) const {
+  if (timeout_opt_ == nullptr || timeout_opt_->count() == 0) return std::nullopt;
+  auto d = parse_duration(timeout);
+  if (!d) die(sub + ": --timeout: " + describe_duration_error(timeout, d.error()));
+  return *d;
+}
+
+CallSpec CallFlags::read(const std::string& sub, std::vector<std::string> command, const std::string& grace_from,
+                         const std::string& pdeathsig_from) const {
+  CallSpec c;
+  c.spawn.argv = std::move(command);
+  if (auto d = given_timeout(sub); d && d->count() > 0) c.timeout = *d;  // 0: no timeout, as timeout(1)
+  c.stop = stop.parse(sub, grace_from);
+  if (pdeathsig != "none") {
+    auto pd = parse_signal(pdeathsig);
+    if (!pd)
+      die(sub + ": " + pdeathsig_from + ": '" + pdeathsig + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
+    c.spawn.pdeathsig = *pd;
+  }
+  c.wait_tree = wait_tree;
+  c.limits = limits.parse(sub);
+  return c;
+}
+
 void JobFlags::add_to(CLI::App& app) {
   confine.add_to(app);
   confine.add_session_to(app, ConfineFlags::SessionUse::service);

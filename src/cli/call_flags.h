@@ -2,12 +2,18 @@
 // The options every subcommand that starts calls shares, each declared once
 // and added to each: how the processes are held together (--confine,
 // --cgroup-root, --isolate), what a call may use (--memory-max, --pids-max,
-// --cpu-max), and how it is stopped (--grace, --signal).
+// --cpu-max), how it is stopped (--grace, --signal), and the rest of what
+// the call is (CallFlags: --timeout, --wait-tree, --pdeathsig, -v, -q),
+// read into the one description of a call (CallSpec).
 #pragma once
 
 #include <string>
 
+#include <optional>
+#include <vector>
+
 #include "confine/boundary.h"
+#include "core/call_options.h"
 #include "core/session_config.h"
 #include "core/stop.h"
 
@@ -80,6 +86,47 @@ struct StopFlags {
   // The plan they ask for; a bad value ends with die(), naming the
   // subcommand and `grace_from` (the flag, or the variable it came from).
   StopPlan parse(const std::string& sub, const std::string& grace_from = "--grace") const;
+};
+
+// -v and -q, declared here only; a subcommand whose -v or -q says more
+// gives its own words.
+void add_verbose_flag(CLI::App& app, int& verbose, const std::string& help = "say what pmon does, on stderr");
+void add_quiet_flag(CLI::App& app, bool& quiet, const std::string& help = "print nothing of pmon's own but errors");
+
+// What a call is, as the command line says it: each subcommand adds the
+// flags it offers, where its help lists them, and read() turns what was
+// given into the call (the flags not added keep their defaults).
+struct CallFlags {
+  std::string timeout;
+  StopFlags stop;
+  LimitFlags limits;
+  bool wait_tree = false;
+  std::string pdeathsig = "none";
+  int verbose = 0;
+  bool quiet = false;
+
+  // --timeout: "stop WHAT and everything it started after DURATION" and
+  // then `more`.
+  void add_timeout(CLI::App& app, const std::string& what, const std::string& more = "");
+  // --wait-tree, or the name and words a subcommand has for it (init's
+  // --wait-all).
+  void add_wait_tree(CLI::App& app, const std::string& name = "--wait-tree",
+                     const std::string& help = "when CMD exits, wait for what it left running instead of stopping it");
+  // --pdeathsig: "a signal CMD gets if WHO dies, or none (the default)".
+  void add_pdeathsig(CLI::App& app, const std::string& who);
+  // -v (with `verbose_help`) and, with_quiet, -q.
+  void add_verbosity(CLI::App& app, bool with_quiet, const std::string& verbose_help = "say what pmon does, on stderr");
+
+  // --timeout as given (nullopt: not given); a bad value ends with die().
+  std::optional<Nanos> given_timeout(const std::string& sub) const;
+  // The call: `command` with what the flags say (a --timeout of 0 is
+  // none). Bad values end with die(), naming `sub`, and the flag or the
+  // variable each value came from.
+  CallSpec read(const std::string& sub, std::vector<std::string> command, const std::string& grace_from = "--grace",
+                const std::string& pdeathsig_from = "--pdeathsig") const;
+
+ private:
+  CLI::Option* timeout_opt_ = nullptr;
 };
 
 // What the job services share (serve, mcp, sandboxd): the confinement, how

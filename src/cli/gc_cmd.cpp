@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "cli/call_flags.h"
 #include "cli/cli.h"
 #include "confine/cgroup_fs.h"
 #include "confine/session.h"
@@ -30,9 +31,10 @@ int gc_main(const std::vector<std::string>& args) {
       "service's record: its id, name and command.\n"
       "A session's cgroup (pmon-session-...) that no pmon holds any more is removed too,\n"
       "once the process it is named after is gone (a named session: at once).");
-  bool dry_run = false, verbose = false;
+  bool dry_run = false;
+  int verbose = 0;
   app.add_flag("-n,--dry-run", dry_run, "list what would be removed, touch nothing");
-  app.add_flag("-v,--verbose", verbose, "also list the cgroups of live pmon processes, left alone");
+  add_verbose_flag(app, verbose, "also list the cgroups of live pmon processes, left alone");
   if (!parse_options(app, args, "gc")) return 0;
 
   auto loc = confine::locate_cgroup2();

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // pmon init [options] -- CMD [ARG...]
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/call_flags.h"
+#include "cli/call_host.h"
 #include "confine/boundary.h"
 #include "confine/pid1.h"
 #include "core/init.h"
@@ -83,60 +82,51 @@ int init_main(const std::vector<std::string>& args) {
   app.footer(std::string(kInitFooter) + kDurationWords + kSizeWords + kSignalWords + kBackendWords);
   app.prefix_command();
 
-  std::string forward_s = "tree", confine_s = "auto", pdeathsig_s = "none";
-  StopFlags stop;
-  bool wait_all = false, quiet = false;
-  int verbose = 0;
+  std::string forward_s = "tree", confine_s = "auto";
+  CallFlags flags;
   app.add_option("--forward", forward_s,
                  "where signals sent to pmon go: child (CMD only), group (CMD's process group) or tree (every "
                  "process CMD started; default)")
       ->type_name("MODE");
-  stop.add_to(app, /*with_signal=*/false);
-  app.add_flag("--wait-all", wait_all, "when CMD exits, wait for everything it left instead of stopping it");
+  flags.stop.add_to(app, /*with_signal=*/false);
+  flags.add_wait_tree(app, "--wait-all", "when CMD exits, wait for everything it left instead of stopping it");
   app.add_option("--confine", confine_s, "when not PID 1: auto, cgroup, subreaper or pgroup (default auto)")
       ->type_name("BACKEND");
-  app.add_option("--pdeathsig", pdeathsig_s, "a signal CMD gets if pmon init dies, or none (the default)")
-      ->type_name("SIGNAL");
-  LimitFlags limits;
-  limits.add_to(app, /*default_pids=*/false);
-  app.add_flag("-v,--verbose", verbose, "say what pmon does, on stderr");
-  app.add_flag("-q,--quiet", quiet, "print nothing of pmon's own but errors");
+  flags.add_pdeathsig(app, "pmon init");
+  flags.limits.add_to(app, /*default_pids=*/false);
+  flags.add_verbosity(app, /*with_quiet=*/true);
 
   auto parsed = parse_command_line(app, args, "init");
   if (!parsed) return 0;
-  std::vector<std::string> command = std::move(*parsed);
   const std::string forward_from = from_env(app, "--forward", "PMON_INIT_FORWARD", forward_s);
-  const std::string grace_from = from_env(app, "--grace", "PMON_INIT_GRACE", stop.grace);
+  const std::string grace_from = from_env(app, "--grace", "PMON_INIT_GRACE", flags.stop.grace);
   const std::string confine_from = from_env(app, "--confine", "PMON_INIT_CONFINE", confine_s);
-  const std::string pdeathsig_from = from_env(app, "--pdeathsig", "PMON_INIT_PDEATHSIG", pdeathsig_s);
+  const std::string pdeathsig_from = from_env(app, "--pdeathsig", "PMON_INIT_PDEATHSIG", flags.pdeathsig);
   if (app.count("--wait-all") == 0)
     if (const char* v = env_value("PMON_INIT_WAIT_ALL")) {
       if (std::string(v) != "0" && std::string(v) != "1")
         die("init: PMON_INIT_WAIT_ALL: '" + std::string(v) + "' is neither 0 nor 1");
-      wait_all = std::string(v) == "1";
+      flags.wait_tree = std::string(v) == "1";
     }
   if (app.count("--verbose") == 0 && app.count("--quiet") == 0)
     if (const char* v = env_value("PMON_INIT_VERBOSITY")) {
       std::string level = v;
       if (level != "0" && level != "1" && level != "2")
         die("init: PMON_INIT_VERBOSITY: '" + level + "' is not 0, 1 or 2");
-      quiet = level == "0";
-      verbose = level == "2" ? 1 : 0;
+      flags.quiet = level == "0";
+      flags.verbose = level == "2" ? 1 : 0;
     }
+  const int verbose = flags.verbose;
+  const bool quiet = flags.quiet;
 
   InitOptions opts;
-  opts.spawn.argv = command;
   auto fwd = parse_forward_mode(forward_s);
   if (!fwd) die("init: " + forward_from + ": unknown mode '" + forward_s + "' (use child, group or tree)");
   opts.forward = *fwd;
-  opts.stop = stop.parse("init", grace_from);
-  opts.wait_all = wait_all;
-  const Limits call_limits = limits.parse("init");
-  if (pdeathsig_s != "none") {
-    auto pd = parse_signal(pdeathsig_s);
-    if (!pd) die("init: " + pdeathsig_from + ": '" + pdeathsig_s + "' is not a signal (use e.g. TERM, KILL, 9, or none)");
-    opts.spawn.pdeathsig = *pd;
-  }
+  // (a bad limit is told before a bad --pdeathsig, as it always was)
+  (void)flags.stop.parse("init", grace_from);
+  (void)flags.limits.parse("init");
+  opts.call = flags.read("init", std::move(*parsed), grace_from, pdeathsig_from);
   ConfineRequest req;
   if (confine_s != "auto") {
     auto k = parse_confine_kind(confine_s);
@@ -153,15 +143,10 @@ int init_main(const std::vector<std::string>& args) {
         "(e.g. unshare --pid --fork --mount-proc)" +
         std::string(pid1 ? ", or leave --confine at auto" : ""));
 
-  // Every signal but the fault ones is blocked and read from a signalfd. As
-  // PID 1 the kernel drops a signal whose action is the default, so each
-  // also gets a handler; it never runs while the signal is blocked, and the
-  // command gets every disposition reset before exec.
-  sigset_t set;
-  if (!sys::block_init_signals(&set)) die(std::string("sigprocmask: ") + std::strerror(errno));
-  Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
-  opts.signal_fd = sigfd.get();
+  // Every signal but the fault ones is blocked and read from the host's
+  // signalfd; the command gets every disposition reset before exec.
+  CallHost host(CallHost::Signals::all);
+  opts.signal_fd = host.signal_fd();
 
   sys::Reaper reaper;
   std::unique_ptr<Backend> backend;
@@ -171,8 +156,7 @@ int init_main(const std::vector<std::string>& args) {
     if (verbose) std::fprintf(stderr, "pmon: init: PID 1 of its namespace: everything in it is the command's\n");
   } else {
     // Orphans of the command come to us, whatever the backend, to be reaped.
-    if (!pid1 && ::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0)
-      die(std::string("prctl(PR_SET_CHILD_SUBREAPER): ") + std::strerror(errno));
+    if (!pid1) host.become_subreaper(/*required=*/true);
     auto sel = select_backend(req);
     if (!sel) die("confinement unavailable: " + render(sel.error()));
     report_passed_over(*sel, verbose > 0, quiet);
@@ -183,8 +167,8 @@ int init_main(const std::vector<std::string>& args) {
     boundary = std::move(*b);
   }
   // Set before the command starts; a limit that cannot be set fails closed.
-  if (call_limits.any())
-    if (auto set = boundary->set_limits(call_limits, LimitsFrom::call); !set) {
+  if (opts.call.limits.any())
+    if (auto set = boundary->set_limits(opts.call.limits, LimitsFrom::call); !set) {
       boundary->release(boundary->empty().value_or(false));
       die(render(set.error()));
     }
@@ -194,6 +178,11 @@ int init_main(const std::vector<std::string>& args) {
 
   // The call releases the boundary once it is over (or could not start).
   auto res = run_init(std::move(boundary), reaper, opts);
+  // Jobs a service started for the command, outside its boundary: stopped
+  // and confirmed gone, as pmon run does (none as PID 1 of a namespace: the
+  // service records them for the pmon that made it).
+  std::vector<Leftover> jobs_left;
+  if (!CallHost::stop_recorded_jobs(jobs_left, verbose > 0) && res) res->cleanup_verified = false;
   if (!res) {
     std::fprintf(stderr, "pmon: %s\n", render(res.error()).c_str());
     return exit_status(res.error());
@@ -203,7 +192,7 @@ int init_main(const std::vector<std::string>& args) {
                  count_of(res->reaped, "process", "processes").c_str(),
                  res->leftovers ? count_of(*res->leftovers, "process", "processes").c_str()
                                 : "an unknown number of processes (pmon cannot count them under this /proc)",
-                 res->leftovers == 1 ? "was" : "were", wait_all ? "waited for" : "stopped");
+                 res->leftovers == 1 ? "was" : "were", opts.call.wait_tree ? "waited for" : "stopped");
   return res->status();
 }
 

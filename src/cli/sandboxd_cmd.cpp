@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cli/call_flags.h"
 #include "cli/cli.h"
 #include "cli/sandboxd_flags.h"
 #include "core/units.h"
@@ -130,7 +131,7 @@ std::optional<SandboxdConfig> parse_sandboxd(const std::vector<std::string>& arg
                  "Start and Execute calls at once; past it a call is refused (RESOURCE_EXHAUSTED) (default 1024)")
       ->type_name("N");
   c.jobs.add_to(app);
-  app.add_flag("-q,--quiet", c.quiet, "print nothing of pmon's own but errors");
+  add_quiet_flag(app, c.quiet);
   app.add_flag("--version", version, "print the version and exit");
   if (!parse_options(app, go_style(args), "sandboxd")) return std::nullopt;
   if (version) {

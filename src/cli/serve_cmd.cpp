@@ -64,9 +64,9 @@ int serve_main(const std::vector<std::string>& args) {
   CLI::Option* listen_opt = app.add_option("--listen", listen, "serve clients on the Unix socket PATH")->type_name("PATH");
   app.add_flag("--die-with-parent", die_with_parent, "stop every job and exit when the parent process dies");
   jobs.add_to(app);
-  app.add_flag("-q,--quiet", quiet,
-               "print nothing of pmon's own but errors and the jobs it stopped as it started (left running by a "
-               "service that is gone)");
+  add_quiet_flag(app, quiet,
+                 "print nothing of pmon's own but errors and the jobs it stopped as it started (left running by a "
+                 "service that is gone)");
   if (!parse_options(app, args, "serve")) return 0;
   if (stdio && listen_opt->count() > 0) die("serve: --stdio and --listen exclude each other");
 

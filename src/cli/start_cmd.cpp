@@ -29,7 +29,8 @@ int start_main(const std::vector<std::string>& args) {
              "  REGEX     a regular expression, RE2 syntax (no backreferences), found anywhere in\n"
              "            a line: ^ and $ anchor it to the line's start and end\n");
   app.prefix_command();
-  std::string name, timeout_s, idle_s, ready_http, ready_line, ready_timeout_s;
+  std::string name, idle_s, ready_http, ready_line, ready_timeout_s;
+  CallFlags flags;
   int ready_port = 0;
   bool pty = false, replace = false;
   SocketFlag sock;
@@ -40,16 +41,13 @@ int start_main(const std::vector<std::string>& args) {
   app.add_flag("--replace", replace,
                "with --name: stop the running job of that name (and all it started, confirmed gone), then start "
                "CMD");
-  CLI::Option* timeout_opt =
-      app.add_option("--timeout", timeout_s, "stop the job and everything it started after DURATION")
-          ->type_name("DURATION");
+  flags.add_timeout(app, "the job");
   CLI::Option* idle_opt =
       app.add_option("--idle-timeout", idle_s,
                      "stop the job and everything it started when it has printed nothing for DURATION")
           ->type_name("DURATION");
   app.add_flag("--pty", pty, "run the job on a pseudo-terminal (24x80)");
-  LimitFlags limits;
-  limits.add_to(app, /*default_pids=*/true, "job");
+  flags.limits.add_to(app, /*default_pids=*/true, "job");
   CLI::Option* ready_port_opt =
       app.add_option("--ready-port", ready_port, "wait until a process of the job listens on TCP port PORT")
           ->type_name("PORT")
@@ -82,11 +80,8 @@ int start_main(const std::vector<std::string>& args) {
   if (!name.empty()) p["name"] = name;
   if (replace && name.empty()) die("start: --replace needs --name: the job it replaces is the one of that name");
   if (replace) p["replace"] = true;
-  if (timeout_opt->count() > 0) {
-    auto d = parse_duration(timeout_s);
-    if (!d) die("start: --timeout: " + describe_duration_error(timeout_s, d.error()));
-    p["timeoutMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(*d).count();
-  }
+  // (as given: the service's own reading says what 0 means)
+  if (auto d = flags.given_timeout("start")) p["timeoutMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(*d).count();
   if (idle_opt->count() > 0) {
     auto d = parse_duration(idle_s);
     if (!d) die("start: --idle-timeout: " + describe_duration_error(idle_s, d.error()));
@@ -95,7 +90,7 @@ int start_main(const std::vector<std::string>& args) {
     p["idleTimeoutMs"] = ms;
   }
   // Sent as terminal/create's fields: bytes, processes, cores.
-  const Limits l = limits.parse("start");
+  const Limits l = flags.limits.parse("start");
   if (l.memory_max) p["memoryMax"] = *l.memory_max;
   if (l.memory_high) p["memoryHigh"] = *l.memory_high;
   if (l.pids_max) p["pidsMax"] = *l.pids_max;

@@ -3,8 +3,6 @@
 // 004 (DESIGN.md section 3).
 // Its stderr lines are a contract (byte for byte); anything else is -v.
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/call_flags.h"
+#include "cli/call_host.h"
 #include "confine/boundary.h"
 #include "core/supervise.h"
 #include "core/units.h"
@@ -89,10 +88,9 @@ int supervise_main(const std::vector<std::string>& args) {
   app.prefix_command();
 
   std::string engine_s = "pidfd";
-  StopFlags stop;
+  CallFlags flags;
   ConfineFlags confine;
   std::string max_restarts_s = "3", timeout_ms_s = "0", delay_ms_s = "0";
-  int verbose = 0;
   app.add_option("--engine", engine_s, "how pmon waits for the child: pidfd or sigchld (default pidfd; the lines "
                  "printed are the same)")
       ->type_name("ENGINE");
@@ -100,18 +98,16 @@ int supervise_main(const std::vector<std::string>& args) {
   app.add_option("--timeout-ms", timeout_ms_s, "end the whole supervision after N milliseconds (default 0: never)")
       ->type_name("N");
   app.add_option("--restart-delay-ms", delay_ms_s, "wait N milliseconds before each restart (default 0)")->type_name("N");
-  stop.add_to(app, /*with_signal=*/false);
+  flags.stop.add_to(app, /*with_signal=*/false);
   confine.add_to(app, /*with_isolate=*/false);
-  LimitFlags limits;
-  limits.add_to(app);
-  app.add_flag("-v,--verbose", verbose, "say more of what pmon does, on stderr");
+  flags.limits.add_to(app);
+  flags.add_verbosity(app, /*with_quiet=*/false, "say more of what pmon does, on stderr");
 
   auto parsed = parse_command_line(app, args, "supervise");
   if (!parsed) return 0;
-  std::vector<std::string> command = std::move(*parsed);
+  const int verbose = flags.verbose;
 
   SuperviseOptions opts;
-  opts.spawn.argv = command;
   auto engine = parse_engine(engine_s);
   if (!engine) die("supervise: --engine: unknown engine '" + engine_s + "' (use pidfd or sigchld)");
   opts.engine = *engine;
@@ -123,24 +119,18 @@ int supervise_main(const std::vector<std::string>& args) {
   if (timeout_ms > 0) opts.timeout = std::chrono::milliseconds(timeout_ms);  // 0: none
   opts.restart_delay =
       std::chrono::milliseconds(whole_number("--restart-delay-ms", delay_ms_s, max_ms, " of milliseconds", "500"));
-  opts.stop = stop.parse("supervise");
-  opts.limits = limits.parse("supervise");
+  opts.call = flags.read("supervise", std::move(*parsed));
 
-  // SIGCHLD and the stop signals arrive as data on a signalfd; spawn resets
-  // the child's mask, so a supervised command stays stoppable.
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
-  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) die(std::string("sigprocmask: ") + std::strerror(errno));
-  Fd sigfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!sigfd) die(std::string("signalfd: ") + std::strerror(errno));
+  // SIGCHLD and the stop signals arrive as data on the host's signalfd;
+  // spawn resets the child's mask, so a supervised command stays stoppable.
+  CallHost host;
 
   // A reader that goes away must not kill pmon with SIGPIPE mid-supervision
   // (the tree would be left running); children get SIG_DFL back at spawn.
   (void)::signal(SIGPIPE, SIG_IGN);
 
   // Orphans of every child's tree come back to us and are reaped.
-  (void)::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
+  host.become_subreaper();
 
   auto sel = confine.try_select("supervise");
   if (!sel) die("confinement unavailable: " + render(sel.error()));
@@ -150,9 +140,17 @@ int supervise_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "pmon: confinement %s\n", sel->backend->describe().c_str());
     opts.trace = [](const std::string& line) { std::fprintf(stderr, "pmon: %s\n", line.c_str()); };
   }
-  opts.signal_fd = sigfd.get();
+  opts.signal_fd = host.signal_fd();
   // One fprintf is one write(2) on unbuffered stderr: lines never interleave.
   opts.on_event = [](const SuperviseEvent& e) { std::fprintf(stderr, "%s\n", format_event(e).c_str()); };
+
+  // Jobs a service started for a child, outside its boundary: stopped and
+  // confirmed gone with the rest of its tree, before any restart, as pmon
+  // run does with its call's.
+  opts.after_child = [verbose] {
+    std::vector<Leftover> jobs_left;
+    return CallHost::stop_recorded_jobs(jobs_left, verbose > 0);
+  };
 
   SuperviseResult res = supervise(*sel->backend, opts);
   if (res.end == SuperviseEnd::spawn_failed && res.spawn_error)

@@ -68,7 +68,7 @@ void CallMachine::begin_end(End why) {
     leftovers.snapshot(*b, child.pid);
     trace(count_of(leftovers.size(), "process", "processes") + " still running after the main process exited");
   }
-  if (!opts.wait_tree) return start_stop(StopReason::leftovers);
+  if (!opts.call.wait_tree) return start_stop(StopReason::leftovers);
   phase = Phase::waiting_tree;
   check_tree();
 }
@@ -80,7 +80,7 @@ void CallMachine::stop_context(StopContext& ctx) {
     if (leftovers.last_listing()) ctx.listed = &*leftovers.last_listing();
   }
   ctx.boundary = b.get();
-  ctx.plan = &opts.stop;
+  ctx.plan = &opts.call.stop;
   ctx.leftovers = opts.track_leftovers ? &leftovers : nullptr;
   ctx.main_pidfd = main_exited ? -1 : child.pidfd.get();
   ctx.main_pid = main_exited ? 0 : child.pid;
@@ -98,9 +98,9 @@ void CallMachine::start_stop(StopReason why) {
   res.stop.reason = why;
   StopContext ctx;
   stop_context(ctx);
-  const bool graceful = !opts.stop.steps.empty() && opts.stop.steps.front().action == StopStep::Action::signal;
+  const bool graceful = !opts.call.stop.steps.empty() && opts.call.stop.steps.front().action == StopStep::Action::signal;
   trace("stopping the tree (" + std::string(stop_reason_word(why, res.end)) + "): " +
-        (graceful ? signal_name(opts.stop.steps.front().signal) + ", then SIGKILL" : std::string("SIGKILL (no grace period)")));
+        (graceful ? signal_name(opts.call.stop.steps.front().signal) + ", then SIGKILL" : std::string("SIGKILL (no grace period)")));
   machine = std::make_unique<StopMachine>(ctx, res.stop);
   phase = Phase::stopping;
   machine->start();
@@ -172,7 +172,7 @@ void CallMachine::wrap_up() {
   merge_escaped(res.leftovers, res.escaped);
   // (A cgroup's figures are files to read: only for a caller that shows them.)
   const FiguresWanted wanted{opts.session_figures || b->kind() != ConfineKind::cgroup,
-                             opts.limits.any() || res.limits.has_pids_max()};
+                             opts.call.limits.any() || res.limits.has_pids_max()};
   if (wanted.usage || wanted.limit_hits) {
     Figures f = b->figures(wanted);
     res.cpu_usec = f.cpu_usec;
@@ -234,9 +234,9 @@ std::expected<void, Error> Call::start() {
   CallMachine& s = *s_;
   s.t0 = sys::monotonic_ns();
   s.res.started_at = std::chrono::system_clock::now();
-  s.res.command = s.opts.spawn.argv;
+  s.res.command = s.opts.call.spawn.argv;
   s.res.confinement = s.backend ? s.backend->kind() : s.b->kind();
-  s.res.limits = s.opts.limits;
+  s.res.limits = s.opts.call.limits;
 
   if (s.backend) {
     Result<std::unique_ptr<Boundary>> b = fail(EOPNOTSUPP);
@@ -251,22 +251,23 @@ std::expected<void, Error> Call::start() {
 
   if (s.opts.capture != nullptr)
     for (int i = 0; i < 3; ++i)
-      if (s.opts.capture->child_fd(i) >= 0) s.opts.spawn.stdio[i] = s.opts.capture->child_fd(i);
+      if (s.opts.capture->child_fd(i) >= 0) s.opts.call.spawn.stdio[i] = s.opts.capture->child_fd(i);
   std::optional<Error> default_skipped;
-  auto child = s.backend ? spawn_in(s.opts.spawn, *s.backend, s.b, s.opts.limits, s.opts.default_pids_max, &default_skipped)
-                         : spawn(s.opts.spawn, *s.b);
+  const CallSpec& spec = s.opts.call;
+  auto child = s.backend ? spawn_in(spec.spawn, *s.backend, s.b, spec.limits, spec.default_pids_max, &default_skipped)
+                         : spawn(spec.spawn, *s.b);
   if (s.opts.capture != nullptr) s.opts.capture->close_child_ends();
   if (!child) {
     s.b->release(s.b->empty().value_or(false));
     return std::unexpected(child.error());
   }
   s.child = std::move(*child);
-  if (s.backend && s.opts.limits.wants_default_pids() && s.opts.default_pids_max) {
+  if (s.backend && s.opts.call.limits.wants_default_pids() && s.opts.call.default_pids_max) {
     if (default_skipped)
-      s.res.limits_note = prefixed("the default pids_max (" + std::to_string(*s.opts.default_pids_max) + ") is not set: ",
+      s.res.limits_note = prefixed("the default pids_max (" + std::to_string(*s.opts.call.default_pids_max) + ") is not set: ",
                                    std::move(*default_skipped));
     else
-      s.res.limits.pids_max = s.opts.default_pids_max;
+      s.res.limits.pids_max = s.opts.call.default_pids_max;
   }
   s.res.cgroup = s.b->cgroup_path();  // spawn_in may have changed the leaf
   s.b->set_main(s.child.pid, s.opts.own_all_children ? Children::all_the_calls : Children::shared);
@@ -284,8 +285,8 @@ std::expected<void, Error> Call::start() {
                      s.b->kind() == ConfineKind::pgroup && s.opts.main_by_pidfd);
   s.trace("started pid " + std::to_string(s.child.pid) + " under " + std::string(to_string(s.res.confinement)) +
           (s.res.cgroup ? " in " + *s.res.cgroup : ""));
-  s.timeout_at = s.opts.timeout ? s.t0 + s.opts.timeout->count() : kForever;
-  s.idle_at = s.opts.idle_timeout ? s.t0 + s.opts.idle_timeout->count() : kForever;
+  s.timeout_at = s.opts.call.timeout ? s.t0 + s.opts.call.timeout->count() : kForever;
+  s.idle_at = s.opts.call.idle_timeout ? s.t0 + s.opts.call.idle_timeout->count() : kForever;
   s.phase = Phase::running;
   return {};
 }
@@ -329,15 +330,15 @@ std::optional<CallEnd> Call::due_end(int64_t now) const noexcept { return s_->du
 
 void Call::note_output() {
   CallMachine& s = *s_;
-  if (!s.opts.idle_timeout || s.idle_held) return;
-  s.idle_at = sys::monotonic_ns() + s.opts.idle_timeout->count();
+  if (!s.opts.call.idle_timeout || s.idle_held) return;
+  s.idle_at = sys::monotonic_ns() + s.opts.call.idle_timeout->count();
 }
 
 void Call::hold_idle(bool held) {
   CallMachine& s = *s_;
-  if (!s.opts.idle_timeout || s.idle_held == held) return;
+  if (!s.opts.call.idle_timeout || s.idle_held == held) return;
   s.idle_held = held;
-  s.idle_at = held ? kForever : sys::monotonic_ns() + s.opts.idle_timeout->count();
+  s.idle_at = held ? kForever : sys::monotonic_ns() + s.opts.call.idle_timeout->count();
 }
 
 void Call::step() { s_->take_step(); }
@@ -439,7 +440,7 @@ Result<int> Call::signal_tree(int sig) {
   if (!s_->b || finished()) return 0;
   return s_->b->signal_all(sig);
 }
-void Call::set_stop_plan(StopPlan plan) { s_->opts.stop = std::move(plan); }
+void Call::set_stop_plan(StopPlan plan) { s_->opts.call.stop = std::move(plan); }
 
 bool Call::finish_may_block() {
   if (finished()) return false;

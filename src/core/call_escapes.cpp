@@ -82,7 +82,7 @@ void CallMachine::start_escapes() {
   if (found.empty()) return wrap_up();
   trace(count_of(found.size(), "process", "processes") + " outside the " + std::string(to_string(b->kind())) +
         " boundary " + (found.size() == 1 ? "is" : "are") + " still running below pmon");
-  if (opts.wait_tree && reason == StopReason::none) {
+  if (opts.call.wait_tree && reason == StopReason::none) {
     phase = Phase::escapes_waiting;
     return check_escapes();
   }
@@ -105,7 +105,7 @@ void CallMachine::start_escape_stop(StopReason why) {
   if (why != StopReason::escaped) reason = why;
   StopContext ctx;
   ctx.boundary = below.get();
-  ctx.plan = &opts.stop;
+  ctx.plan = &opts.call.stop;
   ctx.leftovers = &found;
   ctx.t0_ns = t0;
   ctx.skip_grace = escalated;

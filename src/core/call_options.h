@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a call is asked to be (RunOptions): the words of the call machine
-// (core/call_machine.h) and of its handle (core/call.h), with how its end
-// is asked for (CallEnd, core/result.h).
+// What a call is (CallSpec) and how it is run (RunOptions): the words of
+// the call machine (core/call_machine.h) and of its handle (core/call.h),
+// with how its end is asked for (CallEnd, core/result.h).
 #pragma once
 
 #include <functional>
@@ -18,7 +18,12 @@
 
 namespace pmon {
 
-struct RunOptions {
+// What a call is, whoever asks for it (the CLI's flags, a job's JSON, the
+// binding's arguments): its command, what it may use, when it is ended and
+// how it is stopped. How a caller is wired to it is RunOptions' business.
+struct CallSpec {
+  // The command, its environment and directory, and how it is started
+  // (pdeathsig among them).
   SpawnSpec spawn;
   // Set on the call's cgroup leaf before it starts; fails closed (125).
   Limits limits;
@@ -31,6 +36,12 @@ struct RunOptions {
   std::optional<Nanos> idle_timeout;
   StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
   bool wait_tree = false;
+};
+
+// A call as the driver runs it: what it is, and how the caller is wired to
+// it (the fds it watches, who reaps, what is read as it ends).
+struct RunOptions {
+  CallSpec call;
   // For the blocking helpers (core/driver.h): a signalfd the caller owns,
   // where SIGCHLD means "reap" and any other signal cancels the call (a
   // second one skips the grace period); an fd whose readability means

@@ -102,9 +102,8 @@ std::expected<InitResult, Error> Initer::run() {
   // here); without one only their count is known, or nothing.
   const bool proc_ok = b_->kind() != ConfineKind::pidns || proc_matches_pid_ns();
   RunOptions ro;
-  ro.spawn = opts_.spawn;
-  ro.stop = opts_.stop;
-  ro.wait_tree = opts_.wait_all;
+  ro.call = opts_.call;
+  ro.call.limits = {};  // already set on the boundary by the caller
   ro.signal_fd = opts_.signal_fd;
   ro.own_all_children = true;
   ro.reaper = &reaper_;
@@ -143,7 +142,7 @@ std::expected<InitResult, Error> Initer::run() {
         res.leftovers ? count_of(*res.leftovers, "process", "processes") + " the command left running"
                       : "what the command left running (pmon cannot count it: the /proc here does not show "
                         "this PID namespace)";
-    trace(opts_.wait_all ? "waiting for " + left + " to exit" : "stopping " + left);
+    trace(opts_.call.wait_tree ? "waiting for " + left + " to exit" : "stopping " + left);
   }
   const RunResult& r = d.finish(Call::End::main_exited);
   res.cleanup_verified = r.cleanup_verified;

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "confine/boundary.h"
+#include "core/call_options.h"
 #include "core/spawn.h"
 #include "sys/reap.h"
 #include "core/stop.h"
@@ -33,10 +34,11 @@ enum class ForwardMode { child, group, tree };
 std::optional<ForwardMode> parse_forward_mode(std::string_view s) noexcept;
 
 struct InitOptions {
-  SpawnSpec spawn;
+  // The command, its stop plan, and whether to wait for the boundary to
+  // empty (wait_tree: --wait-all) instead of stopping it. Its limits are
+  // the caller's to set on the boundary it passes in.
+  CallSpec call;
   ForwardMode forward = ForwardMode::tree;
-  StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
-  bool wait_all = false;  // wait for the boundary to empty instead of stopping it
   // A signalfd the caller owns, for every signal it blocked: SIGCHLD means
   // "reap", any other signal is forwarded.
   int signal_fd = -1;

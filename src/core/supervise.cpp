@@ -187,16 +187,14 @@ SuperviseResult Supervisor::run() {
 
   for (;;) {
     RunOptions ro;
-    ro.spawn = opts_.spawn;
-    ro.limits = opts_.limits;
-    ro.stop = opts_.stop;
+    ro.call = opts_.call;
     ro.signal_fd = opts_.signal_fd;
     ro.own_all_children = true;
     ro.reaper = &reaper_;
     ro.main_by_pidfd = opts_.engine == Engine::pidfd;
     ro.trace = opts_.trace;
     // The supervision's deadline is each child's timeout.
-    if (deadline_ != kForever) ro.timeout = Nanos(std::max<int64_t>(1, deadline_ - sys::monotonic_ns()));
+    if (deadline_ != kForever) ro.call.timeout = Nanos(std::max<int64_t>(1, deadline_ - sys::monotonic_ns()));
     call_ = std::make_unique<Call>(backend_, std::move(ro));
     if (auto s = call_->start(); !s) {
       res_.spawn_error = s.error();
@@ -225,14 +223,19 @@ SuperviseResult Supervisor::run() {
     const RunResult& r = driver_.finish(why);
     const bool collected = reaper_.main_reaped();
     if (collected) emit_exited(pid);
-    if (!r.cleanup_verified) res_.cleanup_error = cleanup_error(r, pid);
+    bool verified = r.cleanup_verified;
+    if (!verified) res_.cleanup_error = cleanup_error(r, pid);
+    if (opts_.after_child && !opts_.after_child() && verified) {
+      verified = false;
+      res_.cleanup_error = "could not confirm the jobs a service started for child=" + std::to_string(pid) + " are gone";
+    }
     if (why != Call::End::main_exited) {
       if (!collected && res_.cleanup_error.empty())
         res_.cleanup_error = "child=" + std::to_string(pid) + " could not be collected";
-      if (!r.cleanup_verified || !collected) return finish(SuperviseEnd::cleanup_failed);
+      if (!verified || !collected) return finish(SuperviseEnd::cleanup_failed);
       return finish(timed_out_ ? SuperviseEnd::timeout : SuperviseEnd::signal);
     }
-    if (!r.cleanup_verified) return finish(SuperviseEnd::cleanup_failed);
+    if (!verified) return finish(SuperviseEnd::cleanup_failed);
     if (stop_signal_ != 0) return finish(SuperviseEnd::signal);
     if (!res_.last_status->signaled && res_.last_status->code == 0) return finish(SuperviseEnd::clean_exit);
     if (res_.restarts >= opts_.max_restarts) {

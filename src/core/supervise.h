@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "confine/boundary.h"
+#include "core/call_options.h"
 #include "core/spawn.h"
 #include "core/stop.h"
 #include "core/stopper.h"
@@ -67,18 +68,22 @@ struct SuperviseEvent {
 std::string format_event(const SuperviseEvent& e);
 
 struct SuperviseOptions {
-  SpawnSpec spawn;
-  Limits limits;  // set on every child's boundary
+  // Each child: its command, limits (set on every child's boundary) and
+  // stop plan; its timeout is the supervision's (below), not its own.
+  CallSpec call;
   Engine engine = Engine::pidfd;
   int max_restarts = 3;
   std::optional<Nanos> timeout;  // bounds the whole supervision
   Nanos restart_delay{0};        // interruptible by the deadline and signals
-  StopPlan stop = StopPlan::standard(SIGTERM, std::chrono::seconds(2));
   // A signalfd the caller owns, with SIGCHLD and the stop signals blocked
   // and routed to it (required). SIGCHLD means "reap"; SIGINT, SIGTERM and
   // SIGHUP stop supervision; a second one skips the grace period.
   int signal_fd = -1;
   std::function<void(const SuperviseEvent&)> on_event;
+  // Once each child's tree is stopped, before any restart: what else was
+  // the child's to stop (the CLI: the jobs a service started for it),
+  // stopped; false when it could not be confirmed gone (cleanup_failed).
+  std::function<bool()> after_child;
   // Progress lines for -v.
   std::function<void(const std::string&)> trace;
 };

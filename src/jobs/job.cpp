@@ -121,21 +121,23 @@ std::expected<JobStdio, Error> open_stdio(const CreateParams& p) {
 }
 
 RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBase& base, const StopPlan& stop) {
+  // The job service's one reading of a job's JSON (CreateParams) as a call.
   RunOptions ro;
+  CallSpec& c = ro.call;
   if (!base.wrapper.empty()) {
     // The job's own pmon gets the job's first signal, and on a terminal
     // gives the command one of its own (copying, and passing on a resize).
-    ro.spawn.argv = base.wrapper;
+    c.spawn.argv = base.wrapper;
     if (p.kill_signal) {
-      ro.spawn.argv.push_back("--signal");
-      ro.spawn.argv.push_back(std::to_string(*p.kill_signal));
+      c.spawn.argv.push_back("--signal");
+      c.spawn.argv.push_back(std::to_string(*p.kill_signal));
     }
-    if (p.pty) ro.spawn.argv.push_back("--pty");
-    ro.spawn.argv.push_back("--");
+    if (p.pty) c.spawn.argv.push_back("--pty");
+    c.spawn.argv.push_back("--");
   }
-  ro.spawn.argv.push_back(p.command);
-  ro.spawn.argv.insert(ro.spawn.argv.end(), p.args.begin(), p.args.end());
-  if (p.cwd) ro.spawn.cwd = *p.cwd;
+  c.spawn.argv.push_back(p.command);
+  c.spawn.argv.insert(c.spawn.argv.end(), p.args.begin(), p.args.end());
+  if (p.cwd) c.spawn.cwd = *p.cwd;
   if (!p.env.empty() || p.clear_env) {
     std::vector<std::string> env;
     for (char** e = p.clear_env ? nullptr : environ; e && *e; ++e) {
@@ -145,22 +147,22 @@ RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBas
         env.emplace_back(kv);
     }
     for (const EnvVar& v : p.env) env.push_back(v.name + "=" + v.value);
-    ro.spawn.env = std::move(env);
+    c.spawn.env = std::move(env);
   }
-  if (p.pty) ro.spawn.pty_slave = io.out_w.get();
-  else ro.spawn.stdio = {io.in_r.get(), io.out_w.get(), io.err_w ? io.err_w.get() : io.out_w.get()};
-  ro.spawn.close_other_fds = true;
-  ro.spawn.changed_signals = &base.changed_signals;
-  ro.spawn.start_on_this_cpu = true;
-  if (base.nofile_raised) ro.spawn.nofile = &base.nofile;
-  ro.stop = stop;
-  if (p.kill_signal && base.wrapper.empty() && !ro.stop.steps.empty() &&
-      ro.stop.steps[0].action == StopStep::Action::signal)
-    ro.stop.steps[0].signal = *p.kill_signal;
-  ro.wait_tree = p.wait_tree;
-  if (p.timeout_ms) ro.timeout = std::chrono::milliseconds(*p.timeout_ms);
-  if (p.idle_timeout_ms) ro.idle_timeout = std::chrono::milliseconds(*p.idle_timeout_ms);
-  ro.limits = p.limits;
+  if (p.pty) c.spawn.pty_slave = io.out_w.get();
+  else c.spawn.stdio = {io.in_r.get(), io.out_w.get(), io.err_w ? io.err_w.get() : io.out_w.get()};
+  c.spawn.close_other_fds = true;
+  c.spawn.changed_signals = &base.changed_signals;
+  c.spawn.start_on_this_cpu = true;
+  if (base.nofile_raised) c.spawn.nofile = &base.nofile;
+  c.stop = stop;
+  if (p.kill_signal && base.wrapper.empty() && !c.stop.steps.empty() &&
+      c.stop.steps[0].action == StopStep::Action::signal)
+    c.stop.steps[0].signal = *p.kill_signal;
+  c.wait_tree = p.wait_tree;
+  if (p.timeout_ms) c.timeout = std::chrono::milliseconds(*p.timeout_ms);
+  if (p.idle_timeout_ms) c.idle_timeout = std::chrono::milliseconds(*p.idle_timeout_ms);
+  c.limits = p.limits;
   return ro;
 }
 

@@ -213,8 +213,8 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   // Its own pmon's report, for what that pmon stopped (its leftovers).
   if (j.own_pmon && spool_dir_.ensure()) {
     j.inner_report = spool_dir_.path() + "/" + j.id + ".call.json";
-    auto dashes = std::find(ro.spawn.argv.begin(), ro.spawn.argv.end(), "--");
-    ro.spawn.argv.insert(dashes, {"--report", j.inner_report});
+    auto dashes = std::find(ro.call.spawn.argv.begin(), ro.call.spawn.argv.end(), "--");
+    ro.call.spawn.argv.insert(dashes, {"--report", j.inner_report});
   }
   j.command = {p.command};
   j.command.insert(j.command.end(), p.args.begin(), p.args.end());

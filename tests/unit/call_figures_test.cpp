@@ -49,14 +49,14 @@ class FiguresBackend final : public Backend {
 
 RunOptions true_call() {
   RunOptions o;
-  o.spawn.argv = {"/bin/true"};
+  o.call.spawn.argv = {"/bin/true"};
   return o;
 }
 
 TEST(CallFigures, ReadOnceAndAllReachTheReport) {
   FiguresBackend backend;
   RunOptions o = true_call();
-  o.limits.memory_max = uint64_t{1} << 30;
+  o.call.limits.memory_max = uint64_t{1} << 30;
   auto r = run_call(backend, o);
   ASSERT_TRUE(r) << r.error().text;
   ASSERT_EQ(backend.asked.size(), 1u);
@@ -72,7 +72,7 @@ TEST(CallFigures, ReadOnceAndAllReachTheReport) {
 TEST(CallFigures, WhatTheLimitsMetOnlyWhereALimitWasSet) {
   FiguresBackend backend;
   RunOptions o = true_call();
-  o.limits.pids_max = 0;  // none, not even the default
+  o.call.limits.pids_max = 0;  // none, not even the default
   auto r = run_call(backend, o);
   ASSERT_TRUE(r) << r.error().text;
   ASSERT_EQ(backend.asked.size(), 1u);
@@ -86,7 +86,7 @@ TEST(CallFigures, WhatTheLimitsMetOnlyWhereALimitWasSet) {
 TEST(CallFigures, ACgroupsUsageOnlyForACallerThatShowsIt) {
   FiguresBackend backend;
   RunOptions o = true_call();
-  o.limits.pids_max = 0;
+  o.call.limits.pids_max = 0;
   o.session_figures = false;
   auto r = run_call(backend, o);
   ASSERT_TRUE(r) << r.error().text;

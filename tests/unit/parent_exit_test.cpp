@@ -19,7 +19,7 @@ TEST(ParentExit, StopsTheCallAndSaysWhy) {
   ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
   ASSERT_EQ(::write(p[1], "x", 1), 1);  // the parent is gone before the call waits
   RunOptions opts;
-  opts.spawn.argv = {"/bin/sleep", "100"};
+  opts.call.spawn.argv = {"/bin/sleep", "100"};
   opts.parent_fd = p[0];
   auto r = run_call(**be, opts);
   ::close(p[0]);
@@ -40,7 +40,7 @@ TEST(ParentExit, ACallThatEndsFirstIsNotStopped) {
   int p[2];
   ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
   RunOptions opts;
-  opts.spawn.argv = {"/bin/sh", "-c", "exit 3"};
+  opts.call.spawn.argv = {"/bin/sh", "-c", "exit 3"};
   opts.parent_fd = p[0];
   auto r = run_call(**be, opts);
   ::close(p[0]);
