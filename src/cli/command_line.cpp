@@ -128,15 +128,14 @@ void report_passed_over(const Selection& sel, bool verbose, bool quiet) {
   }
   const ConfineKind k = sel.backend->kind();
   if (quiet || sel.passed_over.empty() || k == ConfineKind::cgroup || k == ConfineKind::pidns) return;
-  // Each reason starts with its backend's name: "cgroup: cannot ...".
+  const std::vector<ConfineKind>& over = sel.passed_over_kinds;
   std::string names;
-  for (size_t i = 0; i < sel.passed_over.size(); ++i) {
-    const std::string& why = sel.passed_over[i].text;
-    if (i > 0) names += i + 1 == sel.passed_over.size() ? " and " : ", ";
-    names += why.substr(0, why.find(':'));
+  for (size_t i = 0; i < over.size(); ++i) {
+    if (i > 0) names += i + 1 == over.size() ? " and " : ", ";
+    names += to_string(over[i]);
   }
   std::fprintf(stderr, "pmon: warning: %s %s unavailable here; using the weaker %s backend (see 'pmon doctor')\n",
-               names.c_str(), sel.passed_over.size() == 1 ? "is" : "are", chosen.c_str());
+               names.c_str(), over.size() == 1 ? "is" : "are", chosen.c_str());
 }
 
 std::optional<std::vector<std::string>> parse_command_line(CLI::App& app,

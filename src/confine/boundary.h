@@ -271,8 +271,10 @@ struct ConfineRequest {
 
 struct Selection {
   std::unique_ptr<Backend> backend;
-  // For auto: why each stronger backend was passed over, one line each.
+  // For auto: why each stronger backend was passed over, one line each
+  // ("cgroup: ..."), and which backend each line is of.
   std::vector<Error> passed_over;
+  std::vector<ConfineKind> passed_over_kinds;
   // Why the configured default envelope was not set, or empty.
   std::optional<Error> session_note;
 };

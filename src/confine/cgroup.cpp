@@ -192,9 +192,9 @@ class CgroupBoundary final : public Boundary {
       f.memory_peak_bytes = memory_peak_bytes();
     }
     if (wanted.limit_hits) {
-      f.oom_killed = oom_killed();
-      f.pids_max_hit = pids_max_hit();
-      f.memory_high_hit = memory_high_hit();
+      f.oom_killed = counted(limits_.memory_max.has_value(), "memory.events", "oom_kill");
+      f.pids_max_hit = counted(limits_.has_pids_max() || leaf_.pids_default, "pids.events", "max");
+      f.memory_high_hit = counted(limits_.memory_high.has_value(), "memory.events", "high");
     }
     return f;
   }
@@ -226,24 +226,12 @@ class CgroupBoundary final : public Boundary {
   std::expected<void, Error> set_call_limits(const Limits& limits);
   std::expected<void, Error> set_default_pids_max(std::optional<uint64_t> n);
 
-  std::optional<bool> oom_killed() {
-    if (!limits_.memory_max) return std::nullopt;
+  // Whether `key` of the leaf's `file` (memory.events, pids.events) has
+  // counted anything; nothing where the limit it counts was not set.
+  std::optional<bool> counted(bool limited, const char* file, const char* key) {
+    if (!limited) return std::nullopt;
     Fd fd;
-    auto n = read_keyed(leaf_.dir.get(), fd, "memory.events", "oom_kill");
-    return n ? std::optional<bool>(*n > 0) : std::nullopt;
-  }
-
-  std::optional<bool> memory_high_hit() {
-    if (!limits_.memory_high) return std::nullopt;
-    Fd fd;
-    auto n = read_keyed(leaf_.dir.get(), fd, "memory.events", "high");
-    return n ? std::optional<bool>(*n > 0) : std::nullopt;
-  }
-
-  std::optional<bool> pids_max_hit() {
-    if (!limits_.has_pids_max() && !leaf_.pids_default) return std::nullopt;
-    Fd fd;
-    auto n = read_keyed(leaf_.dir.get(), fd, "pids.events", "max");
+    auto n = read_keyed(leaf_.dir.get(), fd, file, key);
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 

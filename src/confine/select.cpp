@@ -120,6 +120,7 @@ std::expected<Selection, Error> select_plain(const ConfineRequest& req) {
     if (k == ConfineKind::cgroup && !req.cgroup_root.empty())
       return std::unexpected(prefixed("cgroup: ", b.error()));
     sel.passed_over.push_back(prefixed(std::string(to_string(k)) + ": ", std::move(b.error())));
+    sel.passed_over_kinds.push_back(k);
   }
   if (sel.passed_over.empty()) return unsupported("no confinement backend works here: ");
   return std::unexpected(prefixed("no confinement backend works here: ", sel.passed_over.back()));
