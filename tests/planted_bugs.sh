@@ -5,7 +5,8 @@
 # this tree (uncommitted changes included), pmon built there, the test named
 # for each run: it must FAIL. Prints a table (planted, caught or not) and
 # keeps each test's output. Run by hand (a build per bug), not in CI. The
-# tree it is run from is never changed.
+# tree it is run from is never changed. --check only checks that each plant
+# still applies to one line.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -14,14 +15,35 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 BUGS=(
   'hook-lets-through|src/cli/shell_cmd.cpp|/hook_refusal(hook_harness(input))/{n;s/return 2;/return 0;/}|e2e:die_with_parent'
   'hook-answers-harness|src/cli/shell_cmd.cpp|s/std::fprintf(stderr, "%s\\n", hook_refusal/std::fprintf(stdout, "%s\\n", hook_refusal/|e2e:die_with_parent'
-  'dead-service-by-pid|src/jobs/spool.cpp|s/if (o.start) return !process_alive(o.pid, \*o.start);/if (o.start) return ::kill(o.pid, 0) != 0 \&\& errno == ESRCH;/|e2e:serve_predecessor'
+  'dead-service-by-pid|src/jobs/spool.cpp|s/  return !process_alive(o.pid, \*o.start);/  return ::kill(o.pid, 0) != 0 \&\& errno == ESRCH;/|e2e:serve_predecessor'
   'start-timeout-0|src/serve/mcp.cpp|s/if (auto s = a.seconds("timeout_s"); s \&\& \*s > 0) c.timeout_ms = s;/if (auto s = a.seconds("timeout_s"); s) c.timeout_ms = s;/|e2e:serve_job_status'
-  'grep-cap-in-lines|src/jobs/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|e2e:serve_spool'
-  'grep-cap-in-lines-unit|src/jobs/output_view.cpp|s/r.more = r.text.size() + no.size() + shown.size() + 1 > max;/r.more = r.shown + 1 > max;/|unit:RenderView.GrepAnswersAtMostMaxBytes'
+  'grep-cap-in-lines|src/jobs/output_view.cpp|s/r_.more = r_.text.size() + no.size() + shown.size() + 1 > s.max;/r_.more = r_.shown + 1 > s.max;/|e2e:serve_spool'
+  'grep-cap-in-lines-unit|src/jobs/output_view.cpp|s/r_.more = r_.text.size() + no.size() + shown.size() + 1 > s.max;/r_.more = r_.shown + 1 > s.max;/|unit:RenderView.GrepAnswersAtMostMaxBytes'
   'cancel-answered-early|src/serve/mcp_adapter.cpp|s/^  if (\*stopped) return reply(cancelled(j, rev.modern));/  return reply(cancelled(j, rev.modern));/|node:test/mcp_tasks.test.mjs'
   'end-words-swap|src/core/end_words.cpp|/E::release,/s/"release",/"replaced",/|unit:EndWords.*'
   'time-up-cause-dropped|src/jobs/stops.cpp|s/  if (end != Call::End::main_exited \&\& !j.ended_by) j.ended_by = end;/  (void)end;/|e2e:serve_idle_timeout'
+  'flag-value-words|src/cli/command_line.cpp|s/(is_flag(o) ? " takes no value" : " needs a value")/(is_flag(o) ? " needs a value" : " takes no value")/|e2e:bad_input'
+  'guard-none|src/confine/cgroup.cpp|s/CrashGuard\* guard() noexcept override { return this; }/CrashGuard* guard() noexcept override { return nullptr; }/|e2e:serve_guard_killed'
+  'supervise-keeps-jobs|src/cli/supervise_cmd.cpp|s/    return CallHost::stop_recorded_jobs(jobs_left, verbose > 0);/    return jobs_left.empty();/|e2e:supervise_init_owner_jobs'
+  'ready-answer-shape-dropped|src/jobs/answers.cpp|s/        a.shape = w.shape;/        a.shape = {};/|node:test/mcp_v2.test.mjs'
 )
+
+# --check: only that each sed still changes exactly one line of its file
+# (no build, no test): the test suite runs this, so that a change to the
+# code does not leave an entry that plants nothing.
+if [ "${1:-}" = --check ]; then
+  bad=0
+  for entry in "${BUGS[@]}"; do
+    IFS='|' read -r name file expr test <<< "$entry"
+    changed=$(sed -e "$expr" "$src/$file" | diff "$src/$file" - | grep -c '^[<>]')
+    if [ "$changed" != 2 ]; then
+      echo "$name: the sed on $file changes $((changed / 2)) lines, not one: update it and tests/planted_bugs.md"
+      bad=1
+    fi
+  done
+  [ $bad = 0 ] && echo "all ${#BUGS[@]} plants apply to one line each"
+  exit $bad
+fi
 
 work=$(mktemp -d /tmp/pmon-planted.XXXXXX)
 logs=$work/logs
