@@ -123,6 +123,7 @@ int mcp_main(const std::vector<std::string>& args) {
   Selection sel = jobs.apply("mcp", true, opts);
   opts.stdio = true;
   opts.mcp = true;
+  opts.make_room = true;
   opts.quiet = true;
   // The client is the parent: when it dies without closing our stdin (a
   // pipe some child of its inherited), the jobs go with it all the same.

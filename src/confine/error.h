@@ -44,6 +44,7 @@ enum class Errc : uint8_t {
   did_not_listen,  // it did not listen on `port` within `ms`
   owner_stopping,  // the job a create comes from is stopping
   no_such_job,     // no running job of the caller's is named `text` or listens on `port`
+  too_many_jobs,   // the service holds its most jobs (`text`: how many)
 };
 
 struct Error {

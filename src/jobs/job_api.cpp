@@ -27,6 +27,10 @@ std::string words(const Error& e, std::string_view noun) {
     case F::did_not_listen: return job + " did not listen on " + port + " within " + std::to_string(e.ms) + " ms";
     case F::owner_stopping:
       return job + ", which this request comes from, is stopping; a job started from inside a job ends with it";
+    case F::too_many_jobs:
+      // A model never releases what is over (MCP's "job"): it stops what runs.
+      if (noun == "job") return "too many running jobs (at most " + e.text + "); stop some with kill first";
+      return "too many jobs (at most " + e.text + "); release some first";
     case F::no_such_job: {
       std::string what = std::string("no running ") + std::string(noun) + " of yours";
       if (!e.text.empty()) what += " is named '" + e.text + "'" + (e.port ? " and" : "");

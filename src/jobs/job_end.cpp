@@ -66,7 +66,7 @@ void JobTable::job_over(Job& j) {
   if (!j.ended_by && r.signal) note_owner_end(j);
   front_->job_ended(j);
   answers_.settle(j);
-  if (opts_.mcp && !j.forget) bound_spools(j.creator);
+  if (opts_.make_room && !j.forget) bound_spools(j.creator);
   if (j.forget) erase(j.id);
   // A job killed by a signal nobody here sent, inside a call that may be
   // ending at this moment: its report is made when asked for (report_text).

@@ -160,12 +160,13 @@ std::expected<Job*, Error> JobTable::find_own(const Asker& a, const FindParams& 
 std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& p) {
   using std::unexpected;
   if (!refused_.empty()) return unexpected(Error::line(refused_));
-  if (jobs_.size() >= opts_.max_jobs && opts_.mcp) make_room();
-  if (jobs_.size() >= opts_.max_jobs)
-    return unexpected(Error::line(opts_.mcp ? "too many running jobs (at most " + std::to_string(opts_.max_jobs) +
-                                                  "); stop some with kill first"
-                                            : "too many jobs (at most " + std::to_string(opts_.max_jobs) +
-                                                  "); release some first"));
+  if (jobs_.size() >= opts_.max_jobs && opts_.make_room) make_room();
+  if (jobs_.size() >= opts_.max_jobs) {
+    Error e;
+    e.code = Errc::too_many_jobs;
+    e.text = std::to_string(opts_.max_jobs);
+    return unexpected(std::move(e));
+  }
   if (!spawn_base_.wrapper.empty())
     if (auto cannot = check_runnable(p)) return unexpected(*cannot);
   auto io = open_stdio(p);

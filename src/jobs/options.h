@@ -22,8 +22,14 @@ struct ServeOptions {
   bool stdio = false;
   bool die_with_parent = false;
   bool quiet = false;  // -q: no warnings (errors, and what the service stopped, are said)
-  // Speak MCP (pmon mcp) instead of the terminal/* methods, on the same jobs.
+  // Speak MCP (pmon mcp) instead of the terminal/* methods, on the same
+  // jobs: which front end the service wires (serve/service.cpp).
   bool mcp = false;
+  // At the job limit, the oldest job that is over and whose end was told
+  // goes first, and the spools of one creator's jobs that are over are
+  // kept within session_spool() (pmon mcp: a model never releases a job);
+  // else a new job past the limit is refused.
+  bool make_room = false;
   // Take requests from this front end's threads instead (pmon sandboxd):
   // no connection of its own then (no listen_fd, no stdio).
   ThreadedFront* threaded = nullptr;

@@ -155,4 +155,22 @@ mcp.close()
 print("mcp ok")
 PY
 echo "ok: pmon mcp's wait, list and log message say stopped_by"
+
+# pmon mcp at its job limit: a start past it is refused in MCP's words (a
+# model stops jobs, it never releases them), and once the running job is
+# killed, a new one starts in its place.
+PYTHONPATH="$(dirname "$0")" python3 - "$PMON" > "$t/limit.out" 2>&1 <<'PY' || fail "pmon mcp --max-jobs 1: $(cat "$t/limit.out")"
+import sys
+from mcp_stdio import Mcp
+mcp = Mcp(sys.argv[1], "--max-jobs", "1")
+jid = mcp.tool("start", {"command": "sleep 1000"})["structuredContent"]["id"]
+r = mcp.req("tools/call", {"name": "start", "arguments": {"command": "sleep 1000"}})
+text = r["content"][0]["text"]
+assert r.get("isError") and "too many running jobs (at most 1); stop some with kill first" in text, r
+mcp.tool("kill", {"id": jid})
+mcp.tool("start", {"command": "exit 0"})
+mcp.close()
+print("limit ok")
+PY
+echo "ok: pmon mcp at its job limit says so in its words, and kill makes room"
 pass
