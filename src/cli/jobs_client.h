@@ -21,6 +21,7 @@
 #include "core/end_words.h"
 #include "core/printable.h"
 #include "core/units.h"
+#include "jobs/job_api.h"
 #include "jobs/json_text.h"
 #include "jobs/output_buffer.h"
 #include "jobs/socket.h"
@@ -46,23 +47,27 @@ inline std::string shown(std::string_view s) {
   }
 }
 
-// The service's error line in the CLI's words: the protocol says
-// "terminal", the CLI "job", and what the CLI offers to do about it.
-inline std::string cli_words(const std::string& message) {
-  const std::string kUnknown = "unknown terminal ";
-  if (message.starts_with(kUnknown))
-    return "no job " + message.substr(kUnknown.size()) + " on this service; 'pmon jobs' lists them";
-  const std::string kRelease = "; release some first";
-  if (message.starts_with("too many jobs") && message.ends_with(kRelease))
-    return message.substr(0, message.size() - kRelease.size()) +
-           "; remove jobs that have ended with 'pmon rm ID' ('pmon jobs' lists them), or start the service with "
-           "a larger --max-jobs";
-  const std::string kNone = "no running terminal of yours";
-  if (message.starts_with(kNone))
-    return "no running job" + message.substr(kNone.size()) + " on this service; 'pmon jobs' lists them";
-  const std::string kTerminal = "terminal '";
-  if (message.starts_with(kTerminal)) return "job '" + message.substr(kTerminal.size());
-  return message;
+// The service's error in the CLI's words: a job's error is read from its
+// data and said of a "job" (the protocol says "terminal"), with what the
+// CLI offers to do about it; any other is the service's line.
+inline std::string cli_words(const Json& error) {
+  const std::string message = error.value("message", std::string("error"));
+  std::optional<Error> e = error.contains("data") ? serve::error_from_data(error["data"]) : std::nullopt;
+  if (!e) return message;
+  const std::string here = " on this service; 'pmon jobs' lists them";
+  switch (e->code) {
+    case Errc::unknown_job: return "no job '" + e->job + "'" + here;
+    case Errc::too_many_jobs:
+      return "too many jobs (at most " + e->text + "); remove jobs that have ended with 'pmon rm ID' ('pmon jobs' "
+             "lists them), or start the service with a larger --max-jobs";
+    case Errc::no_such_job: {
+      std::string what = "no running job";
+      if (!e->text.empty()) what += " is named '" + e->text + "'" + (e->port ? " and" : "");
+      if (e->port) what += " listens on TCP port " + std::to_string(*e->port);
+      return what + here;
+    }
+    default: return serve::words(*e, "job");
+  }
 }
 
 // A job id from the command line is text, or die() names `sub`.
@@ -111,7 +116,7 @@ class Client {
     for (;;) {
       Json msg = read_message();
       if (!msg.contains("id") || msg["id"] != id) continue;  // a notification
-      if (msg.contains("error")) return std::unexpected(cli_words(msg["error"].value("message", std::string("error"))));
+      if (msg.contains("error")) return std::unexpected(cli_words(msg["error"]));
       if (passed && !fds_.empty()) *passed = std::move(fds_.front());
       fds_.clear();
       return std::move(msg["result"]);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "jobs/job_api.h"
 
+#include <nlohmann/json.hpp>
+
 namespace pmon::serve {
 
 std::string words(const Error& e, std::string_view noun) {
@@ -40,6 +42,56 @@ std::string words(const Error& e, std::string_view noun) {
     default: break;
   }
   return render(e);
+}
+
+namespace {
+
+// A job's errors by the name a client reads in error.data.reason, and what
+// its text is there (the field it goes in).
+struct Reason {
+  Errc code;
+  const char* name;
+  const char* text_field;  // nullptr: it has none
+};
+constexpr Reason kReasons[] = {
+    {Errc::unknown_job, "unknownTerminal", nullptr},   {Errc::no_stdin, "noStdin", "stdin"},
+    {Errc::stdin_full, "stdinFull", "budget"},         {Errc::no_pty, "noPty", nullptr},
+    {Errc::job_ended, "terminalEnded", nullptr},       {Errc::cannot_resize, "cannotResize", "detail"},
+    {Errc::still_running, "stillRunning", nullptr},    {Errc::never_listened, "neverListened", nullptr},
+    {Errc::did_not_listen, "didNotListen", nullptr},   {Errc::owner_stopping, "ownerStopping", nullptr},
+    {Errc::no_such_job, "noSuchTerminal", "name"},     {Errc::too_many_jobs, "tooManyTerminals", "limit"},
+};
+
+}  // namespace
+
+nlohmann::json error_data(const Error& e) {
+  for (const Reason& r : kReasons) {
+    if (r.code != e.code) continue;
+    nlohmann::json d = {{"reason", r.name}};
+    if (!e.job.empty()) d["terminalId"] = e.job;
+    if (e.port) d["port"] = *e.port;
+    if (e.code == Errc::did_not_listen) d["timeoutMs"] = e.ms;
+    if (r.text_field != nullptr && !e.text.empty()) d[r.text_field] = e.text;
+    return d;
+  }
+  return nullptr;
+}
+
+std::optional<Error> error_from_data(const nlohmann::json& data) {
+  if (!data.is_object() || !data.contains("reason") || !data["reason"].is_string()) return std::nullopt;
+  const std::string name = data["reason"].get<std::string>();
+  for (const Reason& r : kReasons) {
+    if (name != r.name) continue;
+    Error e;
+    e.code = r.code;
+    if (data.contains("terminalId") && data["terminalId"].is_string()) e.job = data["terminalId"].get<std::string>();
+    if (data.contains("port") && data["port"].is_number_unsigned()) e.port = data["port"].get<uint16_t>();
+    if (data.contains("timeoutMs") && data["timeoutMs"].is_number_unsigned()) e.ms = data["timeoutMs"].get<uint64_t>();
+    if (r.text_field != nullptr && data.contains(r.text_field) && data[r.text_field].is_string())
+      e.text = data[r.text_field].get<std::string>();
+    return e;
+  }
+  return std::nullopt;
 }
 
 }  // namespace pmon::serve

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -249,6 +250,13 @@ struct JobInfo {
 // The error in one line for a client of the service: a job named
 // "<noun> '<id>'", a setting by the service's own flag.
 std::string words(const Error& e, std::string_view noun);
+// A job's error as data beside its line (a JSON-RPC error's `data`):
+// {"reason": "unknownTerminal", "terminalId": ..., and what else it has:
+// "port", "timeoutMs", "name", "limit", "stdin", "budget", "detail"}; null
+// for any other error. error_from_data() reads it back (the CLI words it
+// its own way).
+nlohmann::json error_data(const Error& e);
+std::optional<Error> error_from_data(const nlohmann::json& data);
 // The request is at fault (a JSON-RPC "invalid params"), not the service.
 inline bool callers_fault(const Error& e) { return e.code == Errc::invalid_argument; }
 

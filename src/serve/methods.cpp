@@ -16,7 +16,7 @@ namespace {
 constexpr int64_t kInlineNs = 1'000'000;
 
 RpcError rpc_error(const Error& e) {
-  return {callers_fault(e) ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal")};
+  return {callers_fault(e) ? rpc::kInvalidParams : rpc::kServerError, words(e, "terminal"), error_data(e)};
 }
 
 Json started_json(const Started& s) {

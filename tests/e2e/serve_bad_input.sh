@@ -43,6 +43,9 @@ expect_error -32602 "'params' must be an object" "$(call c terminal/list '[1]')"
 expect_error -32602 "'terminalId' is required" "$(call c terminal/output '{}')"
 expect_error -32602 "'since' must be a non-negative integer" "$(call c terminal/output '{"terminalId":"t1","since":-4}')"
 expect_error -32000 "unknown terminal 'nope'" "$(call c terminal/kill '{"terminalId":"nope"}')"
+# ... and says so as data, for a client to word its own way.
+reply_is -m "an unknown terminal's error data" "$(call c terminal/kill '{"terminalId":"nope"}')" \
+  error.data.reason=unknownTerminal error.data.terminalId=nope
 expect_error -32000 "command not found" "$(call c terminal/create '{"command":"no-such-command-pmon-test"}')"
 chmod -x "$t/c.seen"
 expect_error -32000 "cannot run '$t/c.seen'" "$(call c terminal/create '{"command":"'"$t/c.seen"'"}')"

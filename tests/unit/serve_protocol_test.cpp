@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include "jobs/job_api.h"
 #include "serve/protocol.h"
 
 namespace pmon::serve {
@@ -297,6 +298,50 @@ TEST(ServeProtocol, SessionKeysInEitherCase) {
   // The same fields, no more, in both.
   EXPECT_EQ(camel["usage"].size(), snake["usage"].size());
   EXPECT_EQ(camel.size(), snake.size());
+}
+
+// A job's error goes to the client as data beside its line, and comes back
+// from it the same: the CLI words it from that, not from the message.
+TEST(ErrorData, AJobsErrorsRoundTripAndOthersHaveNone) {
+  std::vector<Error> errors;
+  for (Errc c : {Errc::unknown_job, Errc::no_pty, Errc::job_ended, Errc::still_running, Errc::owner_stopping})
+    errors.push_back(Error::of(c, "t7"));
+  Error e = Error::of(Errc::no_stdin, "t7");
+  e.text = "null";
+  errors.push_back(e);
+  e = Error::of(Errc::stdin_full, "t7");
+  e.text = "65536";
+  errors.push_back(e);
+  e = Error::of(Errc::cannot_resize, "t7");
+  e.text = "it has ended";
+  errors.push_back(e);
+  e = Error::of(Errc::never_listened, "t7");
+  e.port = 8080;
+  errors.push_back(e);
+  e = Error::of(Errc::did_not_listen, "t7");
+  e.ms = 1500;
+  errors.push_back(e);
+  e = Error{};
+  e.code = Errc::no_such_job;
+  e.text = "web";
+  e.port = 3000;
+  errors.push_back(e);
+  e = Error{};
+  e.code = Errc::too_many_jobs;
+  e.text = "1024";
+  errors.push_back(e);
+  for (const Error& in : errors) {
+    const Json data = error_data(in);
+    ASSERT_TRUE(data.is_object()) << words(in, "terminal");
+    std::optional<Error> out = error_from_data(data);
+    ASSERT_TRUE(out) << data.dump();
+    EXPECT_EQ(words(*out, "job"), words(in, "job")) << data.dump();
+    EXPECT_EQ(words(*out, "terminal"), words(in, "terminal")) << data.dump();
+  }
+  EXPECT_EQ(error_data(Error::of(Errc::unknown_job, "x"))["reason"], "unknownTerminal");
+  EXPECT_TRUE(error_data(Error::line("cannot run 'x': command not found", Errc::not_found)).is_null());
+  EXPECT_FALSE(error_from_data(Json{{"reason", "noSuchReason"}}));
+  EXPECT_FALSE(error_from_data(Json("unknownTerminal")));
 }
 
 }  // namespace
