@@ -12,25 +12,11 @@
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
-export PMON_SOCKET=$SOCK
-# The runs' records go under here (this run's alone).
-export XDG_RUNTIME_DIR=$t/xdg
-mkdir -m 700 "$XDG_RUNTIME_DIR"
-serve_start
-
-# The sleeper: records "pid start-time" of itself (it runs as the service's
-# child, so $$ is a host pid), then becomes sleep (same pid and start).
-cat > "$t/sleeper.sh" <<'EOF'
-echo "$$ $(cut -d' ' -f22 /proc/$$/stat)" > "$1.tmp"; mv "$1.tmp" "$1"
-exec sleep 1000
-EOF
+owner_call_service
 # The call's command: starts a kept job running the sleeper, waits until it
 # runs, then waits for its own timeout. $1 pmon, $2 sleeper record, $3 id file.
 cat > "$t/outer.sh" <<EOF
-"\$1" start -- sh "$t/sleeper.sh" "\$2" > "\$3.tmp" || exit 9
-mv "\$3.tmp" "\$3"
-i=0
-while [ ! -f "\$2" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i+1)); done
+sh "$t/start_sleeper.sh" "\$@" || exit
 exec sleep 1000
 EOF
 

@@ -12,27 +12,12 @@
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 
-export PMON_SOCKET=$SOCK
-# The records go under here (this scenario's alone).
-export XDG_RUNTIME_DIR=$t/xdg
-mkdir -m 700 "$XDG_RUNTIME_DIR"
-serve_start
-
-# The sleeper: records "pid start-time" of itself (a host pid: it runs as
-# the service's child), then becomes sleep (same pid and start).
-cat > "$t/sleeper.sh" <<'EOF'
-echo "$$ $(cut -d' ' -f22 /proc/$$/stat)" > "$1.tmp"; mv "$1.tmp" "$1"
-exec sleep 1000
-EOF
+owner_call_service
 # init's command: starts the kept job, waits until it runs, exits 0 (1 with
 # a fourth argument: supervise's first child). $1 pmon, $2 sleeper record,
 # $3 id file.
 cat > "$t/outer.sh" <<EOF
-"\$1" start -- sh "$t/sleeper.sh" "\$2" > "\$3.tmp" || exit 9
-mv "\$3.tmp" "\$3"
-i=0
-while [ ! -f "\$2" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i+1)); done
-[ -f "\$2" ] || exit 8
+sh "$t/start_sleeper.sh" "\$1" "\$2" "\$3" || exit
 [ -z "\$4" ] || exit 1
 EOF
 # supervise's command: the first child runs outer.sh (and exits 1); the
