@@ -60,17 +60,6 @@ uint64_t next_leaf_number() noexcept {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-// A cgroup file through an fd kept open: pread at 0 has the kernel write it
-// afresh (no open and close per read).
-std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::string_view key) {
-  if (!fd) fd = Fd(::openat(dirfd, file, O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  char buf[1024];
-  ssize_t n = retry_eintr([&] { return ::pread(fd.get(), buf, sizeof buf, 0); });
-  if (n <= 0) return std::nullopt;
-  return confine::keyed_value(std::string_view(buf, static_cast<size_t>(n)), key);
-}
-
 std::string strerr(int e) { return std::strerror(e); }
 
 class CgroupBackend;
@@ -209,7 +198,7 @@ class CgroupBoundary final : public Boundary {
   // usage_usec only grows, and nothing runs in a pooled leaf: what the call
   // used is the growth since the leaf was last given back.
   std::optional<uint64_t> cpu_usec() {
-    auto now = read_keyed(leaf_.dir.get(), leaf_.cpu_stat, "cpu.stat", "usage_usec");
+    auto now = confine::read_keyed(leaf_.dir.get(), leaf_.cpu_stat, "cpu.stat", "usage_usec");
     if (!now) return std::nullopt;
     cpu_read_ = true;
     leaf_.cpu_seen = *now;
@@ -231,7 +220,7 @@ class CgroupBoundary final : public Boundary {
   std::optional<bool> counted(bool limited, const char* file, const char* key) {
     if (!limited) return std::nullopt;
     Fd fd;
-    auto n = read_keyed(leaf_.dir.get(), fd, file, key);
+    auto n = confine::read_keyed(leaf_.dir.get(), fd, file, key);
     return n ? std::optional<bool>(*n > 0) : std::nullopt;
   }
 
@@ -458,7 +447,7 @@ class CgroupBackend final : public Backend, public CrashGuard {
     // a later call would read it as its own.
     if (reusable && leaf.pids_default) {
       Fd fd;
-      auto hit = read_keyed(leaf.dir.get(), fd, "pids.events", "max");
+      auto hit = confine::read_keyed(leaf.dir.get(), fd, "pids.events", "max");
       reusable = hit && *hit == 0;
     }
     {

@@ -28,6 +28,15 @@ std::optional<uint64_t> keyed_value(std::string_view s, std::string_view key) {
   return std::nullopt;
 }
 
+std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::string_view key) {
+  if (!fd) fd = Fd(::openat(dirfd, file, O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  char buf[1024];
+  ssize_t n = retry_eintr([&] { return ::pread(fd.get(), buf, sizeof buf, 0); });
+  if (n <= 0) return std::nullopt;
+  return keyed_value(std::string_view(buf, static_cast<size_t>(n)), key);
+}
+
 // "frozen 1" / "populated 0" in a cgroup.events text.
 bool events_say(std::string_view text, std::string_view key, char value) {
   auto v = keyed_value(text, key);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "sys/fd.h"
 #include "sys/syscalls.h"
 
 namespace pmon::confine {
@@ -15,6 +16,11 @@ namespace pmon::confine {
 // The number after `key ` on its own line of a flat-keyed cgroup file
 // ("populated 1", "usage_usec 123"); none when the key is not there.
 std::optional<uint64_t> keyed_value(std::string_view s, std::string_view key);
+
+// `key`'s value in the cgroup file `file` of `dirfd`, read through `fd`,
+// which is opened on the first read and kept: a pread at 0 has the kernel
+// write the file afresh (no open and close per read).
+std::optional<uint64_t> read_keyed(int dirfd, Fd& fd, const char* file, std::string_view key);
 
 // "frozen 1" / "populated 0" in a cgroup.events text.
 bool events_say(std::string_view text, std::string_view key, char value);
