@@ -4,8 +4,10 @@
 # file's reader: builds tests/fuzz/ with clang (libFuzzer, ASan, UBSan) in
 # build-fuzz/, then runs each target for SECONDS (default 60) on a copy of its seed corpus, tests/fuzz/corpus/TARGET/, which a run
 # never changes (what it adds stays in build-fuzz/corpus/TARGET/). An input
-# that crashes a target, trips a sanitizer or a check, leaks, or takes over
-# 10 s is saved in build-fuzz/crashes/TARGET/ and printed; then the script
+# that crashes a target, trips a sanitizer or a check, leaks, or hangs (still
+# running after 60 s of wall time: an input takes milliseconds, but CI runs
+# this niced beside an emulated guest that can starve it for seconds) is
+# saved in build-fuzz/crashes/TARGET/ and printed; then the script
 # exits 1. PMON_FUZZ_CXX names the compiler (default clang++-19: an older
 # clang cannot compile GCC 12's <expected>).
 #   scripts/fuzz.sh [SECONDS]
@@ -39,13 +41,13 @@ for target in "${targets[@]}"; do
   before=$(ls "$crashes" | wc -l)
   echo "fuzz.sh: $target for ${secs} s ($(ls "$corpus" | wc -l) seed inputs)"
   rc=0
-  "$build/tests/fuzz/$target" -max_total_time="$secs" -max_len=16384 -timeout=10 -print_final_stats=1 \
+  "$build/tests/fuzz/$target" -max_total_time="$secs" -max_len=16384 -timeout=60 -report_slow_units=60 -print_final_stats=1 \
     -artifact_prefix="$crashes/" "$corpus" > "$build/$target.log" 2>&1 || rc=$?
   grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' "$build/$target.log" || true
   if [ "$rc" != 0 ] || [ "$(ls "$crashes" | wc -l)" != "$before" ]; then
     failed=1
     echo "fuzz.sh: $target FAILED (exit $rc); its log: $build/$target.log" >&2
-    grep -E -A 30 '^==[0-9]+==|fuzz check failed|runtime error' "$build/$target.log" | head -60 >&2 || true
+    grep -E -A 30 '^==[0-9]+==|fuzz check failed|runtime error|Slowest unit' "$build/$target.log" | head -60 >&2 || true
     for f in $(ls -t "$crashes" | head -n $(( $(ls "$crashes" | wc -l) - before ))); do
       echo "fuzz.sh: input saved in $crashes/$f (first 300 bytes):" >&2
       head -c 300 "$crashes/$f" | cat -v >&2
