@@ -276,7 +276,8 @@ std::expected<std::unique_ptr<Spool>, Error> Spool::open(SpoolDir& dir, const st
 
 Spool::~Spool() {
   (void)::unlinkat(dir_, name_.c_str(), 0);
-  (void)::unlinkat(dir_, (name_ + ".1").c_str(), 0);
+  // (NAME.1 is ours once a rotation has made it)
+  if (old_) (void)::unlinkat(dir_, (name_ + ".1").c_str(), 0);
 }
 
 void Spool::fail(const std::string& what) {

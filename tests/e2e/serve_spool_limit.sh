@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The operator's --spool-limit bounds every job's spool: a job that asks
 # for more (spoolByteLimit 256M) writing 5 MiB under --spool-limit 1M holds
-# at most 1 MiB a file (two files: 2 MiB on disk); a job may ask for less.
+# at most 1 MiB a file (two files: 2 MiB on disk), both removed with the
+# job; a job may ask for less.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
 export XDG_RUNTIME_DIR=$t/xdg
@@ -25,6 +26,10 @@ big=$(spool_of 268435456)
   fail "a job's spool file grew past --spool-limit 1M: $(ls -l "$(dirname "$big")")"
 [ "$(on_disk "$big")" -le 2097152 ] || fail "a job holds $(on_disk "$big") bytes on disk under --spool-limit 1M"
 echo "ok: a job asking for 256M is held to the operator's 1M"
+big_id=$(basename "$big" .out)
+call c terminal/release '{"terminalId":"'"$big_id"'"}' | grep -q '"result"' || fail "the job $big_id was not released"
+[ ! -e "$big" ] && [ ! -e "$big.1" ] || fail "a released job's rotated spool was left on disk: $(ls -l "$(dirname "$big")")"
+echo "ok: both files of a rotated spool removed with the job"
 
 small=$(spool_of 65536)
 [ "$(stat -c %s "$small")" -le 65536 ] && [ "$(on_disk "$small")" -le 131072 ] ||
