@@ -105,9 +105,14 @@ std::expected<serve::CreateParams, grpc::Status> params_of(const ProcessConfig& 
       return std::unexpected(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "config.env_vars: a name is empty or holds '=' or NUL, or a value holds NUL"));
     p.env.push_back({k, v});
   }
-  auto cwd = resolve_cwd(o.root, c.has_cwd() && !c.cwd().empty() ? c.cwd() : o.root);
-  if (!cwd) return std::unexpected(cwd.error());
-  p.cwd = *cwd;
+  // (no cwd: the root, whose path was made canonical as the service began)
+  if (c.has_cwd() && !c.cwd().empty()) {
+    auto cwd = resolve_cwd(o.root, c.cwd());
+    if (!cwd) return std::unexpected(cwd.error());
+    p.cwd = *cwd;
+  } else {
+    p.cwd = o.root;
+  }
   p.separate_stderr = true;
   // Nothing is dropped: while a client has not taken what was read, the
   // job's pipe is not read further (its writes wait).
