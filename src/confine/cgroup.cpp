@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -49,6 +50,8 @@ struct Leaf {
   bool memory = false;    // accounts memory (memory.peak): never reused
   bool limited = false;   // had limits set: never reused, so no later call inherits one
   bool pids_default = false;  // pids.max is kDefaultPidsMax (reused: the next call wants it too)
+  std::optional<Error> pids_refused;  // no default pids.max here (no controller): told again for 1 s, unasked
+  std::chrono::steady_clock::time_point pids_refused_at;
   uint64_t cpu_seen = 0;  // cpu.stat usage_usec when last released
 };
 
@@ -530,8 +533,13 @@ std::expected<void, Error> CgroupBoundary::set_default_pids_max(std::optional<ui
     return {};
   }
   if (leaf_.pids_default) return {};  // a pooled leaf that has it already
+  const auto now = std::chrono::steady_clock::now();  // (then asked again: it may have been enabled)
+  if (leaf_.pids_refused && now - leaf_.pids_refused_at < std::chrono::seconds(1))
+    return std::unexpected(*leaf_.pids_refused);
   auto w = confine::write_default_pids(owner_.controller_site(), dir, path_, *n);
+  leaf_.pids_refused.reset();
   if (w) leaf_.pids_default = true;
+  else if (w.error().code == Errc::unsupported) leaf_.pids_refused = w.error(), leaf_.pids_refused_at = now;
   return w;
 }
 
@@ -546,8 +554,7 @@ std::expected<void, Error> CgroupBoundary::set_call_limits(const Limits& limits)
 
 }  // namespace
 
-std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(
-    const std::string& cgroup_root) {
+std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(const std::string& cgroup_root) {
   auto where = confine::choose_leaf_base(cgroup_root);
   if (!where) return std::unexpected(where.error());
   const std::string& base_path = where->base_path;
@@ -567,25 +574,22 @@ std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(
   // kernel has cgroup.kill (5.14+).
   auto leaf = backend->make_leaf();
   if (!leaf)
-    return unsupported("cannot create a cgroup under " + base_path + ": " +
-                           leaf.error().message() +
-                           "; run pmon inside a delegated cgroup subtree (systemd "
-                           "Delegate=yes, or a chowned one) or set " +
-                           setting_token(Setting::cgroup_root) + systemd_note);
+    return unsupported("cannot create a cgroup under " + base_path + ": " + leaf.error().message() +
+                       "; run pmon inside a delegated cgroup subtree (systemd Delegate=yes, or a chowned one) or set " +
+                       setting_token(Setting::cgroup_root) + systemd_note);
   if (::faccessat(leaf->dir.get(), "cgroup.kill", W_OK, 0) != 0) {
     int e = errno;
     backend->remove_leaf(*leaf);
     return unsupported("cgroup.kill is not usable in " + base_path + " (" + strerr(e) +
-                           "); it needs Linux 5.14 or newer");
+                       "); it needs Linux 5.14 or newer");
   }
   // Below a threaded cgroup a new child is "domain invalid": mkdir works but
   // no process may enter it (CLONE_INTO_CGROUP fails with EOPNOTSUPP later).
   auto type = sys::read_file_at(leaf->dir.get(), "cgroup.type");
   if (type && type->rfind("domain invalid", 0) == 0) {
     backend->remove_leaf(*leaf);
-    return unsupported("cannot run processes in a cgroup under " + base_path +
-                           ": it is a threaded subtree (cgroup.type); set " +
-                           setting_token(Setting::cgroup_root) + " to a domain cgroup");
+    return unsupported("cannot run processes in a cgroup under " + base_path + ": it is a threaded subtree " +
+                       "(cgroup.type); set " + setting_token(Setting::cgroup_root) + " to a domain cgroup");
   }
   backend->pool_fresh(std::move(*leaf));
   backend->start_guard();

@@ -66,6 +66,7 @@ Drained read_pipe(int fd, OutputBuffer& buffer, Spool* spool, uint64_t room, std
 }
 
 void set_nonblocking(int fd) {
+  if (fd < 0) return;  // (no such pipe: stdin from /dev/null)
   int fl = ::fcntl(fd, F_GETFL);
   if (fl >= 0) (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
