@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // pmon start: a job of pmon serve, started in this directory and
 // environment, its id printed (once it is ready, with a readiness probe).
+#include <map>
+#include <string>
+
 #include "cli/call_flags.h"
 #include "cli/jobs_client.h"
+#include "serve/fields.h"
 
 extern char** environ;
 
@@ -116,6 +120,18 @@ int start_main(const std::vector<std::string>& args) {
       ready["timeoutMs"] = ms;
     }
     p["ready"] = ready;
+    // The probe read here as the service reads it: what it refuses is said
+    // of the flag that gave the field.
+    serve::FieldReader check(p);
+    (void)check.ready("ready");
+    if (const auto& bad = check.problem()) {
+      static const std::map<std::string, std::string> kFlags = {{"ready.port", "--ready-port"},
+                                                                {"ready.http", "--ready-http"},
+                                                                {"ready.line", "--ready-line"},
+                                                                {"ready.timeoutMs", "--ready-timeout"}};
+      auto flag = kFlags.find(bad->field);
+      die("start: " + (flag != kFlags.end() ? flag->second + " " + bad->why : *check.error()));
+    }
   } else if (ready_timeout_opt->count() > 0) {
     die("start: --ready-timeout needs --ready-port, --ready-http or --ready-line: what ready means");
   }
@@ -140,24 +156,10 @@ int start_main(const std::vector<std::string>& args) {
   }
   p["env"] = env;
   Client c = sock.connect();
+  // (a limit the service's cgroup cannot take is refused in the service's
+  // words for its clients: its --cgroup-root, or this job without the limit)
   auto created = c.try_call("terminal/create", p);
-  if (!created) {
-    // A probe the service refused, in the words of its flag.
-    std::string m = created.error();
-    const std::string kInvalid = "invalid params: ";
-    for (const auto& [field, flag] : {std::pair{"'ready.line'", "--ready-line"}, {"'ready.http'", "--ready-http"},
-                                      {"'ready.port'", "--ready-port"}})
-      if (m.starts_with(kInvalid + field)) m = std::string("start: ") + flag + m.substr(kInvalid.size() + std::strlen(field));
-    // A limit the service's cgroup cannot take: the fix is the service's
-    // --cgroup-root, or this job without the limit.
-    if (m.starts_with("cannot set the ")) {
-      for (const auto& [from, to] :
-           {std::pair{std::string("set --cgroup-root "), std::string("start the service with --cgroup-root set ")},
-            {", or run without the limit", ", or start the job without it"}})
-        if (size_t at = m.find(from); at != std::string::npos) m.replace(at, from.size(), to);
-    }
-    die(m);
-  }
+  if (!created) die(created.error());
   Json r = std::move(*created);
   const std::string id = r["terminalId"].get<std::string>();
   if (r.value("existing", false))

@@ -44,8 +44,8 @@ std::optional<LimitRefusal> ensure_controller(const ControllerSite& site, int le
                                               const char* file) {
   if (::faccessat(leaf_dir, file, F_OK, 0) == 0) return std::nullopt;
   const std::string& parent = site.base_path;
-  const std::string fix = "set " + setting_token(Setting::cgroup_root) +
-                          " to an empty delegated cgroup where it is enabled, or run without the limit";
+  const std::string fix = setting_token(Setting::set_cgroup_root) + " to an empty delegated cgroup where it is enabled, or " +
+                          setting_token(Setting::without_limit);
   auto refused = [&](std::string facts, std::string remedy) {
     return LimitRefusal{controller, std::move(facts), std::move(remedy)};
   };

@@ -46,6 +46,8 @@ std::string render_text(std::string_view text, const SettingWords& words) {
       case '0' + static_cast<int>(Setting::memory_high): out += words.memory_high; break;
       case '0' + static_cast<int>(Setting::pids_max): out += words.pids_max; break;
       case '0' + static_cast<int>(Setting::cpu_max): out += words.cpu_max; break;
+      case '0' + static_cast<int>(Setting::set_cgroup_root): out += words.set_cgroup_root; break;
+      case '0' + static_cast<int>(Setting::without_limit): out += words.without_limit; break;
       default: out += kMark, out += text[i];
     }
   }

@@ -41,7 +41,7 @@ std::string words(const Error& e, std::string_view noun) {
     }
     default: break;
   }
-  return render(e);
+  return render(e, kJobServiceWords);
 }
 
 namespace {

@@ -21,7 +21,9 @@ const Json* FieldReader::find(const char* name, bool required) {
 }
 
 void FieldReader::bad(const std::string& name, const std::string& why) {
-  if (!error_) error_ = what_ + ": '" + prefix_ + name + "' " + why;
+  if (error_) return;
+  error_ = what_ + ": '" + prefix_ + name + "' " + why;
+  problem_ = Problem{prefix_ + name, why};
 }
 
 bool FieldReader::no_nul(const std::string& name, const std::string& value) {
@@ -190,7 +192,7 @@ std::optional<PtySize> FieldReader::pty_size(const char* name, bool required) {
   inner.prefix_ = std::string(name) + ".";
   auto rows = inner.uint("rows", true, 65535);
   auto cols = inner.uint("cols", true, 65535);
-  if (inner.error_) return error_ = inner.error_, std::nullopt;
+  if (inner.error_) return error_ = inner.error_, problem_ = inner.problem_, std::nullopt;
   if (*rows == 0 || *cols == 0) return bad(name, "rows and cols must be at least 1"), std::nullopt;
   return PtySize{static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols)};
 }
@@ -235,7 +237,7 @@ std::optional<ReadyProbe> FieldReader::ready(const char* name) {
   static const char* const kNames[3] = {"port", "http", "line"};
   const bool has_port = r.port.has_value(), has_http = r.http.has_value(), has_line = r.line.has_value();
   auto out = inner.check_ready(std::move(r), has_port, has_http, has_line, kNames);
-  if (inner.error_) return error_ = inner.error_, std::nullopt;
+  if (inner.error_) return error_ = inner.error_, problem_ = inner.problem_, std::nullopt;
   return out;
 }
 

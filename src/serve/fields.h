@@ -20,6 +20,13 @@ class FieldReader {
   explicit FieldReader(const Json& obj, std::string what = "invalid params")
       : obj_(obj), what_(std::move(what)) {}
   const std::optional<std::string>& error() const { return error_; }
+  // The same problem as data: the field (with its object's prefix, as
+  // "ready.line") and what is wrong with it ("must not be empty").
+  struct Problem {
+    std::string field;
+    std::string why;
+  };
+  const std::optional<Problem>& problem() const { return problem_; }
 
   std::optional<std::string> str(const char* name, bool required);
   // A string the kernel gets as a C string (a command, a path, an
@@ -70,6 +77,7 @@ class FieldReader {
   std::string what_;
   std::string prefix_;  // for the fields of a nested object: "pty."
   std::optional<std::string> error_;
+  std::optional<Problem> problem_;
 };
 
 // The view fields of an output read (OutputParams::view), by the names a
