@@ -21,15 +21,22 @@ namespace {
 // "t" and 16 hex digits from getrandom: ids a client of another session
 // cannot guess (a counter's next value would name somebody's job).
 std::string random_terminal_id() {
-  uint64_t v = 0;
-  size_t got = 0;
-  auto* p = reinterpret_cast<unsigned char*>(&v);
-  while (got < sizeof v) {
-    ssize_t n = ::getrandom(p + got, sizeof v - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
+  // The kernel's random bytes, fetched for 32 ids at a time.
+  thread_local uint64_t pool[32];
+  thread_local size_t left = 0;
+  if (left == 0) {
+    size_t got = 0;
+    auto* p = reinterpret_cast<unsigned char*>(pool);
+    while (got < sizeof pool) {
+      ssize_t n = ::getrandom(p + got, sizeof pool - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    left = got / sizeof pool[0];
+    if (left == 0) pool[0] = 0, left = 1;  // (getrandom does not fail for so few bytes)
   }
+  const uint64_t v = pool[--left];
   char buf[24];
   std::snprintf(buf, sizeof buf, "t%016llx", static_cast<unsigned long long>(v));
   return buf;
