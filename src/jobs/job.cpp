@@ -65,10 +65,10 @@ Drained read_pipe(int fd, OutputBuffer& buffer, Spool* spool, uint64_t room, std
   }
 }
 
+// An end of a pipe or a pty master the service made: no status flag is set
+// on it but the access mode, which F_SETFL leaves as it is.
 void set_nonblocking(int fd) {
-  if (fd < 0) return;  // (no such pipe: stdin from /dev/null)
-  int fl = ::fcntl(fd, F_GETFL);
-  if (fl >= 0) (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  if (fd >= 0) (void)::fcntl(fd, F_SETFL, O_NONBLOCK);  // (none: stdin from /dev/null)
 }
 
 uint32_t epoll_events(short poll_events) {
@@ -104,8 +104,11 @@ std::expected<JobStdio, Error> open_stdio(const CreateParams& p) {
     io.out_r = Fd(out_pipe[0]);
     io.out_w = Fd(out_pipe[1]);
     if (p.stdin_null) {
-      io.in_r = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-      if (!io.in_r) return std::unexpected(fd_error("cannot open /dev/null", errno));
+      // (opened once a thread, kept open; a failed open is tried again)
+      thread_local int null_in = -1;
+      if (null_in < 0) null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (null_in < 0) return std::unexpected(fd_error("cannot open /dev/null", errno));
+      io.null_in = null_in;
     } else {
       if (::pipe2(in_pipe, O_CLOEXEC) != 0) return std::unexpected(fd_error("cannot make a pipe", errno));
       io.in_r = Fd(in_pipe[0]);
@@ -150,8 +153,12 @@ RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBas
     for (const EnvVar& v : p.env) env.push_back(v.name + "=" + v.value);
     c.spawn.env = std::move(env);
   }
-  if (p.pty) c.spawn.pty_slave = io.out_w.get();
-  else c.spawn.stdio = {io.in_r.get(), io.out_w.get(), io.err_w ? io.err_w.get() : io.out_w.get()};
+  if (p.pty) {
+    c.spawn.pty_slave = io.out_w.get();
+  } else {
+    const int in = io.in_r ? io.in_r.get() : io.null_in;
+    c.spawn.stdio = {in, io.out_w.get(), io.err_w ? io.err_w.get() : io.out_w.get()};
+  }
   c.spawn.close_other_fds = true;
   c.spawn.changed_signals = &base.changed_signals;
   c.spawn.start_on_this_cpu = true;
@@ -256,7 +263,9 @@ void Job::pull(bool from_err, bool to_end, std::vector<char>& scratch) {
   // buffer full of unread bytes) is not the command's idleness.
   if (buf.total() != before && call) call->note_output();
   if (d == Drained::eof || (d == Drained::empty && done)) {
-    if (!flow.paused) poller.unwatch(fd.get());
+    // (closing a pipe's only end takes it out of the poller; a pty master
+    // has a second fd, the job's stdin, which would keep it in)
+    if (!flow.paused && pty) poller.unwatch(fd.get());
     fd.reset();
     flow.paused = false;
     if (done) buf.close();

@@ -83,6 +83,7 @@ struct Flow {
 // all of the child's.
 struct JobStdio {
   Fd out_r, out_w, in_r, in_w, err_r, err_w;
+  int null_in = -1;  // stdin "null": the service's one /dev/null, not the job's to close
 };
 std::expected<JobStdio, Error> open_stdio(const CreateParams& p);
 
