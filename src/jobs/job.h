@@ -165,7 +165,7 @@ struct JobOutput {
   // The whole output on disk (jobs/spool.h), none with a spool limit of
   // 0; stderr's own with separateStderr.
   std::unique_ptr<Spool> spool, err_spool;
-  std::unique_ptr<Spool> record;  // ID.job (write_job_record)
+  bool recorded = false;  // its record is in the service's JobRecords (write_job_record)
   std::string spool_error;  // why it has none, or why it stopped short
   // outputBackpressure: a pipe is not read while its buffer holds `limit`
   // bytes no read has returned yet (the job's writes then block).
@@ -287,9 +287,9 @@ struct Job : JobIdentity, JobStdin, JobOutput, JobStop, JobWaits, JobEnd {
 void open_spools(Job& j, uint64_t limit, SpoolDir& dir);
 // spoolPath (and stderrSpoolPath, spoolError) into a job's JSON.
 void add_spool_paths(Json& o, const Job& j);
-// The job's record beside its spool (ID.job: id, name, command, cgroup
-// leaf), once it has started; removed with the job. None without a spool.
-void write_job_record(Job& j, SpoolDir& dir);
+// The job's record beside its spool (id, name, command, cgroup leaf), once
+// it has started; removed as it ends (JobTable::job_over).
+void write_job_record(Job& j, JobRecords& records);
 
 // The view of a job's output: its spool when it has one, else its buffer.
 std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size_t max);

@@ -43,7 +43,8 @@ void JobTable::stop_owned(uint64_t num) {
 void JobTable::job_over(Job& j) {
   j.done = true;
   j.ended = std::chrono::system_clock::now();
-  j.record.reset();  // (nothing of it is left to stop; its leaf may serve another job)
+  // (nothing of it is left to stop; its leaf may serve another job)
+  if (std::exchange(j.recorded, false)) records_.remove(j.id);
   // (Kept, unwatched: the report may still look at whether it ended.)
   if (j.tie.owner_pidfd) poller_.unwatch(j.tie.owner_pidfd.get());
   // Over on its own or stopped by a client: nothing for the call's pmon to

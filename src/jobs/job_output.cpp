@@ -25,14 +25,11 @@ void open_spools(Job& j, uint64_t limit, SpoolDir& dir) {
   else j.spool_error = render(err.error());
 }
 
-void write_job_record(Job& j, SpoolDir& dir) {
+void write_job_record(Job& j, JobRecords& records) {
   if (!j.call) return;
   Json rec = {{"id", j.id}, {"name", j.name}, {"command", j.command},
               {"cgroup", j.call->cgroup() ? Json(*j.call->cgroup()) : Json(nullptr)}};
-  auto r = Spool::open(dir, j.id + ".job", uint64_t{1} << 20);
-  if (!r) return;  // (the job runs without one: a dead service's leaves are still pmon gc's)
-  (*r)->write(rec.dump() + "\n");
-  j.record = std::move(*r);
+  j.recorded = records.add(j.id, rec.dump());
 }
 
 void add_spool_paths(Json& o, const Job& j) {

@@ -241,7 +241,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   }
   // (a job without spool files has its record too, where the service
   // keeps spools at all: without one, no directory of spools either)
-  if (opts_.spool_limit > 0) write_job_record(j, spool_dir_);
+  if (opts_.spool_limit > 0) write_job_record(j, records_);
   j.tie.owner_job = owner_job;
   if (owner_job != 0) ++owned_jobs_;
   if (from && !from->leaf.empty() && j.call->cgroup() && j.call->cgroup()->starts_with(from->leaf + "/"))

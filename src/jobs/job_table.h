@@ -157,6 +157,7 @@ class JobTable : private StopHost {
   MemoryBudget output_budget_;  // the jobs' output buffers; declared before jobs_, which give it back
   MemoryBudget io_budget_;      // their stdin not yet written, and streams' pipes (the same)
   SpoolDir spool_dir_;          // the jobs' spool files; declared before jobs_, whose spools are in it
+  JobRecords records_{spool_dir_};  // the running jobs' records, in spool_dir_
   Answers answers_;
   Streams streams_;
   Stops stops_;

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -28,6 +29,8 @@ namespace pmon::serve {
 namespace {
 
 using Json = nlohmann::json;
+
+constexpr const char* kRecordLog = "jobs.log";  // JobRecords
 
 std::string errno_words(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -140,7 +143,7 @@ std::vector<std::string> entries(int dir_fd) {
   return names;
 }
 
-std::optional<std::string> read_small(int dir_fd, const std::string& name) {
+std::optional<std::string> read_small(int dir_fd, const std::string& name, size_t most) {
   Fd f(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!f) return std::nullopt;
   std::string text;
@@ -150,18 +153,14 @@ std::optional<std::string> read_small(int dir_fd, const std::string& name) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) break;
     text.append(buf, static_cast<size_t>(r));
-    if (text.size() > (64u << 10)) return std::nullopt;  // no record is that long
+    if (text.size() > most) return std::nullopt;  // none of ours is that long
   }
   return text;
 }
 
 // A job of the dead service `o`, from its record: its leaf stopped and
 // removed when it is still there, in one line to `say`.
-void stop_left_job(const DirOwner& o, int dir_fd, const std::string& file,
-                   const std::function<void(const std::string&)>& say) {
-  auto text = read_small(dir_fd, file);
-  if (!text) return;
-  Json rec = Json::parse(*text, nullptr, false);
+void stop_left_job(const DirOwner& o, const Json& rec, const std::function<void(const std::string&)>& say) {
   if (!rec.is_object() || !rec.contains("cgroup") || !rec["cgroup"].is_string()) return;
   const std::string leaf = rec["cgroup"].get<std::string>();
   const size_t slash = leaf.rfind('/');
@@ -231,8 +230,13 @@ void SpoolDir::sweep(int spool_parent, const std::function<void(const std::strin
     if (!dir) continue;
     dead.push_back(*o);
     const std::vector<std::string> files = entries(dir.get());
+    if (auto log = read_small(dir.get(), kRecordLog, size_t{64} << 20))
+      for (const Json& rec : JobRecords::running_in(*log)) stop_left_job(*o, rec, say);
+    // (a record a file of its own: an older pmon's)
     for (const std::string& f : files)
-      if (f.size() > 4 && f.ends_with(".job")) stop_left_job(*o, dir.get(), f, say);
+      if (f.size() > 4 && f.ends_with(".job"))
+        if (auto text = read_small(dir.get(), f, size_t{64} << 10))
+          stop_left_job(*o, Json::parse(*text, nullptr, false), say);
     for (const std::string& f : files) (void)::unlinkat(dir.get(), f.c_str(), 0);
     (void)::unlinkat(spool_parent, name.c_str(), AT_REMOVEDIR);
   }
@@ -326,6 +330,94 @@ size_t Spool::read_at(uint64_t off, char* buf, size_t n) const {
     if (r < 0 && errno == EINTR) continue;
     return r < 0 ? 0 : static_cast<size_t>(r);
   }
+}
+
+JobRecords::~JobRecords() {
+  if (!fd_) return;
+  fd_.reset();
+  if (auto d = dir_.ensure()) (void)::unlinkat(*d, kRecordLog, 0);
+}
+
+bool JobRecords::add(const std::string& id, std::string line) {
+  line += '\n';
+  if (!append(line)) return false;
+  live_bytes_ += line.size();
+  live_[id] = std::move(line);
+  return true;
+}
+
+void JobRecords::remove(const std::string& id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  live_bytes_ -= it->second.size();
+  live_.erase(it);
+  const std::string line = Json{{"ended", id}}.dump() + "\n";
+  if (written_ + line.size() > std::max<uint64_t>(uint64_t{1} << 20, 4 * live_bytes_) && rewrite()) return;
+  (void)append(line);
+}
+
+bool JobRecords::append(std::string_view text) {
+  if (!fd_) {
+    auto d = dir_.ensure();
+    if (!d) return false;
+    fd_ = Fd(::openat(*d, kRecordLog, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd_) return false;
+  }
+  while (!text.empty()) {
+    ssize_t w = ::write(fd_.get(), text.data(), text.size());
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    written_ += static_cast<uint64_t>(w);
+    text.remove_prefix(static_cast<size_t>(w));
+  }
+  return true;
+}
+
+// The running jobs' lines alone, into a new file put in the log's place
+// (a reader sees the old log or the new one, whole); where that cannot be
+// done, the log grows on (false).
+bool JobRecords::rewrite() {
+  auto d = dir_.ensure();
+  if (!d) return false;
+  const std::string next = std::string(kRecordLog) + ".new";
+  Fd f(::openat(*d, next.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
+  std::string text;
+  text.reserve(live_bytes_);
+  for (const auto& [id, line] : live_) text += line;
+  std::string_view rest = text;
+  while (f && !rest.empty()) {
+    ssize_t w = ::write(f.get(), rest.data(), rest.size());
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    rest.remove_prefix(static_cast<size_t>(w));
+  }
+  if (!f || !rest.empty() || ::renameat(*d, next.c_str(), *d, kRecordLog) != 0) {
+    (void)::unlinkat(*d, next.c_str(), 0);
+    return false;
+  }
+  fd_ = std::move(f);
+  written_ = text.size();
+  return true;
+}
+
+std::vector<Json> JobRecords::running_in(std::string_view log) {
+  std::vector<Json> records;
+  std::map<std::string, size_t> at;  // id -> its place in records
+  while (!log.empty()) {
+    const size_t nl = log.find('\n');
+    const std::string_view line = log.substr(0, nl);
+    log.remove_prefix(nl == std::string_view::npos ? log.size() : nl + 1);
+    Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;  // (cut short: the last line of a service that died writing it)
+    if (auto e = j.find("ended"); e != j.end() && e->is_string()) {
+      if (auto it = at.find(e->get<std::string>()); it != at.end()) records[it->second] = nullptr;
+    } else if (auto i = j.find("id"); i != j.end() && i->is_string()) {
+      at[i->get<std::string>()] = records.size();
+      records.push_back(std::move(j));
+    }
+  }
+  std::erase_if(records, [](const Json& r) { return r.is_null(); });
+  return records;
 }
 
 }  // namespace pmon::serve

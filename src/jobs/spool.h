@@ -16,6 +16,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "confine/error.h"
 #include "sys/fd.h"
@@ -27,8 +31,8 @@ namespace pmon::serve {
 // default socket's: $XDG_RUNTIME_DIR/pmon, /run/pmon for root,
 // /tmp/pmon-UID), each level 0700, ours, no symlink. Made when the first
 // spool is; removed (when empty) with this object. Beside each job's
-// output it holds the job's record (ID.job: its id, name, command and
-// cgroup leaf), so that what a service that died leaves can be named.
+// output it holds the running jobs' records (JobRecords), so that what a
+// service that died leaves can be named.
 class SpoolDir {
  public:
   SpoolDir() = default;
@@ -97,6 +101,41 @@ class Spool {
   uint64_t cur_start_ = 0, old_start_ = 0, total_ = 0;
   uint64_t lines_cur_ = 0, lines_old_ = 0, lines_dropped_ = 0;
   std::optional<std::string> error_;
+};
+
+// The running jobs' records, one line each in the spool directory's
+// jobs.log (0600, O_NOFOLLOW): a JSON object with the job's "id", "name",
+// "command" and "cgroup" leaf, appended as the job starts, and {"ended":
+// ID} appended as it ends. A file per job would cost a file's making and
+// removal for every job. The log is written anew, the running jobs' lines
+// only, once it has grown to four times their size (and 1 MiB); it is
+// removed with this object. A service that finds a dead one's log reads it
+// line by line, the last line possibly cut short by the death.
+class JobRecords {
+ public:
+  explicit JobRecords(SpoolDir& dir) : dir_(dir) {}
+  ~JobRecords();
+  JobRecords(const JobRecords&) = delete;
+  JobRecords& operator=(const JobRecords&) = delete;
+
+  // Job `id`'s record (`line`: one JSON object, no newline). False when it
+  // could not be written (the job runs without one: a dead service's leaves
+  // are still pmon gc's).
+  bool add(const std::string& id, std::string line);
+  void remove(const std::string& id);
+
+  // The records a log holds of jobs that had not ended, in the order they
+  // were added (a line that is no JSON object is passed over).
+  static std::vector<nlohmann::json> running_in(std::string_view log);
+
+ private:
+  bool append(std::string_view text);
+  bool rewrite();
+
+  SpoolDir& dir_;
+  Fd fd_;
+  std::map<std::string, std::string> live_;  // id -> line
+  uint64_t written_ = 0, live_bytes_ = 0;
 };
 
 }  // namespace pmon::serve

@@ -88,10 +88,13 @@ jobs_of() {
   call "a$1" terminal/wait_for_exit '{"terminalId":"'"$id3"'"}' > /dev/null
   daemon_of "$t/d$1-1"; d1="$dpid $dst"
   daemon_of "$t/d$1-2"; d2="$dpid $dst"
-  [ -f "$spool"/*/"$id1.job" ] || fail "no record of job $id1 in $spool: $(ls -R "$spool")"
-  [ -f "$spool"/*/"$id2.job" ] || fail "no record of job $id2 (no spool files) in $spool: $(ls -R "$spool")"
+  local log
+  log=$(cat "$spool"/*/jobs.log 2> /dev/null || true)
+  grep -q '"id":"'"$id1"'"' <<< "$log" || fail "no record of job $id1 in $spool/*/jobs.log: $log"
+  grep -q '"id":"'"$id2"'"' <<< "$log" || fail "no record of job $id2 (no spool files) in $spool/*/jobs.log: $log"
   [ ! -e "$spool"/*/"$id2.out" ] || fail "job $id2 has a spool file with spoolByteLimit 0"
-  [ ! -e "$spool"/*/"$id3.job" ] || fail "the ended job $id3 still has its record"
+  grep -q '"ended":"'"$id3"'"' <<< "$log" || fail "the ended job $id3's record is not marked ended: $log"
+  [ "$(ls "$spool"/*/ | grep -c '\.job$' || true)" = 0 ] || fail "a record file of its own: $(ls -R "$spool")"
 }
 
 # 1. A next service.
@@ -106,10 +109,11 @@ alive $d1 && alive $d2 || fail "a daemon died with its service and guard: nothin
 # host in the service's scope, pmon-PID-START.scope.)
 leaves=$(find /sys/fs/cgroup -maxdepth 5 -type d -regextype posix-extended -regex ".*/pmon-$old-[0-9]+-[0-9]+-[0-9]+" 2> /dev/null || true)
 [ -n "$leaves" ] || fail "the dead service left no leaf"
-echo "ok: the service and its guard SIGKILLed: both daemons alive, leaves $(echo $leaves); records: $(cat "$spool/$old".*/*.job | tr '\n' ' ')"
+echo "ok: the service and its guard SIGKILLed: both daemons alive, leaves $(echo $leaves); records: $(cat "$spool/$old".*/jobs.log | tr '\n' ' ')"
 
 # A record in the dead service's directory that names a leaf not of that
-# service (a live pmon run's): it must not be touched.
+# service (a live pmon run's): it must not be touched, whether a line of its
+# log or a file of its own (as an older pmon wrote them).
 "$PMON" run -q --confine cgroup -- sh -c 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 1000' "$t/other" &
 other_run=$!
 record_pid "$other_run"
@@ -121,6 +125,8 @@ dead_dir=$(ls -d "$spool/$old".*)
 printf '{"id":"tforged","name":"","command":["sleep"],"cgroup":"%s"}\n' "/sys/fs/cgroup/unified$other_leaf" > "$dead_dir/tforged.job"
 printf '{"id":"tforged2","name":"","command":["sleep"],"cgroup":"%s"}\n' "/sys/fs/cgroup$other_leaf" > "$dead_dir/tforged2.job"
 printf 'not json\n' > "$dead_dir/tbad.job"
+# (the same in the log of records; an older pmon's records were files)
+printf '{"id":"tforged3","name":"","command":["sleep"],"cgroup":"%s"}\nnot json\n' "/sys/fs/cgroup/unified$other_leaf" >> "$dead_dir/jobs.log"
 
 "$PMON" serve --listen "$SOCK" --confine cgroup 2> "$t/serve2.err" &
 SERVE_PID=$!
