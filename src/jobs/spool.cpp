@@ -352,7 +352,7 @@ void JobRecords::remove(const std::string& id) {
   live_bytes_ -= it->second.size();
   live_.erase(it);
   const std::string line = Json{{"ended", id}}.dump() + "\n";
-  if (written_ + line.size() > std::max<uint64_t>(uint64_t{1} << 20, 4 * live_bytes_) && rewrite()) return;
+  if (written_ + line.size() > std::max<uint64_t>(uint64_t{64} << 10, 4 * live_bytes_) && rewrite()) return;
   (void)append(line);
 }
 

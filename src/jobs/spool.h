@@ -108,7 +108,7 @@ class Spool {
 // "command" and "cgroup" leaf, appended as the job starts, and {"ended":
 // ID} appended as it ends. A file per job would cost a file's making and
 // removal for every job. The log is written anew, the running jobs' lines
-// only, once it has grown to four times their size (and 1 MiB); it is
+// only, once it has grown to four times their size (and 64 KiB); it is
 // removed with this object. A service that finds a dead one's log reads it
 // line by line, the last line possibly cut short by the death.
 class JobRecords {
