@@ -34,6 +34,18 @@ constexpr const char* kRecordLog = "jobs.log";  // JobRecords
 
 std::string errno_words(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// All of `text` to `fd`: how much was written (less than all on an error).
+size_t write_all(int fd, std::string_view text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  return done;
+}
+
 // `name` in `parent` (an open directory, or AT_FDCWD with an absolute
 // name) as a directory of ours that nobody else may use, made when missing.
 std::expected<Fd, Error> own_dir(int parent, const std::string& name, const std::string& shown) {
@@ -363,14 +375,9 @@ bool JobRecords::append(std::string_view text) {
     fd_ = Fd(::openat(*d, kRecordLog, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd_) return false;
   }
-  while (!text.empty()) {
-    ssize_t w = ::write(fd_.get(), text.data(), text.size());
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    written_ += static_cast<uint64_t>(w);
-    text.remove_prefix(static_cast<size_t>(w));
-  }
-  return true;
+  const size_t done = write_all(fd_.get(), text);
+  written_ += done;
+  return done == text.size();
 }
 
 // The running jobs' lines alone, into a new file put in the log's place
@@ -384,14 +391,7 @@ bool JobRecords::rewrite() {
   std::string text;
   text.reserve(live_bytes_);
   for (const auto& [id, line] : live_) text += line;
-  std::string_view rest = text;
-  while (f && !rest.empty()) {
-    ssize_t w = ::write(f.get(), rest.data(), rest.size());
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    rest.remove_prefix(static_cast<size_t>(w));
-  }
-  if (!f || !rest.empty() || ::renameat(*d, next.c_str(), *d, kRecordLog) != 0) {
+  if (!f || write_all(f.get(), text) != text.size() || ::renameat(*d, next.c_str(), *d, kRecordLog) != 0) {
     (void)::unlinkat(*d, next.c_str(), 0);
     return false;
   }
