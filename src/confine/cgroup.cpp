@@ -47,6 +47,7 @@ struct Leaf {
   Fd dir;
   Fd events;
   Fd cpu_stat;            // kept open, read with pread
+  Fd procs;               // cgroup.procs: opened at the first listing, then read with pread
   bool memory = false;    // accounts memory (memory.peak): never reused
   bool limited = false;   // had limits set: never reused, so no later call inherits one
   bool pids_default = false;  // pids.max is kDefaultPidsMax (reused: the next call wants it too)
@@ -233,10 +234,26 @@ class CgroupBoundary final : public Boundary {
   // of a directory read per listing).
   std::vector<pid_t> pids() {
     std::vector<pid_t> out;
-    if (auto text = sys::read_file_at(leaf_.dir.get(), "cgroup.procs")) confine::parse_pid_list(*text, out);
+    if (auto text = listing()) confine::parse_pid_list(*text, out);
     if (child_cgroup_count(leaf_.dir.get()) != 0)
       for (const std::string& sub : confine::child_cgroups(path_)) confine::cgroup_tree_pids(path_ + "/" + sub, out, 1);
     return out;
+  }
+
+  // The leaf's cgroup.procs, read from its start through the fd kept with
+  // the leaf (a stop lists it two or three times; opening and closing a
+  // cgroup file costs more than reading it).
+  std::optional<std::string> listing() {
+    if (!leaf_.procs) leaf_.procs = Fd(::openat(leaf_.dir.get(), "cgroup.procs", O_RDONLY | O_CLOEXEC));
+    if (!leaf_.procs) return std::nullopt;
+    std::string text;
+    char buf[4096];
+    for (;;) {
+      ssize_t n = retry_eintr([&] { return ::pread(leaf_.procs.get(), buf, sizeof buf, static_cast<off_t>(text.size())); });
+      if (n < 0) return std::nullopt;
+      if (n == 0) return text;
+      text.append(buf, static_cast<size_t>(n));
+    }
   }
 
   CgroupBackend& owner_;
@@ -422,6 +439,12 @@ class CgroupBackend final : public Backend, public CrashGuard {
     return l;
   }
 
+  // Whether a leaf given back now could be kept for another call.
+  bool pool_has_room() const {
+    std::lock_guard lock(mu_);
+    return pool_.size() < kMaxPooled;
+  }
+
   void give_back(Leaf leaf, bool verified_empty) noexcept {
     if (single_) {
       // Removed first: should we die before the end, the guard has nothing
@@ -482,6 +505,7 @@ class CgroupBackend final : public Backend, public CrashGuard {
     const bool childless = l.dir && child_cgroup_count(l.dir.get()) == 0;
     l.events.reset();
     l.cpu_stat.reset();
+    l.procs.reset();
     l.dir.reset();
     // (One made inside another call's leaf may be gone already: that
     // call removes its leaf with everything below it.)
@@ -514,8 +538,11 @@ void CgroupBoundary::release(bool verified_empty) noexcept {
   if (released_) return;
   released_ = true;
   bool reuse = verified_empty && !killed_;
-  // The next call's starting point (none after pmon run's single call).
-  if (reuse && !cpu_read_ && !owner_.single()) (void)cpu_usec();
+  // The next call's starting point, read only where the leaf may be kept
+  // for one (1000 jobs ending at once leave all but a few to be removed);
+  // one whose usage_usec cannot be read is not kept (the next call would
+  // count this one's CPU time as its own). None after pmon run's call.
+  if (reuse && !cpu_read_ && !owner_.single()) reuse = owner_.pool_has_room() && cpu_usec().has_value();
   owner_.give_back(std::move(leaf_), reuse);
 }
 

@@ -442,6 +442,11 @@ Result<int> Call::signal_tree(int sig) {
 }
 void Call::set_stop_plan(StopPlan plan) { s_->opts.call.stop = std::move(plan); }
 
+void Call::without_details() {
+  s_->opts.session_figures = false;
+  s_->opts.track_leftovers = false;
+}
+
 bool Call::finish_may_block() {
   if (finished()) return false;
   if (!main_exited()) return true;

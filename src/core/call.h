@@ -104,6 +104,11 @@ class Call {
   // Sends sig to every process in the boundary (an init forwarding it).
   Result<int> signal_tree(int sig);
   void set_stop_plan(StopPlan plan);
+  // Nobody will read what the call used or what it left behind (its caller
+  // dropped it: a closed session's job): as it ends, its figures are not
+  // read and the processes left are not looked at one by one. Whether its
+  // tree is gone is verified all the same.
+  void without_details();
   // False when ending it now (main process exited) could not block: the
   // boundary is already empty.
   bool finish_may_block();
