@@ -77,6 +77,10 @@ void JobTable::job_over(Job& j) {
 
 void JobTable::dismiss(Job& j, Call::End why) {
   j.forget = true;
+  // (nobody waits for its files to go: a session's 1000 jobs closed at
+  // once are said gone before their 1000 files are removed)
+  for (Spool* s : {j.spool.get(), j.err_spool.get()})
+    if (s) s->remove_later();
   if (j.done) return erase(j.id);
   // (its report is never made: a session's 1000 jobs closed at once do
   // not each read their cgroup's figures and list their processes)

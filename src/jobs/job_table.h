@@ -118,6 +118,9 @@ class JobTable : private StopHost {
   // Every job is stopped, verified gone and forgotten; nothing new starts.
   void shutdown();
   bool empty() const { return jobs_.empty(); }
+  // Removes up to `max` spool files of jobs that were dropped (Spool::
+  // remove_later); says whether any is still left.
+  bool tidy_spools(size_t max) { return spool_dir_.tidy(max); }
   bool all_verified() const { return all_verified_; }
 
  private:

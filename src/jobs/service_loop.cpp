@@ -92,11 +92,12 @@ int ServiceLoop::run() {
   for (;;) {
     if (jobs_.shutting_down() && jobs_.empty()) break;
     arm_timer();
-    // What jobs that are over left behind (their cgroup leaves) is removed
-    // when nothing else is ready, a few at a time: a client waiting to hear
-    // that its 1000 jobs are gone does not wait for 1000 rmdirs. While stop
+    // What jobs that are over left behind (their cgroup leaves, the spool
+    // files of jobs their client dropped) is removed when nothing else is
+    // ready, a few at a time: a client waiting to hear that its 1000 jobs
+    // are gone does not wait for 1000 rmdirs and unlinks. While stop
     // work is queued, events are only looked at, not waited for.
-    const bool tidy = backend_.tidy(0);
+    const bool tidy = backend_.tidy(0) || jobs_.tidy_spools(0);
     const int front_ms = front_ ? front_->wait_ms(kStopPauseMs) : -1;
     const bool busy = front_ms >= 0 || jobs_.stops_queued();
     const int wait_ms = front_ms >= 0          ? front_ms
@@ -111,8 +112,9 @@ int ServiceLoop::run() {
     if (n == 0 && tidy && !busy) {
       // (An rmdir of a leaf can take a while: a few, or 2 ms of them.)
       const int64_t until = sys::monotonic_ns() + kTidySliceNs;
-      for (size_t i = 0; i < kTidyBatch && backend_.tidy(0); ++i) {
-        (void)backend_.tidy(1);
+      for (size_t i = 0; i < kTidyBatch; ++i) {
+        if (backend_.tidy(0)) (void)backend_.tidy(1);
+        else if (!jobs_.tidy_spools(4)) break;
         if (sys::monotonic_ns() >= until) break;
       }
       continue;

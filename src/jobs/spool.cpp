@@ -72,9 +72,18 @@ uint32_t random_u32() {
 
 SpoolDir::~SpoolDir() {
   if (!fd_) return;
+  (void)tidy(doomed_.size());
   fd_.reset();
   (void)::rmdir(path_.c_str());
   (void)::rmdir(parent_.c_str());  // (another service's spools keep it)
+}
+
+bool SpoolDir::tidy(size_t max) {
+  for (; max > 0 && !doomed_.empty(); --max) {
+    (void)::unlinkat(fd_.get(), doomed_.back().c_str(), 0);
+    doomed_.pop_back();
+  }
+  return !doomed_.empty();
 }
 
 std::expected<int, Error> SpoolDir::ensure() {
@@ -281,6 +290,7 @@ std::expected<std::unique_ptr<Spool>, Error> Spool::open(SpoolDir& dir, const st
   auto d = dir.ensure();
   if (!d) return std::unexpected(d.error());
   std::unique_ptr<Spool> s(new Spool());
+  s->owner_ = &dir;
   s->dir_ = *d;
   s->name_ = name;
   s->path_ = dir.path() + "/" + name;
@@ -291,8 +301,13 @@ std::expected<std::unique_ptr<Spool>, Error> Spool::open(SpoolDir& dir, const st
 }
 
 Spool::~Spool() {
-  (void)::unlinkat(dir_, name_.c_str(), 0);
   // (NAME.1 is ours once a rotation has made it)
+  if (later_) {
+    owner_->remove_later(name_);
+    if (old_) owner_->remove_later(name_ + ".1");
+    return;
+  }
+  (void)::unlinkat(dir_, name_.c_str(), 0);
   if (old_) (void)::unlinkat(dir_, (name_ + ".1").c_str(), 0);
 }
 

@@ -4,8 +4,9 @@
 // directory, beside the bounded buffer in memory. A spool holds at most
 // its limit in its current file: a full file becomes NAME.1 (the older .1
 // removed) and a new one begins, so at most twice the limit is on disk.
-// Files are removed with the job, and when the service ends (it stops every
-// job, kept ones too).
+// Files are removed with the job (those of a job its client dropped, a
+// closed session's, when the service has time), and when the service ends
+// (it stops every job, kept ones too).
 // Writes are plain write(2)s to a regular file; nothing is held in memory.
 #pragma once
 
@@ -54,6 +55,12 @@ class SpoolDir {
   // to others' writes) is not looked into, and said.
   static void sweep_dead(const std::function<void(const std::string&)>& say);
 
+  // A file of this directory to be removed when the service has time
+  // (tidy), or with the directory at the latest.
+  void remove_later(std::string name) { doomed_.push_back(std::move(name)); }
+  // Removes up to `max` of those; says whether any is still left.
+  bool tidy(size_t max);
+
  private:
   static void sweep(int spool_parent, const std::function<void(const std::string&)>& say);
 
@@ -61,6 +68,7 @@ class SpoolDir {
   std::string path_;
   std::string parent_;  // <runtime dir>/spool
   std::string name_;
+  std::vector<std::string> doomed_;  // remove_later()
 };
 
 class Spool {
@@ -82,6 +90,9 @@ class Spool {
   uint64_t total() const { return total_; }            // bytes written since the job began
   uint64_t first_held() const { return old_ ? old_start_ : cur_start_; }
   uint64_t lines_before_held() const { return lines_dropped_; }  // newlines rotated away
+  // Its files are removed when the service has time, not with this
+  // object (a job whose client dropped it: nobody waits for its removal).
+  void remove_later() { later_ = true; }
   uint64_t limit() const { return limit_; }
   uint64_t on_disk() const { return total_ - first_held(); }  // in its files now
   const std::string& path() const { return path_; }
@@ -92,7 +103,9 @@ class Spool {
   void rotate();
   void fail(const std::string& what);
 
-  int dir_ = -1;  // the SpoolDir's, which outlives every spool
+  SpoolDir* owner_ = nullptr;  // outlives every spool
+  int dir_ = -1;               // owner_'s
+  bool later_ = false;
   std::string name_;
   std::string path_;
   uint64_t limit_ = 0;

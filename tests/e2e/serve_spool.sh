@@ -165,6 +165,26 @@ for j in "$id" "$rid"; do
 done
 [ ! -e "$spool" ] && [ ! -e "$rspool" ] && [ ! -e "$rspool.1" ] || fail "release left spool files: $(ls "$(dirname "$spool")")"
 
+# A closed session's jobs are stopped and said gone first; their files are
+# removed when the service has time, while it runs on.
+ids=()
+for i in 1 2 3; do ids+=("$(job '{"command":"sh","args":["-c","echo closing; exec sleep 1000"],"sessionId":"closing"}')"); done
+l=$(call c terminal/list '{}')
+cspools=()
+for j in "${ids[@]}"; do cspools+=("$(jget "$l" "result.terminals[terminalId=$j].spoolPath")"); done
+for f in "${cspools[@]}"; do [ -e "$f" ] || fail "a session's job has no spool file at $f"; done
+r=$(call c session/close '{"sessionId":"closing"}')
+reply_is -m "session/close" "$r" result.stopping=3
+for i in $(seq 200); do
+  left=0
+  for f in "${cspools[@]}"; do [ -e "$f" ] && left=$((left + 1)); done
+  [ "$left" = 0 ] && break
+  sleep 0.05
+done
+[ "$left" = 0 ] || fail "$left of a closed session's spool files were left while the service ran: $(ls "$(dirname "${cspools[0]}")" | tr "\n" " ")"
+kill -0 "$SERVE_PID" || fail "the service ended"
+echo "ok: a closed session's spool files removed while the service runs"
+
 # The service's end removes every job's files, a kept job's too (it stops them all).
 kid=$(job '{"command":"sh","args":["-c","echo kept; exec sleep 1000"],"keep":true}')
 sid=$(job '{"command":"sh","args":["-c","echo gone; exec sleep 1000"]}')
