@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "confine/boundary.h"
@@ -146,11 +147,13 @@ class CgroupBoundary final : public Boundary {
     return sent;
   }
 
-  // cgroup.kill, and SIGKILL by pidfd to whatever the leaf lists: a process
-  // whose main thread has exited survives cgroup.kill (cgroup_kill.h).
+  // cgroup.kill; from the second time on (a wake, at most kRekillMs later)
+  // also SIGKILL by pidfd to whatever the leaf still lists: a process whose
+  // main thread has exited survives cgroup.kill (cgroup_kill.h).
   Result<void> kill_all() override {
-    killed_ = true;
-    if (int e = confine::kill_cgroup(leaf_.dir.get()); e != 0) return fail(e);
+    const bool again = std::exchange(killed_, true);
+    if (int e = again ? confine::kill_cgroup(leaf_.dir.get()) : confine::kill_cgroup_at_once(leaf_.dir.get()); e != 0)
+      return fail(e);
     return {};
   }
 

@@ -59,9 +59,9 @@ bool owned(const GuardPlan& p, const char* name) noexcept {
   return true;
 }
 
-// Kills every owned leaf first (the kill is what matters; one pass each,
-// before any waiting), then kills each again until it is empty, and
-// removes it.
+// Kills every owned leaf first (the kill is what matters; one cgroup.kill
+// each, before any waiting), then kills each again until it is empty (a
+// process whose main thread has exited by pidfd too), and removes it.
 void clean_up(const GuardPlan& p) noexcept {
   for (int pass = 0; pass < 5; ++pass) {
     bool any = false;
@@ -70,7 +70,7 @@ void clean_up(const GuardPlan& p) noexcept {
       any = true;
       long fd = r_openat(p.base_fd, name, O_RDONLY | O_DIRECTORY);
       if (fd < 0) return;
-      (void)kill_cgroup(static_cast<int>(fd));
+      (void)kill_cgroup_at_once(static_cast<int>(fd));
       (void)thaw_cgroup(static_cast<int>(fd));  // if we died mid-pass (frozen)
       r_close(fd);
     });

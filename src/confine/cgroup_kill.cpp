@@ -156,6 +156,12 @@ int kill_cgroup(int dirfd) noexcept {
   return err;
 }
 
+int kill_cgroup_at_once(int dirfd) noexcept {
+  int err = write_kill(dirfd);
+  if (err != 0) kill_listed_tree(dirfd, 0);
+  return err;
+}
+
 int thaw_cgroup(int dirfd) noexcept {
   long fd = raw::openat(dirfd, "cgroup.freeze", O_WRONLY);
   if (fd < 0) return static_cast<int>(-fd);
@@ -178,8 +184,8 @@ int cgroup_events_empty(int events_fd) noexcept {
 
 int kill_cgroup_until_empty(int dirfd, int events_fd, int timeout_ms) noexcept {
   const int64_t deadline = raw::now_ms() + timeout_ms;
-  for (;;) {
-    int err = kill_cgroup(dirfd);
+  for (bool first = true;; first = false) {
+    int err = first ? kill_cgroup_at_once(dirfd) : kill_cgroup(dirfd);
     if (err != 0 && err != ENOENT) return err;
     int e = cgroup_events_empty(events_fd);
     if (e == 1) return 0;

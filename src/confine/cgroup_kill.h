@@ -27,6 +27,13 @@ namespace pmon::confine {
 // write (0 when it worked); the pids are signalled whatever it says.
 int kill_cgroup(int dirfd) noexcept;
 
+// cgroup.kill alone, the first kill of a stop: a write that reaches every
+// process but one whose main thread has exited, and the listed pass only
+// where the write fails (no cgroup.kill). Its callers come back within a
+// few milliseconds with kill_cgroup for whatever is left, instead of
+// opening a pidfd for each of a thousand processes that are dying anyway.
+int kill_cgroup_at_once(int dirfd) noexcept;
+
 // Writes "0" to cgroup.freeze of the cgroup `dirfd`: a leaf the supervisor
 // froze for a signal pass (CgroupBoundary::signal_all) and died before
 // thawing. cgroup.kill kills frozen tasks all the same; the thaw is for
@@ -37,8 +44,9 @@ int thaw_cgroup(int dirfd) noexcept;
 // also re-arms its POLLPRI): 1 yes, 0 no, -1 unreadable.
 int cgroup_events_empty(int events_fd) noexcept;
 
-// kill_cgroup, repeated on every change of cgroup.events and at least every
-// few milliseconds, until it says "populated 0" or timeout_ms has passed.
+// kill_cgroup_at_once, then kill_cgroup on every change of cgroup.events
+// and at least every few milliseconds, until it says "populated 0" or
+// timeout_ms has passed.
 // 0, ETIMEDOUT (still populated) or an errno.
 int kill_cgroup_until_empty(int dirfd, int events_fd, int timeout_ms) noexcept;
 
