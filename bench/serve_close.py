@@ -5,7 +5,8 @@ against the raw floor of the same run: N `sleep 600`, each in a cgroup leaf
 of its own, a write to each leaf's cgroup.kill, until every leaf says
 populated 0 and every sleep is reaped (no pmon). With a second binary, the
 two services take turns in every round (A, B, raw), and the table gives
-B/A pair by pair. No asserts.
+B/A pair by pair, and the CPU each service spent on the close (its own
+threads, from /proc/PID/stat). No asserts.
 
 usage: serve_close.py PMON [PMON_B] [--jobs N] [--rounds R]
 """
@@ -23,6 +24,15 @@ ap.add_argument("--rounds", type=int, default=3)
 a = ap.parse_args()
 
 
+cpu = {a.pmon: [], a.pmon_b: []}
+
+
+def cpu_ms(pid):
+    """The user and system time of process pid (all its threads), in ms."""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def close_ms(pmon, jobs):
     with tempfile.TemporaryDirectory() as d:
         p, path = start_service(pmon, d, "--confine", "cgroup", "--max-jobs", str(max(jobs, 1024)))
@@ -30,11 +40,13 @@ def close_ms(pmon, jobs):
         for _ in range(jobs):
             c.call("terminal/create", {"command": "sleep", "args": ["600"], "sessionId": "s"})
         time.sleep(0.5)
+        cpu0 = cpu_ms(p.pid)
         t0 = time.monotonic()
         c.call("session/close", {"sessionId": "s"})
         while len(c.exited) < jobs:
             c.note(json.loads(c.f.readline()))
         ms = (time.monotonic() - t0) * 1000
+        cpu[pmon].append(cpu_ms(p.pid) - cpu0)
         bad = sum(1 for e in c.exited.values() if not e["cleanupVerified"])
         if bad:
             raise RuntimeError("%d of %d jobs not verified gone" % (bad, jobs))
@@ -68,5 +80,7 @@ print("%-6s %10.0f %10s %10.0f %8.2f %8s %8s" % (
     "median", med(lambda g, r: g["A"]), "%.0f" % med(lambda g, r: g["B"]) if b else "-", med(lambda g, r: r),
     med(lambda g, r: g["A"] / r), "%.2f" % med(lambda g, r: g["B"] / r) if b else "-",
     "%.2f" % med(lambda g, r: g["B"] / g["A"]) if b else "-"))
+print("the service's CPU for the close, median ms: A %.0f%s" % (
+    statistics.median(cpu[a.pmon]), "; B %.0f" % statistics.median(cpu[a.pmon_b]) if b else ""))
 print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
 print("(%d jobs a round, --confine cgroup; the ratios are the figures to quote)" % a.jobs)
