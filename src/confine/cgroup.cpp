@@ -29,6 +29,7 @@
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_guard.h"
 #include "confine/cgroup_kill.h"
+#include "confine/cgroup_leaf.h"
 #include "confine/cgroup_limits.h"
 #include "confine/error.h"
 #include "confine/systemd.h"
@@ -42,20 +43,7 @@ using confine::remove_cgroup_tree;
 
 namespace {
 
-struct Leaf {
-  std::string name;
-  Fd parent;  // made inside another call's leaf (open_boundary_inside); else in the base
-  Fd dir;
-  Fd events;
-  Fd cpu_stat;            // kept open, read with pread
-  Fd procs;               // cgroup.procs: opened at the first listing, then read with pread
-  bool memory = false;    // accounts memory (memory.peak): never reused
-  bool limited = false;   // had limits set: never reused, so no later call inherits one
-  bool pids_default = false;  // pids.max is kDefaultPidsMax (reused: the next call wants it too)
-  std::optional<Error> pids_refused;  // no default pids.max here (no controller): told again for 1 s, unasked
-  std::chrono::steady_clock::time_point pids_refused_at;
-  uint64_t cpu_seen = 0;  // cpu.stat usage_usec when last released
-};
+using Leaf = confine::CgroupLeaf;
 
 // Leaf numbers are unique in the process, not per backend: the Python
 // package holds one backend per confine= value, and two cgroup backends of
@@ -237,26 +225,10 @@ class CgroupBoundary final : public Boundary {
   // of a directory read per listing).
   std::vector<pid_t> pids() {
     std::vector<pid_t> out;
-    if (auto text = listing()) confine::parse_pid_list(*text, out);
+    if (auto text = confine::read_listing(leaf_)) confine::parse_pid_list(*text, out);
     if (child_cgroup_count(leaf_.dir.get()) != 0)
       for (const std::string& sub : confine::child_cgroups(path_)) confine::cgroup_tree_pids(path_ + "/" + sub, out, 1);
     return out;
-  }
-
-  // The leaf's cgroup.procs, read from its start through the fd kept with
-  // the leaf (a stop lists it two or three times; opening and closing a
-  // cgroup file costs more than reading it).
-  std::optional<std::string> listing() {
-    if (!leaf_.procs) leaf_.procs = Fd(::openat(leaf_.dir.get(), "cgroup.procs", O_RDONLY | O_CLOEXEC));
-    if (!leaf_.procs) return std::nullopt;
-    std::string text;
-    char buf[4096];
-    for (;;) {
-      ssize_t n = retry_eintr([&] { return ::pread(leaf_.procs.get(), buf, sizeof buf, static_cast<off_t>(text.size())); });
-      if (n < 0) return std::nullopt;
-      if (n == 0) return text;
-      text.append(buf, static_cast<size_t>(n));
-    }
   }
 
   CgroupBackend& owner_;
