@@ -8,23 +8,18 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstring>
 
 #include "sys/child.h"
 #include "confine/pid1.h"
 #include "confine/launch.h"
+#include "sys/numbers.h"
 #include "sys/reap.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
 
 namespace {
-
-bool parse_int(const std::string& s, int& out) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
 
 void write_all(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
@@ -49,8 +44,8 @@ bool namespace_empty() {
 
 int nsinit_main(const std::vector<std::string>& args) {
   int report_fd = -1, status_fd = -1, sync_fd = -1, pdeathsig = 0;
-  if (args.size() < 8 || args[6] != "--" || !parse_int(args[0], report_fd) || !parse_int(args[1], status_fd) ||
-      !parse_int(args[2], sync_fd) || !parse_int(args[3], pdeathsig) || (args[4] != "0" && args[4] != "1") ||
+  if (args.size() < 8 || args[6] != "--" || !sys::parse_whole(args[0], report_fd) || !sys::parse_whole(args[1], status_fd) ||
+      !sys::parse_whole(args[2], sync_fd) || !sys::parse_whole(args[3], pdeathsig) || (args[4] != "0" && args[4] != "1") ||
       (args[5] != "0" && args[5] != "1"))
     return 125;  // not started by spawn_in_pidns: nobody to tell
   for (int fd : {report_fd, status_fd, sync_fd}) (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +19,7 @@
 #include "confine/cgroup_kill.h"
 #include "confine/cgroup_limits.h"
 #include "confine/session_keeper.h"
+#include "sys/numbers.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -28,12 +28,6 @@ namespace pmon {
 namespace {
 
 constexpr std::string_view kPrefix = "pmon-session-";
-
-bool parse_u64(std::string_view s, uint64_t& out) {
-  if (s.empty() || s.size() > 20) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
 
 bool valid_name(std::string_view n) {
   if (n.empty() || n.size() > 64) return false;
@@ -48,7 +42,7 @@ std::optional<uint64_t> read_u64(int dir, const char* file) {
   uint64_t v = 0;
   std::string_view s = *t;
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
-  if (!parse_u64(s, v)) return std::nullopt;
+  if (!sys::parse_name_number(s, v)) return std::nullopt;
   return v;
 }
 
@@ -61,7 +55,7 @@ std::optional<uint64_t> keyed(const std::string& text, std::string_view key) {
     std::string_view line(text.data() + pos, end - pos);
     if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ' ') {
       uint64_t v = 0;
-      if (parse_u64(line.substr(key.size() + 1), v)) return v;
+      if (sys::parse_name_number(line.substr(key.size() + 1), v)) return v;
     }
     pos = end + 1;
   }
@@ -143,7 +137,7 @@ std::optional<SessionKey> SessionKey::parse(std::string_view n) {
   for (int i = 0; i < 3; ++i) {
     size_t dash = n.find('-');
     if ((dash == std::string_view::npos) != (i == 2)) return std::nullopt;
-    if (!parse_u64(n.substr(0, dash), parts[i])) return std::nullopt;
+    if (!sys::parse_name_number(n.substr(0, dash), parts[i])) return std::nullopt;
     n.remove_prefix(dash == std::string_view::npos ? n.size() : dash + 1);
   }
   if (parts[0] == 0 || parts[0] > 4194304) return std::nullopt;

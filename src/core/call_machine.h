@@ -19,7 +19,7 @@ namespace pmon {
 
 namespace call_detail {
 
-constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+using sys::kForever;
 // How long the main process may take to be collectable once its tree was
 // stopped; how long processes that just left the boundary may take to
 // become our zombies; how often to look meanwhile.

@@ -15,7 +15,7 @@
 namespace pmon {
 
 namespace {
-constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+using sys::kForever;
 }  // namespace
 
 Driver::Driver(Call& call, SignalPolicy policy) : call_(nullptr), policy_(std::move(policy)) { attach(call); }

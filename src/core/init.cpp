@@ -18,6 +18,7 @@
 #include "core/stopper.h"
 #include "core/units.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 
 namespace pmon {
 
@@ -35,7 +36,7 @@ int InitResult::status() const noexcept {
 
 namespace {
 
-constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+using sys::kForever;
 
 // An init: one call (its boundary the caller's: PID 1's namespace, or a
 // leaf), and signal forwarding. While the command runs, and while what it

@@ -6,23 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <functional>
 
 #include "confine/cgroup_fs.h"
 #include "confine/cgroup_kill.h"
 #include "sys/fd.h"
+#include "sys/numbers.h"
 #include "sys/proc.h"
 
 namespace pmon {
 
 namespace {
-
-bool parse_u64(std::string_view s, uint64_t& out) {
-  if (s.empty() || s.size() > 20) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
 
 void walk(const std::string& dir, int depth, std::optional<uint64_t> self_ns, std::vector<LeafInfo>& out) {
   if (depth > 64) return;
@@ -57,10 +51,10 @@ std::optional<LeafName> parse_leaf_name(std::string_view name) noexcept {
   if (count < 3) return std::nullopt;
   LeafName n;
   uint64_t pid = 0, ns = 0;
-  if (!parse_u64(parts[0], pid) || !parse_u64(parts[1], n.owner_start) || !parse_u64(parts[count - 1], n.seq))
+  if (!sys::parse_name_number(parts[0], pid) || !sys::parse_name_number(parts[1], n.owner_start) || !sys::parse_name_number(parts[count - 1], n.seq))
     return std::nullopt;
   if (count == 4) {
-    if (!parse_u64(parts[2], ns)) return std::nullopt;
+    if (!sys::parse_name_number(parts[2], ns)) return std::nullopt;
     n.pid_namespace = ns;
   }
   if (pid == 0 || pid > 4194304) return std::nullopt;  // PID_MAX_LIMIT

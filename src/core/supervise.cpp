@@ -14,6 +14,7 @@
 #include "core/driver.h"
 #include "sys/proc.h"
 #include "sys/reap.h"
+#include "sys/syscalls.h"
 
 namespace pmon {
 
@@ -66,7 +67,7 @@ int SuperviseResult::status() const noexcept {
 
 namespace {
 
-constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+using sys::kForever;
 // How long orphans in transit may take to become our zombies at the end.
 constexpr int64_t kFinalReapNs = 200'000'000;
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "jobs/options.h"
 #include "sys/syscalls.h"
 
 namespace pmon::serve {
@@ -13,8 +14,6 @@ namespace {
 // is new, or this long after the first new bytes came.
 constexpr uint64_t kCoalesceBytes = 1 << 20;
 constexpr int64_t kCoalesceNs = 1'000'000;
-// Storage kept for the next output reply, at most this large.
-constexpr size_t kSpareMax = size_t{32} << 20;
 
 }  // namespace
 

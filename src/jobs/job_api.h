@@ -241,7 +241,7 @@ struct JobInfo {
   // as the job ended).
   struct InSession {
     std::string cgroup;
-    Envelope envelope;
+    pmon::Envelope envelope;  // (not the JSON-RPC envelope of serve/jsonrpc.h)
     CgroupUsage session, job;
   };
   std::optional<InSession> in_session;

@@ -87,5 +87,8 @@ struct ServeOptions {
 
 // Requests one connection may have waiting for their answer at once.
 inline constexpr size_t kMaxWaiting = 1024;
+// Storage kept for the next output reply (its text, a connection's line
+// being sent), at most this large.
+inline constexpr size_t kSpareMax = size_t{32} << 20;
 
 }  // namespace pmon::serve

@@ -11,10 +11,11 @@
 #include <limits>
 
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace pmon::serve {
 
-inline constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+using sys::kForever;
 
 enum class Tag : uint64_t {
   listener = 1, signals, timer, parent, conn_in, conn_out, job_main, job_out, job_in, job_stop, job_err, stream, job_ready,

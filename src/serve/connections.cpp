@@ -29,10 +29,8 @@ constexpr size_t kConnQueueBound = size_t{1} << 20;
 // the loop; the rest wait in its socket for the next turn, after the
 // other connections' (--stdio has no other client to make wait).
 constexpr int64_t kConnSliceNs = 2'000'000;
-// Storage kept for the next output reply, at most this large.
-constexpr size_t kSpareMax = size_t{32} << 20;
 
-void set_nonblocking(int fd) {
+void make_nonblocking(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
   if (fl >= 0) (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
@@ -58,8 +56,8 @@ bool Connections::open_stdio() {
   int domain = 0;
   socklen_t dlen = sizeof domain;
   c.passes_fds = ::getsockopt(c.out_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) == 0 && domain == AF_UNIX;
-  set_nonblocking(c.in_fd);
-  set_nonblocking(c.out_fd);
+  make_nonblocking(c.in_fd);
+  make_nonblocking(c.out_fd);
   if (!poller_.add(c.in_fd, EPOLLIN, tag(Tag::conn_in, c.id)) && errno == EPERM) {
     stdin_ready_ = Fd(::eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!stdin_ready_ || !poller_.add(stdin_ready_.get(), EPOLLIN, tag(Tag::conn_in, c.id))) return false;

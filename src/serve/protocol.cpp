@@ -107,7 +107,7 @@ void read_params(FieldReader& f, FindParams& p) {
 
 void read_params(FieldReader& f, SessionCloseParams& s) { s.session_id = f.str("sessionId", true).value_or(""); }
 
-using Reader = Params (*)(FieldReader&);
+using ParamsReader = Params (*)(FieldReader&);
 
 template <class P>
 Params read_as(FieldReader& f) {
@@ -116,9 +116,9 @@ Params read_as(FieldReader& f) {
   return p;
 }
 
-const std::map<std::string_view, Reader, std::less<>>& readers() {
+const std::map<std::string_view, ParamsReader, std::less<>>& readers() {
   static const auto m =
-      by_name<Reader>(kMethods, [](const auto& row) -> Reader { return &read_as<row_type<decltype(row)>>; });
+      by_name<ParamsReader>(kMethods, [](const auto& row) -> ParamsReader { return &read_as<row_type<decltype(row)>>; });
   return m;
 }
 

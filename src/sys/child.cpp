@@ -22,7 +22,7 @@ namespace pmon::sys {
 
 namespace {
 
-[[noreturn]] void fail(const ChildPlan& plan, int stage, int err) noexcept {
+[[noreturn]] void child_failed(const ChildPlan& plan, int stage, int err) noexcept {
   ChildFailure f{stage, err};
   if (plan.shared_failure != nullptr) {
     // The parent is suspended until we _exit (vfork), then reads it.
@@ -64,7 +64,7 @@ void arm_ns_init(const ChildPlan& plan) noexcept {
   (void)::close(ns.sync_w);
   if (plan.arm_gate_fd >= 0) wait_at_gate(plan.arm_gate_fd);
   if (::prctl(PR_SET_PDEATHSIG, static_cast<unsigned long>(SIGKILL), 0UL, 0UL, 0UL) != 0)
-    fail(plan, ChildFailure::kSetup, errno);
+    child_failed(plan, ChildFailure::kSetup, errno);
   char c = 0;
   ssize_t n;
   do {
@@ -142,7 +142,7 @@ void run_child(const ChildPlan& plan) noexcept {
   // its own CPU from (we stay where we are, which the mask allows).
   if (plan.restore_affinity != nullptr &&
       ::sched_setaffinity(0, sizeof(cpu_set_t), plan.restore_affinity) != 0)
-    fail(plan, ChildFailure::kSetup, errno);
+    child_failed(plan, ChildFailure::kSetup, errno);
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) {
@@ -152,20 +152,20 @@ void run_child(const ChildPlan& plan) noexcept {
   }
   sigset_t none;
   ::sigemptyset(&none);
-  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) fail(plan, ChildFailure::kSetup, errno);
+  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) child_failed(plan, ChildFailure::kSetup, errno);
 
-  if (plan.new_session && ::setsid() < 0) fail(plan, ChildFailure::kSetup, errno);
-  if (plan.new_cgroup_ns && ::unshare(CLONE_NEWCGROUP) != 0) fail(plan, ChildFailure::kSetup, errno);
+  if (plan.new_session && ::setsid() < 0) child_failed(plan, ChildFailure::kSetup, errno);
+  if (plan.new_cgroup_ns && ::unshare(CLONE_NEWCGROUP) != 0) child_failed(plan, ChildFailure::kSetup, errno);
 
   // Arm first, then check the parent is still the one that cloned us: if it
   // died before the arming, no signal would ever come (seed 001).
   if (plan.ns != nullptr) {
     arm_ns_init(plan);
-    if (int e = ns_setup_mounts(plan.ns->cgroup2_mount); e != 0) fail(plan, ChildFailure::kNsMount, e);
+    if (int e = ns_setup_mounts(plan.ns->cgroup2_mount); e != 0) child_failed(plan, ChildFailure::kNsMount, e);
   } else if (plan.pdeathsig != 0) {
     if (plan.arm_gate_fd >= 0) wait_at_gate(plan.arm_gate_fd);
     if (::prctl(PR_SET_PDEATHSIG, static_cast<unsigned long>(plan.pdeathsig), 0UL, 0UL, 0UL) != 0)
-      fail(plan, ChildFailure::kSetup, errno);
+      child_failed(plan, ChildFailure::kSetup, errno);
     // Nobody is left to read the error pipe (a write would only raise
     // SIGPIPE): stop here, before any of the command's work.
     if (::getppid() != plan.expected_parent) ::_exit(125);
@@ -178,30 +178,30 @@ void run_child(const ChildPlan& plan) noexcept {
   for (int i = 0; low && i < 3; ++i) {
     if (plan.stdio[i] < 0) continue;
     moved[i] = ::fcntl(plan.stdio[i], F_DUPFD_CLOEXEC, 3);
-    if (moved[i] < 0) fail(plan, ChildFailure::kSetup, errno);
+    if (moved[i] < 0) child_failed(plan, ChildFailure::kSetup, errno);
   }
   for (int i = 0; i < 3; ++i) {
     if (moved[i] < 0) continue;
-    if (::dup2(moved[i], i) < 0) fail(plan, ChildFailure::kSetup, errno);
+    if (::dup2(moved[i], i) < 0) child_failed(plan, ChildFailure::kSetup, errno);
   }
   // The slave was opened O_NOCTTY by pmon, so no session has it yet; the
   // setsid above made us a session leader without a terminal.
-  if (plan.controlling_tty && ::ioctl(0, TIOCSCTTY, 0) != 0) fail(plan, ChildFailure::kSetup, errno);
+  if (plan.controlling_tty && ::ioctl(0, TIOCSCTTY, 0) != 0) child_failed(plan, ChildFailure::kSetup, errno);
   // Marked CLOEXEC rather than closed: the error pipe must work until exec.
   if (plan.close_other_fds && ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-    fail(plan, ChildFailure::kSetup, errno);
-  if (plan.nofile != nullptr && ::setrlimit(RLIMIT_NOFILE, plan.nofile) != 0) fail(plan, ChildFailure::kSetup, errno);
+    child_failed(plan, ChildFailure::kSetup, errno);
+  if (plan.nofile != nullptr && ::setrlimit(RLIMIT_NOFILE, plan.nofile) != 0) child_failed(plan, ChildFailure::kSetup, errno);
 
-  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) fail(plan, ChildFailure::kChdir, errno);
+  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) child_failed(plan, ChildFailure::kChdir, errno);
 
   if (plan.ns != nullptr) {
     // pmon's init, from the binary opened before the clone (the path may
     // mean something else in here). It reports the command's exec failure
     // on the same error pipe, so that one stays open across this exec.
     for (int fd : plan.ns->keep_fds)
-      if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) != 0) fail(plan, ChildFailure::kNsInit, errno);
+      if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) != 0) child_failed(plan, ChildFailure::kNsInit, errno);
     ::syscall(SYS_execveat, plan.ns->exe_fd, "", plan.ns->init_argv, plan.envp, AT_EMPTY_PATH);
-    fail(plan, ChildFailure::kNsInit, errno);
+    child_failed(plan, ChildFailure::kNsInit, errno);
   }
 
   // execvp's rules: try each PATH candidate, remember EACCES over ENOENT.
@@ -226,7 +226,7 @@ void run_child(const ChildPlan& plan) noexcept {
     if (err != ENOENT && err != ENOTDIR && err != EACCES) break;
   }
   if (saw_eacces && (err == ENOENT || err == ENOTDIR)) err = EACCES;
-  fail(plan, ChildFailure::kExec, err);
+  child_failed(plan, ChildFailure::kExec, err);
 }
 
 int ns_setup_mounts(const char* cgroup2_mount) noexcept {

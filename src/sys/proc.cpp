@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sys/numbers.h"
 #include "sys/syscalls.h"
 
 namespace pmon::sys {
@@ -30,12 +31,6 @@ Result<void> read_all(int fd, std::string& out) noexcept {
     if (n == 0) return {};
     out.append(buf, static_cast<size_t>(n));
   }
-}
-
-template <class T>
-bool parse_num(std::string_view s, T& out) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
 }
 
 }  // namespace
@@ -152,11 +147,11 @@ Result<ProcStat> parse_stat(const std::string& s, pid_t pid) noexcept {
     std::string_view tok = rest.substr(0, sp);
     switch (field) {
       case 3: st.state = tok.empty() ? '?' : tok[0]; break;
-      case 4: parse_num(tok, st.ppid); break;
-      case 5: parse_num(tok, st.pgrp); break;
-      case 6: parse_num(tok, st.session); break;
-      case 20: parse_num(tok, st.num_threads); break;
-      case 22: parse_num(tok, st.start_time); break;
+      case 4: parse_whole(tok, st.ppid); break;
+      case 5: parse_whole(tok, st.pgrp); break;
+      case 6: parse_whole(tok, st.session); break;
+      case 20: parse_whole(tok, st.num_threads); break;
+      case 22: parse_whole(tok, st.start_time); break;
       default: break;
     }
     if (sp == std::string_view::npos) break;
@@ -250,7 +245,7 @@ std::vector<ProcStat> scan_processes() {
   if (!dir) return out;
   while (dirent* e = ::readdir(dir)) {
     pid_t pid = 0;
-    if (!parse_num(std::string_view(e->d_name), pid) || pid <= 0) continue;
+    if (!parse_whole(std::string_view(e->d_name), pid) || pid <= 0) continue;
     if (auto st = read_stat(pid)) out.push_back(std::move(*st));
   }
   ::closedir(dir);
@@ -303,7 +298,7 @@ Result<std::vector<pid_t>> children_of(pid_t pid, bool* stale) {
     while (!rest.empty()) {
       size_t sp = rest.find(' ');
       pid_t child = 0;
-      if (parse_num(rest.substr(0, sp), child) && child > 0) out.push_back(child);
+      if (parse_whole(rest.substr(0, sp), child) && child > 0) out.push_back(child);
       rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
     }
   }

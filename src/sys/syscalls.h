@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "sys/fd.h"
 #include "sys/result.h"
@@ -68,5 +69,7 @@ sigset_t non_default_dispositions() noexcept;
 
 // Wall-clock-free monotonic time in nanoseconds (CLOCK_MONOTONIC).
 int64_t monotonic_ns() noexcept;
+// A deadline that never comes, on that clock.
+inline constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 
 }  // namespace pmon::sys
