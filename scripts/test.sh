@@ -3,6 +3,9 @@
 # The test command: installs what is missing, builds, runs every test.
 #   scripts/test.sh            RelWithDebInfo build in build/
 #   PMON_SANITIZE=1 scripts/test.sh   ASan+UBSan build in build-asan/ (no bench/)
+#   PMON_E2E_IN_SANITIZED=1 scripts/test.sh   as the first, with only the
+#       end-to-end CTests that the sanitized build cannot run (CI runs the
+#       others there)
 # Strict (CI=true, or PMON_EXPECT_BACKENDS set): the backends in
 # PMON_EXPECT_BACKENDS (default in CI: all four) must work, and a skipped
 # test fails the run unless tests/allowed_skips.txt lists it with a reason.
@@ -21,20 +24,23 @@ elif [ -n "${PMON_EXPECT_BACKENDS:-}" ]; then
   export PMON_EXPECT_BACKENDS
 fi
 # Tests, benchmarks and the Python package on, also in a build directory
-# the demo configured without them.
-dir=build; flags=(-DBUILD_TESTING=ON -DPMON_BENCH=ON -DPMON_PYTHON_BINDING=ON); skip=()
+# the demo configured without them. The CTests to run: all but the
+# artifacts' (label artifact), which install what scripts/release.sh made;
+# CI runs them after it (.ci/run).
+dir=build; flags=(-DBUILD_TESTING=ON -DPMON_BENCH=ON -DPMON_PYTHON_BINDING=ON); select=(-LE '^artifact$')
 if [ "${PMON_SANITIZE:-0}" = 1 ]; then
   dir=build-asan; flags=(-DBUILD_TESTING=ON -DPMON_SANITIZE=ON -DPMON_PYTHON_BINDING=OFF -DPMON_BENCH=OFF)
-  # Two scenarios measure timing that a sanitized pmon cannot keep (a
-  # bounded fork storm that must still be forking when the stop starts;
-  # supervise under strace with a 400 ms deadline): they run in the plain
-  # build only.
-  # One cannot run sanitized at all: serve_memory runs the service under
-  # RLIMIT_AS, where ASan cannot map its shadow memory. The service's own memory bounds
-  # (serve_bad_input, serve_pipeline) allow for the sanitizers' shadow
-  # memory and quarantine.
-  skip=(-E 'e9_fork_storm|supervise_strace|serve_memory')
+  # What a sanitized pmon cannot do (the CTests labelled plain_only, in
+  # tests/CMakeLists.txt) runs in the plain build only. The service's own
+  # memory bounds (serve_bad_input, serve_pipeline) allow for the
+  # sanitizers' shadow memory and quarantine.
+  select=(-LE '^(artifact|plain_only)$')
   export PMON_TEST_RSS_SCALE=8
+elif [ "${PMON_E2E_IN_SANITIZED:-0}" = 1 ]; then
+  # PMON_E2E_IN_SANITIZED=1 (CI, which runs the sanitized suite next): of
+  # the end-to-end CTests only those the sanitized build cannot run; the
+  # others run there, under ASan+UBSan, rather than twice.
+  select=(-L '^(unit|plain_only)$')
 fi
 # Compiled objects are kept by ccache, keyed by what is compiled and not by
 # where: a second run, and the Python package that pip builds in a build
@@ -71,9 +77,7 @@ if [ $built = 1 ] && [ "${PMON_SANITIZE:-0}" != 1 ]; then
   else not_run+=("node=npm ci failed (see above)"); fi
 fi
 if [ $built = 1 ]; then
-  # The artifacts' scenarios (label artifact) install what scripts/release.sh
-  # made; CI runs them after it (.ci/run).
-  ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" --output-junit "$results/ctest.xml" -LE '^artifact$' "${skip[@]}" ||
+  ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" --output-junit "$results/ctest.xml" "${select[@]}" ||
     [ -s "$results/ctest.xml" ] || not_run+=("ctest=ctest wrote no results")
   # The Python package (built above with the rest): its pytest suite, with
   # Debian's python3, after the CTests so its 200-call cases run alone.
