@@ -44,9 +44,9 @@ bool namespace_empty() {
 
 int nsinit_main(const std::vector<std::string>& args) {
   int report_fd = -1, status_fd = -1, sync_fd = -1, pdeathsig = 0;
-  if (args.size() < 8 || args[6] != "--" || !sys::parse_whole(args[0], report_fd) || !sys::parse_whole(args[1], status_fd) ||
-      !sys::parse_whole(args[2], sync_fd) || !sys::parse_whole(args[3], pdeathsig) || (args[4] != "0" && args[4] != "1") ||
-      (args[5] != "0" && args[5] != "1"))
+  if (args.size() < 8 || args[6] != "--" || !sys::parse_whole(args[0], report_fd) ||
+      !sys::parse_whole(args[1], status_fd) || !sys::parse_whole(args[2], sync_fd) ||
+      !sys::parse_whole(args[3], pdeathsig) || (args[4] != "0" && args[4] != "1") || (args[5] != "0" && args[5] != "1"))
     return 125;  // not started by spawn_in_pidns: nobody to tell
   for (int fd : {report_fd, status_fd, sync_fd}) (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
   auto setup_failed = [&](int err) {

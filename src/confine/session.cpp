@@ -42,7 +42,7 @@ std::optional<uint64_t> read_u64(int dir, const char* file) {
   uint64_t v = 0;
   std::string_view s = *t;
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
-  if (!sys::parse_name_number(s, v)) return std::nullopt;
+  if (!sys::parse_whole(s, v)) return std::nullopt;
   return v;
 }
 
@@ -55,7 +55,7 @@ std::optional<uint64_t> keyed(const std::string& text, std::string_view key) {
     std::string_view line(text.data() + pos, end - pos);
     if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ' ') {
       uint64_t v = 0;
-      if (sys::parse_name_number(line.substr(key.size() + 1), v)) return v;
+      if (sys::parse_whole(line.substr(key.size() + 1), v)) return v;
     }
     pos = end + 1;
   }

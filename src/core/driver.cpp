@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 #include "sys/proc.h"

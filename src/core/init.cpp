@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <limits>
 #include <unordered_map>
 
 #include "core/call.h"

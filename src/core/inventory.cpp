@@ -51,7 +51,8 @@ std::optional<LeafName> parse_leaf_name(std::string_view name) noexcept {
   if (count < 3) return std::nullopt;
   LeafName n;
   uint64_t pid = 0, ns = 0;
-  if (!sys::parse_name_number(parts[0], pid) || !sys::parse_name_number(parts[1], n.owner_start) || !sys::parse_name_number(parts[count - 1], n.seq))
+  if (!sys::parse_name_number(parts[0], pid) || !sys::parse_name_number(parts[1], n.owner_start) ||
+      !sys::parse_name_number(parts[count - 1], n.seq))
     return std::nullopt;
   if (count == 4) {
     if (!sys::parse_name_number(parts[2], ns)) return std::nullopt;

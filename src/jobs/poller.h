@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <limits>
 
 #include "sys/fd.h"
 #include "sys/syscalls.h"
