@@ -84,6 +84,7 @@ void CallMachine::stop_context(StopContext& ctx) {
   ctx.leftovers = opts.track_leftovers ? &leftovers : nullptr;
   ctx.main_pidfd = main_exited ? -1 : child.pidfd.get();
   ctx.main_pid = main_exited ? 0 : child.pid;
+  ctx.group_pidfd = child.pidfd.get();
   ctx.t0_ns = t0;
   ctx.skip_grace = escalated;
 }

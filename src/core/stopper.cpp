@@ -119,6 +119,12 @@ bool StopMachine::step_is_kill() const {
   return ctx_.plan->steps[i_].action == StopStep::Action::kill;
 }
 
+// (Before Linux 6.9 the kernel refuses the group flag: the boundary's
+// passes are then all there is.)
+void StopMachine::kill_group() {
+  if (ctx_.group_pidfd >= 0) (void)sys::pidfd_signal_group(ctx_.group_pidfd, SIGKILL);
+}
+
 void StopMachine::start() {
   skip_grace_ = ctx_.skip_grace;
   i_ = 0;
@@ -152,6 +158,7 @@ void StopMachine::run_steps() {
       listed = nullptr;
     } else {
       record_.kill_sent_ms = since_ms();
+      kill_group();
       (void)b.kill_all();
       if (ctx_.main_pidfd >= 0) (void)sys::pidfd_send_signal(ctx_.main_pidfd, SIGKILL);
     }
@@ -173,7 +180,10 @@ void StopMachine::on_wake(StopWake wake) {
   if (wake == StopWake::changed && sys::monotonic_ns() >= deadline_) wake = StopWake::deadline;
   if (wake == StopWake::changed) {
     // A scan is a snapshot: kill again whatever was forked since the last.
-    if (step_is_kill()) (void)b.kill_all();
+    if (step_is_kill()) {
+      kill_group();
+      (void)b.kill_all();
+    }
     auto e = b.empty();
     if (e && *e) end_step(true);
     return;

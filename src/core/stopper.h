@@ -76,6 +76,12 @@ struct StopContext {
   LeftoverTracker* leftovers = nullptr;  // may be null
   int main_pidfd = -1;     // also signalled directly while alive; -1: none
   pid_t main_pid = 0;      // main_pidfd's process (a child not yet reaped), or 0
+  // The main process's pidfd, whether it has exited or not: the process
+  // group it started (it leads a session of its own) gets each SIGKILL in
+  // one pass in the kernel, which no member can outrun by forking, as it
+  // can a /proc walk. Members that left the group are the boundary's to
+  // find. -1: none.
+  int group_pidfd = -1;
   int64_t t0_ns = 0;       // for the *_ms fields of the record
   // The boundary's members as listed a moment ago (a snapshot taken for
   // this stop), where the first signal pass starts instead of listing
@@ -104,6 +110,7 @@ class StopMachine {
  private:
   void run_steps();  // from step i_ on, until one has to wait
   bool step_is_kill() const;
+  void kill_group();
   void end_step(bool emptied);
   void finish(bool verified);
   double since_ms() const;

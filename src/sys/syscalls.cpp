@@ -49,6 +49,13 @@ int pidfd_send_signal(int pidfd, int sig) noexcept {
   return r < 0 ? -1 : 0;
 }
 
+int pidfd_signal_group(int pidfd, int sig) noexcept {
+  constexpr unsigned kProcessGroup = 1U << 2;  // PIDFD_SIGNAL_PROCESS_GROUP
+  long r = retry_eintr(
+      [&] { return ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, kProcessGroup); });
+  return r < 0 ? -errno : 0;
+}
+
 int waitid_raw(idtype_t type, id_t id, siginfo_t* info, int options,
                struct rusage* ru) noexcept {
   for (;;) {

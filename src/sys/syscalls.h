@@ -43,6 +43,13 @@ Result<Fd> pidfd_open(pid_t pid) noexcept;
 // 0 on success; ESRCH once the process is reaped (never a recycled pid).
 int pidfd_send_signal(int pidfd, int sig) noexcept;
 
+// The signal to every process of the group whose id is pidfd's process's
+// pid (the group it leads, or led: it works after that process is reaped,
+// and a recycled pid is never its target). One pass in the kernel, so a
+// member that forks during it cannot leave a child that missed it. 0 on
+// success; -ESRCH when the group is empty; -EINVAL before Linux 6.9.
+int pidfd_signal_group(int pidfd, int sig) noexcept;
+
 // waitid(2) as the kernel has it, with the rusage glibc's wrapper drops.
 // Returns 0 or -errno; retries EINTR.
 int waitid_raw(idtype_t type, id_t id, siginfo_t* info, int options,

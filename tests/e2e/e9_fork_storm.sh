@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # E9: a fork storm that goes on while it is being stopped converges to empty
-# on every backend (cgroup.kill; the subreaper's and pgroup's re-scan/kill
-# loop). The storm (tests/helpers/fork_storm) ignores SIGTERM, so it forks
-# right through the grace period, and is bounded (CAP live processes, a fork
-# budget, a rate, a deadline, and at most 6000 tasks more on the machine,
-# zombies included) so the machine stays safe even if pmon fails. Its
-# counters live in a shared file that survives SIGKILL: they prove it was
+# on every backend (cgroup.kill; the kill of the main's process group; the
+# subreaper's re-scan/kill loop for a storm that leaves the group). The storm
+# (tests/helpers/fork_storm) ignores SIGTERM, so it forks right through the
+# grace period, and is bounded (CAP live processes, a fork budget, a rate, a
+# deadline, and at most 6000 tasks more on the machine, zombies included) so
+# the machine stays safe even if pmon fails. Its counters live in a shared file that survives SIGKILL: they prove it was
 # still forking after the stop began.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/escapes.inc"
@@ -14,14 +14,14 @@ STORM=$HELPERS/fork_storm
 
 CAP=300
 
-# storm_call LABEL BACKEND TIMEOUT GRACE CAP BUDGET RATE SECONDS: one stopped
-# storm and the checks every one must pass; leaves the storm's counters in
-# $forks $peak $last.
+# storm_call LABEL BACKEND TIMEOUT GRACE CAP BUDGET RATE SECONDS [MODE]: one
+# stopped storm and the checks every one must pass; leaves the storm's
+# counters in $forks $peak $last.
 storm_call() {
   local label=$1 b=$2 left
   rm -f "$t/storm"
   run_probed run -q --confine "$b" --timeout "$3" --grace "$4" --report "$t/r.json" -- \
-    "$STORM" "$t/storm" "$5" "$6" "$7" "$8"
+    "$STORM" "$t/storm" "$5" "$6" "$7" "$8" ${9:+"$9"}
   left=$(alive_naming "$t/storm")
   [ -f "$t/probe" ] && record_file "$t/probe"
   if [ -n "$left" ]; then
@@ -38,12 +38,25 @@ storm_call() {
   [ "$forks" -gt 0 ] && [ "$peak" -le "$5" ] || fail "$label: storm counters: forks $forks peak $peak"
 }
 
-for b in $(backends); do
-  storm_call "$b" "$b" 1500ms 500ms $CAP 16000 2000 30
+# A storm still forking when the stop begins: $1 the label, then the
+# backend and the storm's mode.
+storm_through_stop() {
+  storm_call "$1" "$2" 1500ms 500ms $CAP 16000 2000 30 ${3:-}
   stop_ns=$(( $(date -d "$(rj "$t/r.json" .started_at)" +%s%N) +
               $(rj "$t/r.json" '.stop.signal_sent_ms * 1000000 | floor') ))
-  [ "$last" -gt "$stop_ns" ] || fail "$b: the storm had stopped forking before the stop began (not a test of E9)"
-  echo "ok: $b ($forks forks, peak $peak live, forking $(( (last - stop_ns) / 1000000 )) ms into the stop)"
+  [ "$last" -gt "$stop_ns" ] || fail "$1: the storm had stopped forking before the stop began (not a test of E9)"
+  echo "ok: $1 ($forks forks, peak $peak live, forking $(( (last - stop_ns) / 1000000 )) ms into the stop)"
+}
+
+for b in $(backends); do
+  storm_through_stop "$b" "$b"
+done
+
+# Every member in a session of its own: no group to kill, so the backend has
+# to find each one (pgroup cannot, by design).
+for b in $(backends); do
+  [ "$b" = pgroup ] && continue
+  storm_through_stop "$b, each member in its own session" "$b" setsid
 done
 
 # Flat out and no grace: every storm process lives about one fork long, so a

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// fork_storm COUNTERS CAP BUDGET RATE [SECONDS [term-forks]]
+// fork_storm COUNTERS CAP BUDGET RATE [SECONDS [term-forks|setsid]]
+//
+// With "setsid" every member starts a session of its own as it is forked,
+// so no process group holds the storm: a supervisor has to find each
+// member to stop it.
 //
 // With "term-forks" SIGTERM is caught instead of ignored: a process that gets
 // it forks one last child, which lives kTermChildMs and exits, and exits
@@ -107,6 +111,7 @@ int bounded_fork() {
 }
 
 bool g_member = false;
+bool g_setsid = false;
 constexpr int kTermChildMs = 30;
 
 // SIGTERM in the term-forks mode (see the top). Async-signal-safe: _Fork,
@@ -129,6 +134,7 @@ void on_term(int) {
       int r = bounded_fork();
       if (r == 1) {
         made = 0;  // a new member: start over as one
+        if (g_setsid) (void)setsid();
         continue;
       }
       if (r == 0) {
@@ -150,7 +156,7 @@ void on_term(int) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: fork_storm COUNTERS CAP BUDGET RATE [SECONDS [term-forks]]\n");
+    std::fprintf(stderr, "usage: fork_storm COUNTERS CAP BUDGET RATE [SECONDS [term-forks|setsid]]\n");
     return 2;
   }
   int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -178,12 +184,16 @@ int main(int argc, char** argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, nullptr);
   } else {
+    g_setsid = argc > 6 && std::strcmp(argv[6], "setsid") == 0;
     signal(SIGTERM, SIG_IGN);
   }
 
   for (;;) {
     int r = bounded_fork();
-    if (r == 1) storm_member();
+    if (r == 1) {
+      if (g_setsid) (void)setsid();
+      storm_member();
+    }
     // Reap our own children so the main's zombies do not pile up.
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
