@@ -20,6 +20,9 @@ using namespace call_detail;
 
 namespace {
 
+// How long before a timeout the processes it will stop are looked at.
+constexpr int64_t kLookAheadNs = 100'000'000;
+
 // The session's figures at the end of a call. The call's leaf may be the
 // envelope's victim: an out-of-memory kill in the session, a fork refused at
 // its pids.max, are the call's when its own cgroup counted them.
@@ -73,8 +76,15 @@ void CallMachine::begin_end(End why) {
   check_tree();
 }
 
+// A tree of a thousand processes takes some 40 ms to look at.
+void CallMachine::look_ahead(int64_t now) {
+  if (now < ahead_at || main_exited) return;
+  ahead_at = kForever;
+  leftovers.snapshot_ahead(*b, child.pid);
+}
+
 void CallMachine::stop_context(StopContext& ctx) {
-  if (leftovers.empty() && opts.track_leftovers) {
+  if ((leftovers.empty() || leftovers.taken_ahead()) && opts.track_leftovers) {
     leftovers.snapshot(*b, child.pid);
     // Taken for this stop: its listing is the first signal pass's too.
     if (leftovers.last_listing()) ctx.listed = &*leftovers.last_listing();
@@ -198,6 +208,7 @@ void CallMachine::take_step() {
     case Phase::done: return;
     case Phase::running:
       note_main_exit();
+      look_ahead(now);
       // The call's own timeout; a main process that exited already ended
       // the call, whichever the caller hears first.
       if (auto due = due_end(now); !main_exited && due) begin_end(*due);
@@ -287,6 +298,8 @@ std::expected<void, Error> Call::start() {
   s.trace("started pid " + std::to_string(s.child.pid) + " under " + std::string(to_string(s.res.confinement)) +
           (s.res.cgroup ? " in " + *s.res.cgroup : ""));
   s.timeout_at = s.opts.call.timeout ? s.t0 + s.opts.call.timeout->count() : kForever;
+  if (s.opts.track_leftovers && s.opts.call.timeout && s.opts.call.timeout->count() > 2 * kLookAheadNs)
+    s.ahead_at = s.timeout_at - kLookAheadNs;
   s.idle_at = s.opts.call.idle_timeout ? s.t0 + s.opts.call.idle_timeout->count() : kForever;
   s.phase = Phase::running;
   return {};
@@ -314,7 +327,7 @@ Watch Call::watch() {
 int64_t Call::deadline() const noexcept {
   const CallMachine& s = *s_;
   switch (s.phase) {
-    case Phase::running:
+    case Phase::running: return std::min(s.next_end_at(), s.ahead_at);
     case Phase::waiting_tree:
     case Phase::escapes_waiting: return s.next_end_at();
     case Phase::stopping:

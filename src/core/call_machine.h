@@ -66,6 +66,11 @@ struct CallMachine {
     return std::nullopt;
   }
   int64_t next_end_at() const noexcept { return std::min(timeout_at, idle_at); }
+  // When the processes left at the timeout are looked at ahead of it (see
+  // LeftoverTracker::snapshot_ahead), so that the stop's signals go out at
+  // the timeout itself; kForever: not (taken, or no timeout to come).
+  int64_t ahead_at = call_detail::kForever;
+  void look_ahead(int64_t now);
   std::unique_ptr<Boundary> b;
   Child child;
   RunResult res;

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "sys/proc.h"
 #include "sys/syscalls.h"
@@ -27,26 +28,52 @@ StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
   }
 }
 
+bool LeftoverTracker::track(pid_t pid) {
+  auto fd = sys::pidfd_open(pid);
+  if (!fd) return false;
+  auto st = sys::read_stat(pid);
+  if (!st || st->dead()) return false;
+  Tracked t;
+  t.info.pid = pid;
+  t.info.start_time = st->start_time;
+  t.info.cmdline = sys::read_cmdline(pid);
+  // Alive after the reads: they were this pidfd's process.
+  if (!sys::pidfd_alive(fd->get())) return false;
+  t.pidfd = std::move(*fd);
+  tracked_.push_back(std::move(t));
+  return true;
+}
+
+std::vector<pid_t> LeftoverTracker::keep_listed(const std::vector<pid_t>& listed) {
+  std::erase_if(tracked_, [&](const Tracked& t) {
+    return !std::binary_search(listed.begin(), listed.end(), t.info.pid) || !sys::pidfd_alive(t.pidfd.get());
+  });
+  std::vector<pid_t> kept;
+  for (const Tracked& t : tracked_) kept.push_back(t.info.pid);
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+void LeftoverTracker::snapshot_ahead(Boundary& b, pid_t exclude_pid) {
+  snapshot(b, exclude_pid);
+  ahead_ = true;
+}
+
 void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
   listing_.reset();
+  const bool refresh = std::exchange(ahead_, false);
   if (auto listed = b.listed_pids()) {
     // One /proc read per process for what the report says of it, the
     // pidfd opened before it; membership confirmed by a second listing.
+    // (A tracked pid still listed while its pidfd says alive is the same
+    // process: its number cannot have been given to another.)
+    std::vector<pid_t> sorted = *listed;
+    std::sort(sorted.begin(), sorted.end());
+    const std::vector<pid_t> kept = refresh ? keep_listed(sorted) : std::vector<pid_t>{};
     for (pid_t pid : *listed) {
-      if (pid == exclude_pid) continue;
+      if (pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), pid)) continue;
       if (tracked_.size() >= kMaxTracked) break;
-      auto fd = sys::pidfd_open(pid);
-      if (!fd) continue;
-      auto st = sys::read_stat(pid);
-      if (!st || st->dead()) continue;
-      Tracked t;
-      t.info.pid = pid;
-      t.info.start_time = st->start_time;
-      t.info.cmdline = sys::read_cmdline(pid);
-      // Alive after the reads: they were this pidfd's process.
-      if (!sys::pidfd_alive(fd->get())) continue;
-      t.pidfd = std::move(*fd);
-      tracked_.push_back(std::move(t));
+      (void)track(pid);
     }
     if (tracked_.empty()) {  // (the main process alone: nothing to confirm)
       listing_ = std::move(listed);
@@ -60,8 +87,22 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
     listing_ = std::move(again);
     return;
   }
-  for (const sys::ProcStat& p : b.members()) {
-    if (p.pid == exclude_pid) continue;
+  std::vector<sys::ProcStat> members = b.members();
+  if (refresh) {
+    // Kept: the same process (pid and start time) still a member, alive.
+    std::vector<std::pair<pid_t, uint64_t>> now;
+    for (const sys::ProcStat& p : members) now.emplace_back(p.pid, p.start_time);
+    std::sort(now.begin(), now.end());
+    std::erase_if(tracked_, [&](const Tracked& t) {
+      return !std::binary_search(now.begin(), now.end(), std::pair{t.info.pid, t.info.start_time}) ||
+             !sys::pidfd_alive(t.pidfd.get());
+    });
+  }
+  std::vector<pid_t> kept;
+  for (const Tracked& t : tracked_) kept.push_back(t.info.pid);
+  std::sort(kept.begin(), kept.end());
+  for (const sys::ProcStat& p : members) {
+    if (p.pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), p.pid)) continue;
     if (tracked_.size() >= kMaxTracked) break;
     auto fd = sys::open_identified(p.pid, p.start_time);
     if (!fd) continue;

@@ -117,6 +117,91 @@ TEST(Stopper, SnapshotOfManyProcessesTracksEachOnce) {
   }
 }
 
+// A boundary whose processes the test changes between two snapshots: by
+// listing (a cgroup's) or, with `by_listing` false, as members read from
+// /proc (the other backends).
+class ChangingBoundary final : public Boundary {
+ public:
+  explicit ChangingBoundary(bool by_listing) : by_listing_(by_listing) {}
+  ConfineKind kind() const noexcept override { return ConfineKind::cgroup; }
+  void set_main(pid_t, Children) noexcept override {}
+  std::vector<sys::ProcStat> members() override {
+    std::vector<sys::ProcStat> out;
+    for (pid_t p : pids)
+      if (auto st = sys::read_stat(p); st && !st->dead()) out.push_back(*st);
+    return out;
+  }
+  std::optional<std::vector<pid_t>> listed_pids() override {
+    if (!by_listing_) return std::nullopt;
+    std::vector<pid_t> sorted = pids;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  }
+  Result<int> signal_all(int, const SignalPass&) override { return 0; }
+  Result<void> kill_all() override { return {}; }
+  Result<bool> empty() override { return pids.empty(); }
+  Watch watch() override { return {}; }
+  bool contains_escapes() const noexcept override { return true; }
+  void release(bool) noexcept override {}
+  std::vector<pid_t> pids;
+
+ private:
+  bool by_listing_;
+};
+
+pid_t pausing_child() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  return pid;
+}
+
+// A snapshot taken ahead of a timeout, then the stop's own: the process
+// that ended in between is not a leftover, the one started in between is,
+// and the one there all along is kept as it was first read (its pidfd and
+// start time), whichever way the boundary finds its processes.
+TEST(Stopper, ASnapshotTakenAheadIsRefreshedByTheStopsOwn) {
+  for (bool by_listing : {true, false}) {
+    SCOPED_TRACE(by_listing ? "listed" : "members");
+    const pid_t main = pausing_child(), stays = pausing_child(), ends = pausing_child();
+    ASSERT_GT(main, 0);
+    ASSERT_GT(stays, 0);
+    ASSERT_GT(ends, 0);
+    ChangingBoundary b(by_listing);
+    b.pids = {main, stays, ends};
+    LeftoverTracker tracker;
+    tracker.snapshot_ahead(b, main);
+    EXPECT_TRUE(tracker.taken_ahead());
+    EXPECT_EQ(tracker.size(), 2u);
+
+    ::kill(ends, SIGKILL);
+    ASSERT_EQ(::waitpid(ends, nullptr, 0), ends);
+    const pid_t late = pausing_child();
+    ASSERT_GT(late, 0);
+    b.pids = {main, stays, ends, late};  // `ends` as a listing read a moment late
+
+    tracker.snapshot(b, main);
+    EXPECT_FALSE(tracker.taken_ahead());
+    const uint64_t stays_start = sys::read_stat(stays)->start_time;
+    const uint64_t late_start = sys::read_stat(late)->start_time;
+    for (pid_t p : {main, stays, late}) ::kill(p, SIGKILL);
+    for (pid_t p : {main, stays, late}) ::waitpid(p, nullptr, 0);
+
+    std::vector<Leftover> left = tracker.take();
+    ASSERT_EQ(left.size(), 2u);
+    std::sort(left.begin(), left.end(), [](const Leftover& x, const Leftover& y) { return x.pid < y.pid; });
+    std::vector<std::pair<pid_t, uint64_t>> want{{stays, stays_start}, {late, late_start}};
+    std::sort(want.begin(), want.end());
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(left[i].pid, want[i].first);
+      EXPECT_EQ(left[i].start_time, want[i].second);
+      EXPECT_FALSE(left[i].cmdline.empty());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pmon
 
