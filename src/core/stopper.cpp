@@ -12,7 +12,12 @@
 namespace pmon {
 
 namespace {
+// How many processes a snapshot looks at, and for how long: a tree that
+// starves pmon of CPU (hundreds of runnable processes on its cores) makes
+// each look slow, and what is not looked at is still stopped and verified
+// gone, only not named. The time goes on the stop's first signal.
 constexpr size_t kMaxTracked = 4096;
+constexpr int64_t kLookNs = 100'000'000;
 }  // namespace
 
 StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
@@ -62,6 +67,8 @@ void LeftoverTracker::snapshot_ahead(Boundary& b, pid_t exclude_pid) {
 void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
   listing_.reset();
   const bool refresh = std::exchange(ahead_, false);
+  const int64_t until = sys::monotonic_ns() + kLookNs;
+  auto enough = [&] { return tracked_.size() >= kMaxTracked || sys::monotonic_ns() > until; };
   if (auto listed = b.listed_pids()) {
     // One /proc read per process for what the report says of it, the
     // pidfd opened before it; membership confirmed by a second listing.
@@ -72,7 +79,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
     const std::vector<pid_t> kept = refresh ? keep_listed(sorted) : std::vector<pid_t>{};
     for (pid_t pid : *listed) {
       if (pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), pid)) continue;
-      if (tracked_.size() >= kMaxTracked) break;
+      if (enough()) break;
       (void)track(pid);
     }
     if (tracked_.empty()) {  // (the main process alone: nothing to confirm)
@@ -103,7 +110,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
   std::sort(kept.begin(), kept.end());
   for (const sys::ProcStat& p : members) {
     if (p.pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), p.pid)) continue;
-    if (tracked_.size() >= kMaxTracked) break;
+    if (enough()) break;
     auto fd = sys::open_identified(p.pid, p.start_time);
     if (!fd) continue;
     Tracked t;
