@@ -26,6 +26,7 @@ BUGS=(
   'guard-none|src/confine/cgroup.cpp|s/CrashGuard\* guard() noexcept override { return this; }/CrashGuard* guard() noexcept override { return nullptr; }/|e2e:serve_guard_killed'
   'supervise-keeps-jobs|src/cli/supervise_cmd.cpp|s/    return CallHost::stop_recorded_jobs(jobs_left, verbose > 0);/    return jobs_left.empty();/|e2e:supervise_init_owner_jobs'
   'storm-group-kill-dropped|src/core/stopper.cpp|s/  if (ctx_.group_pidfd >= 0) (void)sys::pidfd_signal_group(ctx_.group_pidfd, SIGKILL);/  (void)0;/|e2e:e9_fork_storm'
+  'look-ahead-not-refreshed|src/core/stopper.cpp|s/^  ahead_ = true;/  ahead_ = false;/|unit:Stopper.ASnapshotTakenAheadIsRefreshedByTheStopsOwn'
   'ready-answer-shape-dropped|src/jobs/answers.cpp|s/        a.shape = w.shape;/        a.shape = {};/|node:test/mcp_v2.test.mjs'
 )
 
