@@ -59,7 +59,7 @@ sed -i -e "s#'\.\./index\.mjs'#'pmon-runtime'#" -e "s#'\.\./node/acp\.mjs'#'pmon
 ! grep -n "index\.mjs\|node/acp\.mjs" "$app"/src/node/test/*.mjs "$app"/src/node/fixtures/*.mjs "$app"/src/examples/*.mjs ||
   fail "a test still imports the source tree"
 (cd "$app/src/node" && PMON_NODE_PACKAGE=$app/node_modules/pmon-runtime node --test --test-reporter=spec test/*.test.mjs) > "$t/node.log" 2>&1 ||
-  fail "the Node suite failed against the installed package: $(grep -E '^\s*(✖|not ok)|Error' "$t/node.log" | head -20)"
+  fail "the Node suite failed against the installed package: $(grep -E -A8 '^\s*(✖|not ok)' "$t/node.log" | head -60)"
 echo "ok: the Node suite passed against the installed package: $(grep -E '^ℹ (tests|pass|fail)' "$t/node.log" | tr '\n' ' ')"
 
 cp "$src/tests/e2e/npm_mcp_client.mjs" "$app/"
