@@ -15,9 +15,18 @@ namespace {
 // How many processes a snapshot looks at, and for how long: a tree that
 // starves pmon of CPU (hundreds of runnable processes on its cores) makes
 // each look slow, and what is not looked at is still stopped and verified
-// gone, only not named. The time goes on the stop's first signal.
+// gone, only not named. The time goes on the stop's first signal. The
+// first kAlwaysLooked are looked at whatever the time (a small tree is
+// named whole however slow the machine), the bound counted from the end
+// of the listing (a walk of /proc can be slow by itself).
 constexpr size_t kMaxTracked = 4096;
+constexpr size_t kAlwaysLooked = 64;
 constexpr int64_t kLookNs = 100'000'000;
+
+// Whether a snapshot has looked enough: `looked` processes since `from`.
+bool enough(size_t tracked, size_t looked, int64_t from) {
+  return tracked >= kMaxTracked || (looked >= kAlwaysLooked && sys::monotonic_ns() - from > kLookNs);
+}
 }  // namespace
 
 StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
@@ -67,8 +76,7 @@ void LeftoverTracker::snapshot_ahead(Boundary& b, pid_t exclude_pid) {
 void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
   listing_.reset();
   const bool refresh = std::exchange(ahead_, false);
-  const int64_t until = sys::monotonic_ns() + kLookNs;
-  auto enough = [&] { return tracked_.size() >= kMaxTracked || sys::monotonic_ns() > until; };
+  size_t looked = 0;
   if (auto listed = b.listed_pids()) {
     // One /proc read per process for what the report says of it, the
     // pidfd opened before it; membership confirmed by a second listing.
@@ -77,9 +85,10 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
     std::vector<pid_t> sorted = *listed;
     std::sort(sorted.begin(), sorted.end());
     const std::vector<pid_t> kept = refresh ? keep_listed(sorted) : std::vector<pid_t>{};
+    const int64_t from = sys::monotonic_ns();
     for (pid_t pid : *listed) {
       if (pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), pid)) continue;
-      if (enough()) break;
+      if (enough(tracked_.size(), looked++, from)) break;
       (void)track(pid);
     }
     if (tracked_.empty()) {  // (the main process alone: nothing to confirm)
@@ -108,9 +117,10 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
   std::vector<pid_t> kept;
   for (const Tracked& t : tracked_) kept.push_back(t.info.pid);
   std::sort(kept.begin(), kept.end());
+  const int64_t from = sys::monotonic_ns();
   for (const sys::ProcStat& p : members) {
     if (p.pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), p.pid)) continue;
-    if (enough()) break;
+    if (enough(tracked_.size(), looked++, from)) break;
     auto fd = sys::open_identified(p.pid, p.start_time);
     if (!fd) continue;
     Tracked t;
