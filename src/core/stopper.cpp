@@ -62,10 +62,14 @@ std::vector<pid_t> LeftoverTracker::keep_listed(const std::vector<pid_t>& listed
   std::erase_if(tracked_, [&](const Tracked& t) {
     return !std::binary_search(listed.begin(), listed.end(), t.info.pid) || !sys::pidfd_alive(t.pidfd.get());
   });
-  std::vector<pid_t> kept;
-  for (const Tracked& t : tracked_) kept.push_back(t.info.pid);
-  std::sort(kept.begin(), kept.end());
-  return kept;
+  return tracked_pids();
+}
+
+std::vector<pid_t> LeftoverTracker::tracked_pids() const {
+  std::vector<pid_t> pids;
+  for (const Tracked& t : tracked_) pids.push_back(t.info.pid);
+  std::sort(pids.begin(), pids.end());
+  return pids;
 }
 
 void LeftoverTracker::snapshot_ahead(Boundary& b, pid_t exclude_pid) {
@@ -114,9 +118,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
              !sys::pidfd_alive(t.pidfd.get());
     });
   }
-  std::vector<pid_t> kept;
-  for (const Tracked& t : tracked_) kept.push_back(t.info.pid);
-  std::sort(kept.begin(), kept.end());
+  const std::vector<pid_t> kept = tracked_pids();
   const int64_t from = sys::monotonic_ns();
   for (const sys::ProcStat& p : members) {
     if (p.pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), p.pid)) continue;

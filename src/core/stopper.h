@@ -79,6 +79,7 @@ class LeftoverTracker {
   // `listed` (sorted) or has died, and returns the pids it keeps, sorted.
   std::vector<pid_t> keep_listed(const std::vector<pid_t>& listed);
   bool track(pid_t pid);  // a listed pid, looked at; false: gone meanwhile
+  std::vector<pid_t> tracked_pids() const;  // sorted
 
   std::vector<Tracked> tracked_;
   std::optional<std::vector<pid_t>> listing_;
