@@ -178,7 +178,12 @@ bool Driver::wait_once(Call* call, int64_t until) {
         if (call) call->step();
         return false;
       }
-    if (woke) return false;
+    // A deadline that came meanwhile is stepped now: a flood of SIGCHLD (a
+    // storm's exits) must not keep a due stop waiting.
+    if (woke) {
+      if (call && sys::monotonic_ns() >= wake_at) call->step();
+      return false;
+    }
     if (n == 0 && !due_polled) continue;
   }
 }
