@@ -139,6 +139,7 @@ std::expected<Child, Error> launch_process(const SpawnSpec& spec, int cgroup_fd)
   plan.close_other_fds = spec.close_other_fds;
   plan.changed_signals = spec.changed_signals;
   plan.nofile = spec.nofile;
+  plan.nice = sys::unraised_nice();
 
   // Lend the child this thread's CPU (see SpawnSpec::start_on_this_cpu):
   // pinned here for the clone, it inherits the one-CPU mask and takes ours

@@ -121,6 +121,7 @@ std::expected<Child, Error> PidnsBoundary::launch(const SpawnSpec& spec) {
   plan.new_session = spec.new_session;
   plan.close_other_fds = spec.close_other_fds;
   plan.nofile = spec.nofile;
+  plan.nice = sys::unraised_nice();
   plan.ns = &ns;
 
   sys::CloneRequest req;

@@ -12,6 +12,7 @@
 #include "core/call_options.h"
 #include "core/result.h"
 #include "core/stopper.h"
+#include "sys/priority.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
@@ -87,6 +88,9 @@ struct CallMachine {
   LeftoverTracker leftovers;
   Phase phase = Phase::created;
   std::unique_ptr<StopMachine> machine;
+  // Held from the first look at what is left until the call is done
+  // (sys/priority.h): a busy tree cannot starve its own stop.
+  sys::StopPriority priority;
   int64_t phase_deadline = call_detail::kForever;
   bool boundary_empty = false;  // the boundary's own verdict, for its release
   // Settling: waiting first for the tracked processes to finish exiting;

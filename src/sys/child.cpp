@@ -153,6 +153,9 @@ void run_child(const ChildPlan& plan) noexcept {
   sigset_t none;
   ::sigemptyset(&none);
   if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) child_failed(plan, ChildFailure::kSetup, errno);
+  // (Lowering our priority back is always allowed.)
+  if (plan.nice != kKeepNice && ::setpriority(PRIO_PROCESS, 0, plan.nice) != 0)
+    child_failed(plan, ChildFailure::kSetup, errno);
 
   if (plan.new_session && ::setsid() < 0) child_failed(plan, ChildFailure::kSetup, errno);
   if (plan.new_cgroup_ns && ::unshare(CLONE_NEWCGROUP) != 0) child_failed(plan, ChildFailure::kSetup, errno);

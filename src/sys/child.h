@@ -9,6 +9,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "sys/priority.h"
+
 namespace pmon::sys {
 
 struct ChildPlan {
@@ -41,6 +43,9 @@ struct ChildPlan {
   // take back first thing (null: the child was not pinned).
   const cpu_set_t* restore_affinity = nullptr;
   const rlimit* nofile = nullptr;  // SpawnSpec::nofile
+  // The nice value to start with: the cloning thread's own before a stop
+  // raised it (sys/priority.h), or kKeepNice.
+  int nice = kKeepNice;
 };
 
 struct NsChildPlan {

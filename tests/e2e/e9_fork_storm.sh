@@ -20,8 +20,19 @@ CAP=300
 storm_call() {
   local label=$1 b=$2 left
   rm -f "$t/storm"
+  # With BURN=N, N processes of the scenario's own (not the call's) keep
+  # the CPUs busy meanwhile, as a build running beside pmon would.
+  local burners=() i
+  for ((i = 0; i < ${BURN:-0}; i++)); do
+    "$HELPERS/burn_cpu" 20000 & burners+=($!)
+    record_pid $!
+  done
   run_probed run -q --confine "$b" --timeout "$3" --grace "$4" --report "$t/r.json" -- \
     "$STORM" "$t/storm" "$5" "$6" "$7" "$8" ${9:+"$9"}
+  if [ ${#burners[@]} -gt 0 ]; then
+    kill "${burners[@]}"
+    wait "${burners[@]}" 2>/dev/null || true
+  fi
   left=$(alive_naming "$t/storm")
   [ -f "$t/probe" ] && record_file "$t/probe"
   if [ -n "$left" ]; then
@@ -53,12 +64,13 @@ for b in $(backends); do
 done
 
 # Every member in a session of its own: no group to kill, so the backend has
-# to find each one (pgroup cannot, by design). Not yet the subreaper: on a
-# loaded machine such a storm's exits can keep its pmon reaping and walking
-# /proc for seconds past the grace period (bench/README, "bench_teardown").
+# to find each one (pgroup cannot, by design). Three busy processes run
+# beside pmon meanwhile: its stop competes for the CPU with them and some
+# 300 runnable processes of the storm (it raises its priority while it
+# stops: without that the stop began seconds late here).
 for b in $(backends); do
-  [ "$b" = pgroup ] || [ "$b" = subreaper ] && continue
-  storm_through_stop "$b, each member in its own session" "$b" setsid
+  [ "$b" = pgroup ] && continue
+  BURN=3 storm_through_stop "$b, each member in its own session, beside three busy processes" "$b" setsid
 done
 
 # Flat out and no grace: every storm process lives about one fork long, so a

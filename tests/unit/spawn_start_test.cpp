@@ -9,10 +9,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <string>
 
 #include "confine/boundary.h"
 #include "core/spawn.h"
+#include "sys/priority.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
@@ -22,10 +27,14 @@ void on_usr1(int) {}
 
 // The line of the child's /proc/self/status that starts with `key`, e.g.
 // "SigIgn:\t0000000000001000".
-std::string child_status_line(SpawnSpec s, Boundary& boundary, const std::string& key) {
+std::string child_status_line(SpawnSpec s, Boundary& boundary, const std::string& key);
+
+// What `script` (run by /bin/sh in the child) prints, without its last
+// newlines.
+std::string child_says(SpawnSpec s, Boundary& boundary, const std::string& script) {
   int out[2];
   EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
-  s.argv = {"/bin/sh", "-c", "grep '^" + key + "' /proc/self/status"};
+  s.argv = {"/bin/sh", "-c", script};
   s.stdio = {-1, out[1], -1};
   auto c = spawn(s, boundary);
   ::close(out[1]);
@@ -42,6 +51,10 @@ std::string child_status_line(SpawnSpec s, Boundary& boundary, const std::string
   }
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
+}
+
+std::string child_status_line(SpawnSpec s, Boundary& boundary, const std::string& key) {
+  return child_says(std::move(s), boundary, "grep '^" + key + "' /proc/self/status");
 }
 
 // One bit of a /proc status signal mask ("SigIgn:\t<hex>").
@@ -126,6 +139,31 @@ TEST_F(SpawnStart, AChildStartedOnOurCpuGetsOurWholeMask) {
     EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "spawn() left this thread pinned";
   }
   if (CPU_COUNT(&before) < 2) GTEST_LOG_(INFO) << "one CPU: nothing was lent (the masks are equal trivially)";
+}
+
+// A stop raises the thread's priority (sys/priority.h); a child it starts
+// meanwhile (another job of the service) starts at the thread's own value.
+// The child's nice value is field 19 of its /proc/self/stat.
+TEST_F(SpawnStart, AChildStartedDuringAStopTakesTheUnraisedPriority) {
+  errno = 0;
+  const int before = ::getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  const std::string nice_of_child = "set -- $(cat /proc/self/stat); shift 18; echo $1";
+  {
+    sys::StopPriority outer, inner;
+    outer.take();
+    inner.take();
+    const int raised = ::getpriority(PRIO_PROCESS, 0);
+    if (raised == before) GTEST_SKIP() << "this user may not raise its priority (CAP_SYS_NICE, RLIMIT_NICE)";
+    EXPECT_EQ(raised, std::max(before - sys::kStopBoost, -20));
+    EXPECT_EQ(sys::unraised_nice(), before);
+    EXPECT_EQ(child_says(SpawnSpec{}, *boundary_, nice_of_child), std::to_string(before));
+    outer.release();
+    EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), raised) << "the inner stop still holds the raise";
+  }
+  EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), before);
+  EXPECT_EQ(sys::unraised_nice(), sys::kKeepNice);
+  EXPECT_EQ(child_says(SpawnSpec{}, *boundary_, nice_of_child), std::to_string(before));
 }
 
 }  // namespace
