@@ -64,13 +64,17 @@ for b in $(backends); do
 done
 
 # Every member in a session of its own: no group to kill, so the backend has
-# to find each one (pgroup cannot, by design). Three busy processes run
-# beside pmon meanwhile: its stop competes for the CPU with them and some
-# 300 runnable processes of the storm (it raises its priority while it
-# stops: without that the stop began seconds late here).
+# to find each one (pgroup cannot, by design). On the subreaper backend,
+# whose stop walks /proc for them, three busy processes run beside pmon
+# meanwhile: its stop competes for the CPU with them and some 300 runnable
+# processes of the storm (it raises its priority while it stops: without
+# that the stop began seconds late here).
 for b in $(backends); do
-  [ "$b" = pgroup ] && continue
-  BURN=3 storm_through_stop "$b, each member in its own session, beside three busy processes" "$b" setsid
+  case $b in
+    pgroup) ;;
+    subreaper) BURN=3 storm_through_stop "$b, each member in its own session, beside three busy processes" "$b" setsid ;;
+    *) storm_through_stop "$b, each member in its own session" "$b" setsid ;;
+  esac
 done
 
 # Flat out and no grace: every storm process lives about one fork long, so a
