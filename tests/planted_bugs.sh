@@ -28,7 +28,7 @@ BUGS=(
   'storm-group-kill-dropped|src/core/stopper.cpp|s/  if (ctx_.group_pidfd >= 0) (void)sys::pidfd_signal_group(ctx_.group_pidfd, SIGKILL);/  (void)0;/|e2e:e9_fork_storm'
   'look-ahead-not-refreshed|src/core/stopper.cpp|s/^  ahead_ = true;/  ahead_ = false;/|unit:Stopper.ASnapshotTakenAheadIsRefreshedByTheStopsOwn'
   'ready-answer-shape-dropped|src/jobs/answers.cpp|s/        a.shape = w.shape;/        a.shape = {};/|node:test/mcp_v2.test.mjs'
-  'stop-priority-not-taken|src/core/call.cpp|/^  res.stop.reason = why;$/{n;s/^  priority.take();/  (void)0;/}|e2e:stop_priority'
+  'stop-priority-not-taken|src/core/call.cpp|/^  res.stop.reason = why;$/{n;s/^  raise_priority();/  (void)0;/}|e2e:stop_priority'
   'child-starts-raised|src/confine/launch.cpp|s/  plan.nice = sys::unraised_nice();/  plan.nice = sys::kKeepNice;/|unit:SpawnStart.AChildStartedDuringAStopTakesTheUnraisedPriority'
 )
 

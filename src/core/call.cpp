@@ -67,7 +67,7 @@ void CallMachine::begin_end(End why) {
     res.stop.empty_confirmed_ms = since_start_ms();
     return after_stop();
   }
-  priority.take();
+  raise_priority();
   if (opts.track_leftovers) {
     leftovers.snapshot(*b, child.pid);
     trace(count_of(leftovers.size(), "process", "processes") + " still running after the main process exited");
@@ -81,7 +81,7 @@ void CallMachine::begin_end(End why) {
 void CallMachine::look_ahead(int64_t now) {
   if (now < ahead_at || main_exited) return;
   ahead_at = kForever;
-  priority.take();
+  raise_priority();
   leftovers.snapshot_ahead(*b, child.pid);
 }
 
@@ -109,7 +109,7 @@ void CallMachine::stop_for(End why) {
 void CallMachine::start_stop(StopReason why) {
   reason = why;
   res.stop.reason = why;
-  priority.take();
+  raise_priority();
   StopContext ctx;
   stop_context(ctx);
   const bool graceful = !opts.call.stop.steps.empty() && opts.call.stop.steps.front().action == StopStep::Action::signal;

@@ -110,7 +110,7 @@ void CallMachine::start_escape_stop(StopReason why) {
   ctx.t0_ns = t0;
   ctx.skip_grace = escalated;
   escape_record = {};
-  priority.take();
+  priority.take(true);  // (the subreaper's walk)
   trace("stopping what escaped the boundary");
   machine = std::make_unique<StopMachine>(ctx, escape_record);
   phase = Phase::escapes_stopping;

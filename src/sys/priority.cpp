@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sys/priority.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -17,7 +18,8 @@ namespace {
 struct Raise {
   int holds = 0;
   int before = 0;  // the thread's value before the first hold
-  bool raised = false;
+  bool raised = false;    // its nice value, or
+  bool realtime = false;  // its policy (SCHED_RR, from SCHED_OTHER)
 };
 
 std::mutex mu;
@@ -45,30 +47,45 @@ bool raise_thread(pid_t tid, int before) noexcept {
   return floor < before && ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), floor) == 0;
 }
 
+// SCHED_RR at the lowest real-time priority, for a thread that runs
+// SCHED_OTHER now (one that runs under another policy was put there by
+// someone: it is left as it is).
+bool to_realtime(pid_t tid) noexcept {
+  if (::sched_getscheduler(tid) != SCHED_OTHER) return false;
+  struct sched_param sp {};
+  sp.sched_priority = 1;
+  return ::sched_setscheduler(tid, SCHED_RR | SCHED_RESET_ON_FORK, &sp) == 0;
+}
+
 }  // namespace
 
 StopPriority& StopPriority::operator=(StopPriority&& o) noexcept {
   if (this != &o) {
     release();
     tid_ = o.tid_;
+    realtime_ = o.realtime_;
     o.tid_ = 0;
   }
   return *this;
 }
 
-void StopPriority::take() noexcept {
-  if (tid_ != 0) return;
-  const pid_t tid = ::gettid();
+void StopPriority::take(bool realtime) noexcept {
+  if (tid_ != 0 && (realtime_ || !realtime)) return;
+  const pid_t tid = tid_ != 0 ? tid_ : ::gettid();
   std::lock_guard lock(mu);
   Raise& r = raises()[tid];
-  if (r.holds++ == 0) {
+  if (tid_ == 0 && r.holds++ == 0) {
     errno = 0;
     const int now = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
     r.before = now;
-    r.raised = (now != -1 || errno == 0) && raise_thread(tid, now);
-    if (r.raised) raised_threads.fetch_add(1, std::memory_order_relaxed);
+    if (now == -1 && errno != 0) r.before = 0;
+    else if (!(realtime && (r.realtime = to_realtime(tid)))) r.raised = raise_thread(tid, now);
+    if (r.raised || r.realtime) raised_threads.fetch_add(1, std::memory_order_relaxed);
+  } else if (realtime && !r.realtime && (r.realtime = to_realtime(tid))) {
+    if (!r.raised) raised_threads.fetch_add(1, std::memory_order_relaxed);
   }
   tid_ = tid;
+  realtime_ = realtime_ || realtime;
 }
 
 void StopPriority::release() noexcept {
@@ -77,13 +94,17 @@ void StopPriority::release() noexcept {
   auto it = raises().find(tid_);
   if (it != raises().end() && --it->second.holds == 0) {
     // Raising a nice value back is always allowed.
-    if (it->second.raised) {
-      (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(tid_), it->second.before);
-      raised_threads.fetch_sub(1, std::memory_order_relaxed);
+    const Raise& r = it->second;
+    if (r.realtime) {
+      struct sched_param sp {};
+      (void)::sched_setscheduler(tid_, SCHED_OTHER, &sp);
     }
+    if (r.raised) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(tid_), r.before);
+    if (r.raised || r.realtime) raised_threads.fetch_sub(1, std::memory_order_relaxed);
     raises().erase(it);
   }
   tid_ = 0;
+  realtime_ = false;
 }
 
 int unraised_nice() noexcept {
@@ -91,7 +112,7 @@ int unraised_nice() noexcept {
   const pid_t tid = ::gettid();
   std::lock_guard lock(mu);
   auto it = raises().find(tid);
-  return it != raises().end() && it->second.raised ? it->second.before : kKeepNice;
+  return it != raises().end() && (it->second.raised || it->second.realtime) ? it->second.before : kKeepNice;
 }
 
 }  // namespace pmon::sys

@@ -7,6 +7,15 @@
 // as the system lets it (CAP_SYS_NICE, RLIMIT_NICE; otherwise not at all),
 // and takes back its own value once no stop of its is left. A child
 // cloned meanwhile starts at the value the thread had before (ChildPlan::nice).
+//
+// Nice levels count only among the processes of one session where the
+// kernel groups them by session (autogroup): a storm whose every member
+// starts a session of its own then gets a share per member, and the stop
+// thread one among hundreds whatever its nice value. A stop that finds
+// the tree by walking /proc asks for `realtime`: the thread then runs
+// under SCHED_RR at the lowest real-time priority, which is above every
+// ordinary process, with SCHED_RESET_ON_FORK so that no child inherits it
+// (where the system refuses it, the nice levels as above).
 #pragma once
 
 #include <sys/types.h>
@@ -25,19 +34,21 @@ constexpr int kKeepNice = INT_MIN;
 class StopPriority {
  public:
   StopPriority() noexcept = default;
-  StopPriority(StopPriority&& o) noexcept : tid_(o.tid_) { o.tid_ = 0; }
+  StopPriority(StopPriority&& o) noexcept : tid_(o.tid_), realtime_(o.realtime_) { o.tid_ = 0; }
   StopPriority& operator=(StopPriority&& o) noexcept;
   StopPriority(const StopPriority&) = delete;
   StopPriority& operator=(const StopPriority&) = delete;
   ~StopPriority() { release(); }
 
-  // Takes one hold for the calling thread (a second take is a no-op).
-  void take() noexcept;
+  // Takes one hold for the calling thread (a second take is a no-op but
+  // for asking for `realtime`, which a hold may do later).
+  void take(bool realtime = false) noexcept;
   void release() noexcept;
   bool held() const noexcept { return tid_ != 0; }
 
  private:
   pid_t tid_ = 0;
+  bool realtime_ = false;
 };
 
 // The nice value a child cloned by the calling thread should start with:

@@ -47,6 +47,8 @@ storm_call() {
   # live, forks, peak, last fork (CLOCK_REALTIME ns)
   read -r _ forks peak last < <(od -An -v -t d8 -w32 "$t/storm")
   [ "$forks" -gt 0 ] && [ "$peak" -le "$5" ] || fail "$label: storm counters: forks $forks peak $peak"
+  # A storm that used up its budget ended by itself: pmon's stop did not.
+  [ "$forks" -lt "$6" ] || fail "$label: the storm made all of its $6 forks: it ended by itself, not by pmon's stop"
 }
 
 # A storm still forking when the stop begins: $1 the label, then the

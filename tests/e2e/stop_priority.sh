@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # While pmon stops a tree it runs kStopBoost (10) nice levels above its own
-# priority, so that a tree that keeps the CPUs busy cannot starve its own
-# stop; the tree keeps the priority it was started with, and pmon takes its
-# own back once the stop is over. Seen in the kernel's /proc/PID/stat (the
-# nice value is field 19):
+# priority, or under SCHED_RR where it finds the tree by walking /proc
+# (subreaper, pgroup), so that a tree that keeps the CPUs busy cannot starve
+# its own stop; the tree keeps the priority it was started with, and pmon
+# takes its own back once the stop is over. Seen in the kernel's
+# /proc/PID/stat (the nice value is field 19, the policy field 41):
 #  a. pmon run: during the grace period given to a process that ignores
 #     SIGTERM, pmon is raised and that process is not;
 #  b. the job service: while one job's stop waits out its grace, the thread
@@ -21,6 +22,13 @@ nice_of() {  # PID or PID/task/TID: its nice value, or empty
   set -- $s
   echo "${17}"
 }
+policy_of() {  # PID: its scheduling policy (0 SCHED_OTHER, 2 SCHED_RR), or empty
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  s=${s##*) }
+  set -- $s
+  echo "${39}"
+}
 before=$(nice_of $$)
 want=$(( before - 10 < -20 ? -20 : before - 10 ))
 # (Tried in a subshell: this shell keeps $before.)
@@ -37,23 +45,25 @@ for b in $(backends); do
     "$ESCAPER" "$t/procs" -x exit:0 name=ign,ignore &
   pmon_pid=$!
   record_pid $pmon_pid
+  case $b in subreaper | pgroup) raised="policy 2 nice $before" ;; *) raised="policy 0 nice $want" ;; esac
   seen=
   for _ in $(seq 200); do
-    [ "$(nice_of $pmon_pid)" = "$want" ] && { seen=1; break; }
+    [ "policy $(policy_of $pmon_pid) nice $(nice_of $pmon_pid)" = "$raised" ] && { seen=1; break; }
     kill -0 $pmon_pid 2>/dev/null || break
     sleep 0.05
   done
   record_file "$t/procs"
   read -r ign _ < <(proc_named "$t/procs" ign)
-  [ -n "$seen" ] || fail "$b: pmon's nice value never became $want during the stop (it is $(nice_of $pmon_pid))"
-  [ -n "$ign" ] && [ "$(nice_of "$ign")" = "$before" ] ||
-    fail "$b: the stopped process (pid ${ign:-?}) runs at nice $(nice_of "${ign:-0}"), not $before"
+  [ -n "$seen" ] ||
+    fail "$b: pmon never ran at $raised during the stop (it is at policy $(policy_of $pmon_pid) nice $(nice_of $pmon_pid))"
+  [ -n "$ign" ] && [ "policy $(policy_of "$ign") nice $(nice_of "$ign")" = "policy 0 nice $before" ] ||
+    fail "$b: the stopped process (pid ${ign:-?}) runs at policy $(policy_of "${ign:-0}") nice $(nice_of "${ign:-0}"), not policy 0 nice $before"
   rc=0; wait $pmon_pid || rc=$?
   [ $rc = 0 ] || fail "$b: pmon exit $rc, want 0"
   report_is -m "$b: the leftover was not killed after its grace" "$t/r.json" "leftovers[pid=$ign].action=SIGKILL"
   report_is -m "$b: cleanup not verified" "$t/r.json" cleanup_verified=true
   assert_all_gone "$b" "$t/procs"
-  echo "ok: $b (pmon at $want during the stop, the tree at $before)"
+  echo "ok: $b (pmon at $raised during the stop, the tree at policy 0 nice $before)"
 done
 
 # b. The job service.

@@ -166,5 +166,28 @@ TEST_F(SpawnStart, AChildStartedDuringAStopTakesTheUnraisedPriority) {
   EXPECT_EQ(child_says(SpawnSpec{}, *boundary_, nice_of_child), std::to_string(before));
 }
 
+// A stop that walks /proc runs its thread under SCHED_RR; a child it
+// starts meanwhile runs under SCHED_OTHER at the thread's own nice value
+// (the policy is field 41 of /proc/PID/stat, the nice value 19).
+TEST_F(SpawnStart, AChildStartedDuringARealTimeStopRunsUnderTheOrdinaryPolicy) {
+  errno = 0;
+  const int before = ::getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  const std::string policy_and_nice = "set -- $(cat /proc/self/stat); shift 18; n=$1; shift 22; echo $1 $n";
+  {
+    sys::StopPriority stop;
+    stop.take(true);
+    const int policy = ::sched_getscheduler(0);
+    if (policy == SCHED_OTHER) GTEST_SKIP() << "this user may not run a thread under SCHED_RR (CAP_SYS_NICE)";
+    EXPECT_EQ(policy, SCHED_RR | SCHED_RESET_ON_FORK);
+    EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), before) << "real time instead of nice levels, not both";
+    EXPECT_EQ(sys::unraised_nice(), before);
+    EXPECT_EQ(child_says(SpawnSpec{}, *boundary_, policy_and_nice), "0 " + std::to_string(before));
+  }
+  EXPECT_EQ(::sched_getscheduler(0), SCHED_OTHER);
+  EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), before);
+  EXPECT_EQ(sys::unraised_nice(), sys::kKeepNice);
+}
+
 }  // namespace
 }  // namespace pmon
