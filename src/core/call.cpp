@@ -67,7 +67,9 @@ void CallMachine::begin_end(End why) {
     res.stop.empty_confirmed_ms = since_start_ms();
     return after_stop();
   }
-  raise_priority();
+  // (A tree waited for may run a long while yet: its stop, if one comes,
+  // raises the priority then.)
+  if (!opts.call.wait_tree) raise_priority();
   if (opts.track_leftovers) {
     leftovers.snapshot(*b, child.pid);
     trace(count_of(leftovers.size(), "process", "processes") + " still running after the main process exited");

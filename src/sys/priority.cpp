@@ -59,16 +59,6 @@ bool to_realtime(pid_t tid) noexcept {
 
 }  // namespace
 
-StopPriority& StopPriority::operator=(StopPriority&& o) noexcept {
-  if (this != &o) {
-    release();
-    tid_ = o.tid_;
-    realtime_ = o.realtime_;
-    o.tid_ = 0;
-  }
-  return *this;
-}
-
 void StopPriority::take(bool realtime) noexcept {
   if (tid_ != 0 && (realtime_ || !realtime)) return;
   const pid_t tid = tid_ != 0 ? tid_ : ::gettid();

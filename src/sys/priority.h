@@ -29,13 +29,11 @@ constexpr int kStopBoost = 10;
 constexpr int kKeepNice = INT_MIN;
 
 // Held for as long as one stop is under way. Stops held on one thread at
-// the same time share one raise; the last one to end takes it back. Moved,
-// not copied; released on the thread it was taken on or any other.
+// the same time share one raise; the last one to end takes it back.
+// Released on the thread it was taken on or any other.
 class StopPriority {
  public:
   StopPriority() noexcept = default;
-  StopPriority(StopPriority&& o) noexcept : tid_(o.tid_), realtime_(o.realtime_) { o.tid_ = 0; }
-  StopPriority& operator=(StopPriority&& o) noexcept;
   StopPriority(const StopPriority&) = delete;
   StopPriority& operator=(const StopPriority&) = delete;
   ~StopPriority() { release(); }
@@ -44,7 +42,6 @@ class StopPriority {
   // for asking for `realtime`, which a hold may do later).
   void take(bool realtime = false) noexcept;
   void release() noexcept;
-  bool held() const noexcept { return tid_ != 0; }
 
  private:
   pid_t tid_ = 0;
