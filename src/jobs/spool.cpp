@@ -26,6 +26,30 @@
 
 namespace pmon::serve {
 
+size_t count_newlines(std::string_view bytes) noexcept {
+  // Each lane of `acc` counts the matches in its column, a block of at
+  // most 255 vectors at a time (a lane holds up to 255), then is summed.
+  using V = unsigned char __attribute__((vector_size(16)));
+  constexpr size_t kW = sizeof(V);
+  const char* p = bytes.data();
+  size_t n = bytes.size(), total = 0;
+  V nl;
+  for (size_t i = 0; i < kW; ++i) nl[i] = '\n';
+  while (n >= kW) {
+    const size_t block = std::min<size_t>(n / kW, 255);
+    V acc{};
+    for (size_t b = 0; b < block; ++b, p += kW) {
+      V v;
+      std::memcpy(&v, p, kW);
+      acc -= reinterpret_cast<V>(v == nl);  // a match is all ones: -1
+    }
+    for (size_t i = 0; i < kW; ++i) total += acc[i];
+    n -= block * kW;
+  }
+  for (; n > 0; --n, ++p) total += *p == '\n';
+  return total;
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -338,7 +362,7 @@ void Spool::write(std::string_view bytes) {
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return fail("cannot write " + path_);
     const size_t done = static_cast<size_t>(w);
-    lines_cur_ += static_cast<uint64_t>(std::count(bytes.data(), bytes.data() + done, '\n'));
+    lines_cur_ += static_cast<uint64_t>(count_newlines(bytes.substr(0, done)));
     total_ += done;
     bytes.remove_prefix(done);
     if (total_ - cur_start_ >= limit_) rotate();
@@ -357,6 +381,16 @@ size_t Spool::read_at(uint64_t off, char* buf, size_t n) const {
     if (r < 0 && errno == EINTR) continue;
     return r < 0 ? 0 : static_cast<size_t>(r);
   }
+}
+
+ssize_t Spool::splice_to(int pipe, uint64_t off, size_t n) const {
+  if (off < first_held() || off >= total_ || n == 0) return 0;
+  const bool in_old = old_ && off < cur_start_;
+  const uint64_t start = in_old ? old_start_ : cur_start_;
+  const uint64_t end = in_old ? cur_start_ : total_;
+  loff_t at = static_cast<loff_t>(off - start);
+  return ::splice(in_old ? old_.get() : cur_.get(), &at, pipe, nullptr,
+                  static_cast<size_t>(std::min<uint64_t>(n, end - off)), SPLICE_F_NONBLOCK);
 }
 
 JobRecords::~JobRecords() {

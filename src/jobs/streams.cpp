@@ -103,10 +103,24 @@ bool Streams::pump(Stream& s) {
       if (s.until != std::numeric_limits<uint64_t>::max() || b.closed()) return false;
       break;
     }
-    auto parts = b.bytes_from(s.at, static_cast<size_t>(std::min<uint64_t>(end - s.at, kWriteMax)));
-    iovec iov[2] = {{const_cast<char*>(parts[0].data()), parts[0].size()},
-                    {const_cast<char*>(parts[1].data()), parts[1].size()}};
-    ssize_t n = ::writev(s.pipe.get(), iov, parts[1].empty() ? 1 : 2);
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(end - s.at, kWriteMax));
+    // What the spool holds goes from its file's pages, not copied out of
+    // the buffer; the rest (past a spool that stopped short) from the buffer.
+    size_t asked = 0;
+    ssize_t n = 0;
+    if (const Spool* sp = j.spool.get(); sp && s.at >= sp->first_held() && s.at < sp->total()) {
+      asked = static_cast<size_t>(std::min<uint64_t>(want, sp->total() - s.at));
+      n = sp->splice_to(s.pipe.get(), s.at, asked);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR && errno != EPIPE))
+        asked = 0;  // (a splice the file refused: from the buffer below)
+    }
+    if (asked == 0) {
+      auto parts = b.bytes_from(s.at, want);
+      iovec iov[2] = {{const_cast<char*>(parts[0].data()), parts[0].size()},
+                      {const_cast<char*>(parts[1].data()), parts[1].size()}};
+      asked = parts[0].size() + parts[1].size();
+      n = ::writev(s.pipe.get(), iov, parts[1].empty() ? 1 : 2);
+    }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) {
       if (!s.watched) {
@@ -118,7 +132,7 @@ bool Streams::pump(Stream& s) {
     if (n <= 0) return false;  // the reader closed its end (EPIPE)
     s.at += static_cast<uint64_t>(n);
     j.note_delivered(s.at, std::nullopt);
-    if (static_cast<size_t>(n) < parts[0].size() + parts[1].size()) continue;  // (the next write says EAGAIN)
+    if (static_cast<size_t>(n) < asked) continue;  // (the next write says EAGAIN)
   }
   if (s.watched) {
     poller_.unwatch(s.pipe.get());

@@ -88,6 +88,28 @@ if step == "every-byte":
     m, fd2 = c.call("terminal/output", {"terminalId": tid, "since": out["bytes"]})
     out["after"] = m["result"]
     out["fd_with_text"] = fd2 is not None
+elif step == "rotating":
+    # The same 20 MiB while the job's spool rotates every 192 KiB and the
+    # buffer keeps 256 KiB: the stream's bytes come from the spool's files
+    # (two of them) where they hold them, from the buffer where the reader
+    # is further behind. A reader that waits now and then falls behind.
+    gen = sys.argv[3]
+    m, _ = c.call("terminal/create", {"command": "python3", "args": ["-c", gen], "outputByteLimit": 256 << 10,
+                                       "spoolByteLimit": 192 << 10, "outputBackpressure": True})
+    tid = m["result"]["terminalId"]
+    m, fd = c.call("terminal/output", {"terminalId": tid, "stream": True})
+    h, got = hashlib.md5(), 0
+    while True:
+        b = os.read(fd, 200000)
+        if not b:
+            break
+        h.update(b)
+        got += len(b)
+        if got % 7 == 0:
+            time.sleep(0.01)
+    out["bytes"] = got
+    out["md5"] = h.hexdigest()
+    out["after"] = c.call("terminal/output", {"terminalId": tid, "since": got})[0]["result"]
 elif step == "now":
     m, _ = c.call("terminal/create", {"command": "sh", "args": ["-c", "printf 'abc\\377'; exec sleep 600"]})
     tid = m["result"]["terminalId"]
@@ -210,6 +232,10 @@ stream() { PYTHONPATH="$(dirname "$0")" python3 "$t/stream.py" "$SOCK" "$@"; }
 r=$(stream every-byte "$gen")
 reply_is -m every-byte "$r" 'reply={"since": 0, "stream": true, "truncated": false}' "bytes=$((20 << 20))" \
   "md5=$want" 'after.output=' 'after.exitStatus.exitCode=0' 'after.truncated=false' 'fd_with_text=false'
+
+r=$(stream rotating "$gen")
+reply_is -m rotating "$r" "bytes=$((20 << 20))" "md5=$want" 'after.output=' 'after.truncated=false' \
+  'after.exitStatus.exitCode=0'
 
 # follow: false ends at what was there; the raw byte is kept as is; a
 # since past the end starts there; the release ends a following stream.

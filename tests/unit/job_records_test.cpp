@@ -103,3 +103,30 @@ TEST_F(JobRecordsTest, AGrownLogIsWrittenAnewWithTheRunningJobsOnly) {
 
 }  // namespace
 }  // namespace pmon::serve
+
+namespace pmon::serve {
+namespace {
+
+// The spool's newline count against std::count, at every length and
+// alignment around the vector width and past a block of 255 vectors.
+TEST(CountNewlines, CountsAsStdCountDoesAtEveryLengthAndOffset) {
+  std::string text;
+  unsigned seed = 7;
+  for (size_t i = 0; i < 40000; ++i) {
+    seed = seed * 1103515245u + 12345u;
+    const unsigned r = (seed >> 16) % 7;
+    text += r == 0 ? '\n' : r == 1 ? '\xff' : r == 2 ? '\x0a' + 1 : static_cast<char>('a' + r);
+  }
+  for (size_t off = 0; off < 40; ++off)
+    for (size_t len : {size_t{0}, size_t{1}, size_t{31}, size_t{32}, size_t{33}, size_t{64}, size_t{255 * 32},
+                       size_t{255 * 32 + 1}, size_t{255 * 32 * 3 + 17}, text.size() - off}) {
+      std::string_view v = std::string_view(text).substr(off, len);
+      EXPECT_EQ(count_newlines(v), static_cast<size_t>(std::count(v.begin(), v.end(), '\n')))
+          << "at " << off << ", " << len << " bytes";
+    }
+  const std::string all(100000, '\n');  // every lane at its most in every block
+  EXPECT_EQ(count_newlines(all), all.size());
+}
+
+}  // namespace
+}  // namespace pmon::serve
