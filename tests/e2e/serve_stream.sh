@@ -267,6 +267,10 @@ client_open c
 r=$(call c terminal/create '{"command":"sh","args":["-c","printf \"a\\377\\n\"; sleep 0.3; printf \"b\\n\""],"keep":true}')
 id=$(jget "$r" result.terminalId)
 [ "$("$PMON" logs -f --socket "$SOCK" "$id" | od -An -tx1 | tr -d ' \n')" = 61ff0a620a ] || fail "pmon logs -f did not print the raw bytes"
+# Into a pipe it writes in steps of 1 MiB (the most a pipe may hold here).
+want=$(( $(cat /proc/sys/fs/pipe-max-size) < 1048576 ? $(cat /proc/sys/fs/pipe-max-size) : 1048576 ))
+size=$("$PMON" logs -f --socket "$SOCK" "$id" | python3 -c 'import fcntl, sys; sys.stdin.buffer.read(); print(fcntl.fcntl(0, fcntl.F_GETPIPE_SZ))')
+[ "$size" -ge "$want" ] || fail "pmon logs -f left its stdout pipe at $size bytes, not $want"
 call c terminal/release '{"terminalId":"'"$id"'"}' > /dev/null
 client_close c
 
