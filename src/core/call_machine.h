@@ -90,11 +90,12 @@ struct CallMachine {
   std::unique_ptr<StopMachine> machine;
   // Held from the first look at what is left until the call is done
   // (sys/priority.h): a busy tree cannot starve its own stop. Real-time
-  // where the boundary is found by walking /proc.
+  // for a call with a thread of its own (RunOptions::realtime_stop), and
+  // wherever the boundary is found by walking /proc.
   sys::StopPriority priority;
   void raise_priority() {
     const ConfineKind k = b->kind();
-    priority.take(k == ConfineKind::subreaper || k == ConfineKind::pgroup);
+    priority.take(opts.realtime_stop || k == ConfineKind::subreaper || k == ConfineKind::pgroup);
   }
   int64_t phase_deadline = call_detail::kForever;
   bool boundary_empty = false;  // the boundary's own verdict, for its release

@@ -85,6 +85,13 @@ struct RunOptions {
   // show the boundary's PID namespace (an init's), where each pid read
   // would name somebody else.
   bool track_leftovers = true;
+  // The call has its thread to itself (pmon run, an init, the bindings'
+  // blocking calls): its stop runs under SCHED_RR where the system allows
+  // (sys/priority.h), so that a tree that keeps the CPUs busy cannot hold
+  // its own stop back. False where one thread stops many calls (the job
+  // service): there a stop takes nice levels, and real time only on the
+  // backends that find the tree by walking /proc.
+  bool realtime_stop = true;
   // Progress lines for -v; library code never prints.
   std::function<void(const std::string&)> trace;
 };

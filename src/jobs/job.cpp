@@ -127,6 +127,7 @@ std::expected<JobStdio, Error> open_stdio(const CreateParams& p) {
 RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBase& base, const StopPlan& stop) {
   // The job service's one reading of a job's JSON (CreateParams) as a call.
   RunOptions ro;
+  ro.realtime_stop = false;  // (one thread stops every job)
   CallSpec& c = ro.call;
   if (!base.wrapper.empty()) {
     // The job's own pmon gets the job's first signal, and on a terminal

@@ -12,10 +12,11 @@
 // kernel groups them by session (autogroup): a storm whose every member
 // starts a session of its own then gets a share per member, and the stop
 // thread one among hundreds whatever its nice value. A stop that finds
-// the tree by walking /proc asks for `realtime`: the thread then runs
-// under SCHED_RR at the lowest real-time priority, which is above every
-// ordinary process, with SCHED_RESET_ON_FORK so that no child inherits it
-// (where the system refuses it, the nice levels as above).
+// the tree by walking /proc, and a call with a thread of its own, ask for
+// `realtime`: the thread then runs under SCHED_RR at the lowest real-time
+// priority, which is above every ordinary process, with
+// SCHED_RESET_ON_FORK so that no child inherits it (where the system
+// refuses it, the nice levels as above).
 #pragma once
 
 #include <sys/types.h>

@@ -1,15 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
-# While pmon stops a tree it runs kStopBoost (10) nice levels above its own
-# priority, or under SCHED_RR where it finds the tree by walking /proc
-# (subreaper, pgroup), so that a tree that keeps the CPUs busy cannot starve
-# its own stop; the tree keeps the priority it was started with, and pmon
-# takes its own back once the stop is over. Seen in the kernel's
-# /proc/PID/stat (the nice value is field 19, the policy field 41):
+# While pmon stops a tree it runs under SCHED_RR (pmon run, on every
+# backend), or, in the job service, whose one thread stops every job,
+# kStopBoost (10) nice levels above its own priority (SCHED_RR where it
+# finds the tree by walking /proc: subreaper, pgroup), so that a tree that
+# keeps the CPUs busy cannot starve its own stop; the tree keeps the
+# priority it was started with, and pmon takes its own back once the stop
+# is over. Seen in the kernel's /proc/PID/stat (the nice value is field 19,
+# the policy field 41):
 #  a. pmon run: during the grace period given to a process that ignores
 #     SIGTERM, pmon is raised and that process is not;
-#  b. the job service: while one job's stop waits out its grace, the thread
-#     that stops it is raised, a job started meanwhile starts at the
-#     service's own value, and once the stop is over no thread is raised.
+#  b. the job service (its backend here does not walk /proc): while one
+#     job's stop waits out its grace, the thread that stops it is raised by
+#     nice levels, a job started meanwhile starts at the service's own
+#     value, and once the stop is over no thread is raised.
 # Raising a priority takes CAP_SYS_NICE or RLIMIT_NICE: without either
 # there is nothing to see, and the scenario skips.
 . "$(dirname "$0")/common.inc"
@@ -45,7 +48,7 @@ for b in $(backends); do
     "$ESCAPER" "$t/procs" -x exit:0 name=ign,ignore &
   pmon_pid=$!
   record_pid $pmon_pid
-  case $b in subreaper | pgroup) raised="policy 2 nice $before" ;; *) raised="policy 0 nice $want" ;; esac
+  raised="policy 2 nice $before"
   seen=
   for _ in $(seq 200); do
     [ "policy $(policy_of $pmon_pid) nice $(nice_of $pmon_pid)" = "$raised" ] && { seen=1; break; }
