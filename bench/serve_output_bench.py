@@ -12,7 +12,9 @@ read, by two readers:
   json      this process, JSON over the socket (json.loads per reply)
 
 Baseline, in the same run: the same writer piped into `cat`, read from
-cat's stdout pipe by this process. Prints MB/s of each, the ratio against
+cat's stdout pipe by this process; and beside it `tee FILE` (a whole copy
+kept in a file in this run's scratch directory, as the service keeps its
+spool; `tee` reads 8 KiB at a time), read the same way. Prints MB/s of each, the ratio against
 cat, and how many bytes the job's buffer dropped because its reader fell
 behind (outputByteLimit LIMIT; with --backpressure the job is created with
 outputBackpressure and should drop none).
@@ -127,12 +129,16 @@ def through_logs(c, path):
     return dt, got
 
 
-def through_cat():
+def through_cat(tee_file=None):
     t0 = time.perf_counter()
-    p = subprocess.Popen(["sh", "-c", WRITER + " | cat"], stdout=subprocess.PIPE)
+    into = "cat" if tee_file is None else "tee " + tee_file
+    p = subprocess.Popen(["sh", "-c", WRITER + " | " + into], stdout=subprocess.PIPE)
     got = read_pipe(p.stdout)
     p.wait()
-    return time.perf_counter() - t0, got
+    dt = time.perf_counter() - t0
+    if tee_file is not None:
+        os.unlink(tee_file)
+    return dt, got
 
 
 def main():
@@ -147,11 +153,13 @@ def main():
               % (SIZE >> 20, LIMIT >> 20, "on" if BACKPRESSURE else "off",
                  " ".join(open("/proc/loadavg").read().split()[:3])))
         cols = ("logs -f", "stream", "json")
-        print("%-6s %9s" % ("round", "cat MB/s") + "".join(" | %9s %7s %10s" % (n, "ratio", "lost bytes") for n in cols))
+        print("%-6s %9s %9s %6s" % ("round", "cat MB/s", "tee MB/s", "ratio") +
+              "".join(" | %9s %7s %10s" % (n, "ratio", "lost bytes") for n in cols))
         for i in range(ROUNDS):
             ct, cg = through_cat()
             cr = cg / ct / 1e6
-            line = "%-6d %9.1f" % (i + 1, cr)
+            tt, tg = through_cat(os.path.join(d, "tee.out"))
+            line = "%-6d %9.1f %9.1f %5.2fx" % (i + 1, cr, tg / tt / 1e6, tg / tt / 1e6 / cr)
             for fn in (lambda: through_logs(c, path), lambda: through_stream(c, path), lambda: through_python(c)):
                 t, g = fn()
                 line += " | %9.1f %6.2fx %10d" % (g / t / 1e6, g / t / 1e6 / cr, SIZE - g)
