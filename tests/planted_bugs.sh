@@ -30,6 +30,7 @@ BUGS=(
   'ready-answer-shape-dropped|src/jobs/answers.cpp|s/        a.shape = w.shape;/        a.shape = {};/|node:test/mcp_v2.test.mjs'
   'stop-priority-not-taken|src/core/call.cpp|/^  res.stop.reason = why;$/{n;s/^  raise_priority();/  (void)0;/}|e2e:stop_priority'
   'child-starts-raised|src/confine/launch.cpp|s/  plan.nice = sys::unraised_nice();/  plan.nice = sys::kKeepNice;/|unit:SpawnStart.AChildStartedDuringAStopTakesTheUnraisedPriority'
+  'deadline-not-raised|src/core/call.cpp|s/^  if (s.opts.realtime_stop .* s.raise_priority();/  (void)0;/|e2e:stop_priority'
   'run-stop-not-realtime|src/core/call_machine.h|s/priority.take(opts.realtime_stop [^ ]* /priority.take(/|e2e:stop_priority'
 )
 

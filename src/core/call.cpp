@@ -307,6 +307,10 @@ std::expected<void, Error> Call::start() {
   if (s.opts.track_leftovers && s.opts.call.timeout && s.opts.call.timeout->count() > 2 * kLookAheadNs)
     s.ahead_at = s.timeout_at - kLookAheadNs;
   s.idle_at = s.opts.call.idle_timeout ? s.t0 + s.opts.call.idle_timeout->count() : kForever;
+  // A deadline to keep, on a thread of its own: raised from now on. Under
+  // a tree that keeps every CPU busy even the wake-up at the deadline, or
+  // 0.1 s before it, may otherwise come seconds late.
+  if (s.opts.realtime_stop && (s.opts.call.timeout || s.opts.call.idle_timeout)) s.raise_priority();
   s.phase = Phase::running;
   return {};
 }

@@ -88,8 +88,9 @@ struct CallMachine {
   LeftoverTracker leftovers;
   Phase phase = Phase::created;
   std::unique_ptr<StopMachine> machine;
-  // Held from the first look at what is left until the call is done
-  // (sys/priority.h): a busy tree cannot starve its own stop. Real-time
+  // Held until the call is done (sys/priority.h): from its start where it
+  // has a deadline to keep on a thread of its own, else from the first
+  // look at what is left. A busy tree cannot starve its own stop. Real-time
   // for a call with a thread of its own (RunOptions::realtime_stop), and
   // wherever the boundary is found by walking /proc.
   sys::StopPriority priority;

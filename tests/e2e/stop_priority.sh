@@ -8,7 +8,8 @@
 # is over. Seen in the kernel's /proc/PID/stat (the nice value is field 19,
 # the policy field 41):
 #  a. pmon run: during the grace period given to a process that ignores
-#     SIGTERM, pmon is raised and that process is not;
+#     SIGTERM, pmon is raised and that process is not; a call with a
+#     --timeout is raised from its start;
 #  b. the job service (its backend here does not walk /proc): while one
 #     job's stop waits out its grace, the thread that stops it is raised by
 #     nice levels, a job started meanwhile starts at the service's own
@@ -68,6 +69,21 @@ for b in $(backends); do
   assert_all_gone "$b" "$t/procs"
   echo "ok: $b (pmon at $raised during the stop, the tree at policy 0 nice $before)"
 done
+
+# A call with a deadline to keep is raised from its start, long before
+# its stop: here 60 s before it (a cancel ends it).
+"$PMON" run -q --confine "$(backends | head -n1)" --timeout 60s -- sleep 600 &
+pmon_pid=$!
+record_pid $pmon_pid
+seen=
+for _ in $(seq 200); do
+  [ "$(policy_of $pmon_pid)" = 2 ] && { seen=1; break; }
+  sleep 0.05
+done
+kill -INT $pmon_pid
+rc=0; wait $pmon_pid || rc=$?
+[ -n "$seen" ] || fail "a call with --timeout 60s did not run at policy 2 before its stop"
+[ $rc = 130 ] || fail "the cancelled call exited $rc, want 130"
 
 # b. The job service.
 . "$(dirname "$0")/serve.inc"
