@@ -279,8 +279,8 @@ inline bool job_running(Client& c, const std::string& id, Json* ended) {
 inline uint64_t copy_to_stdout(int fd) {
   std::fflush(stdout);
   uint64_t total = 0;
-  // Into a pipe, in steps as large as the service's (1 MiB where the
-  // system allows): its reader takes more a wake-up.
+  // A pipe on stdout is made as large as the service's (1 MiB where the
+  // system allows): its reader takes more per wake-up.
   if (int size = ::fcntl(STDOUT_FILENO, F_GETPIPE_SZ); size > 0 && size < (1 << 20))
     (void)::fcntl(STDOUT_FILENO, F_SETPIPE_SZ, 1 << 20);
   for (;;) {

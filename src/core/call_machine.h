@@ -88,11 +88,11 @@ struct CallMachine {
   LeftoverTracker leftovers;
   Phase phase = Phase::created;
   std::unique_ptr<StopMachine> machine;
-  // Held until the call is done (sys/priority.h): from its start where it
-  // has a deadline to keep on a thread of its own, else from the first
-  // look at what is left. A busy tree cannot starve its own stop. Real-time
-  // for a call with a thread of its own (RunOptions::realtime_stop), and
-  // wherever the boundary is found by walking /proc.
+  // Held until the call is done (sys/priority.h), so that a busy tree
+  // cannot starve its own stop: from the first look at what is left, or
+  // from the start for a call with a deadline and a thread of its own
+  // (RunOptions::realtime_stop). Real-time for such a call, and wherever
+  // the boundary is found by walking /proc.
   sys::StopPriority priority;
   void raise_priority() {
     const ConfineKind k = b->kind();

@@ -27,9 +27,9 @@
 
 namespace pmon::serve {
 
-// How many '\n' bytes `bytes` holds: the spool counts every job's output
-// as it is written, so this runs over all of it (sixteen
-// bytes compared at once; as std::count, several times faster).
+// How many '\n' bytes `bytes` holds. The spool counts all of every job's
+// output as it is written: sixteen bytes are compared at once, several
+// times as fast as std::count.
 size_t count_newlines(std::string_view bytes) noexcept;
 
 // The service's own directory of spools:

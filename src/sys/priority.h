@@ -3,9 +3,11 @@
 // busy with hundreds of runnable processes (a fork storm), and the thread
 // that stops it is then one runnable task among them: its /proc walks and
 // kills, a few milliseconds of CPU, take seconds. While a stop is under
-// way the thread raises its own priority by kStopBoost nice levels, as far
-// as the system lets it (CAP_SYS_NICE, RLIMIT_NICE; otherwise not at all),
-// and takes back its own value once no stop of its is left. A child
+// way (for a call with a deadline and a thread of its own, from the
+// call's start) the thread raises its own priority by kStopBoost nice
+// levels, as far as the system lets it (CAP_SYS_NICE, RLIMIT_NICE;
+// otherwise not at all), and takes back its own value once no stop of its
+// is left. A child
 // cloned meanwhile starts at the value the thread had before (ChildPlan::nice).
 //
 // Nice levels count only among the processes of one session where the
