@@ -17,6 +17,7 @@
 #include "confine/cgroup_fs.h"
 #include "confine/error.h"
 #include "sys/child.h"
+#include "sys/priority.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -59,7 +60,13 @@ std::vector<sys::ProcStat> PidnsBoundary::members() {
 
 // The init forwards what it gets to every process of the namespace
 // (kill(-1) from PID 1), each addressed by membership, never by number.
+// It runs at the stop's priority from the first signal on: a namespace
+// whose every process starts a session of its own (a fork storm) would
+// otherwise leave it a CPU share of one among hundreds, and the signal
+// would reach the namespace after its grace period. (Alive by its pidfd,
+// its pid is its own: nothing on this thread reaps it meanwhile.)
 Result<int> PidnsBoundary::signal_all(int sig, const SignalPass& pass) {
+  if (!init_lent_ && init_pid_ > 0 && !init_exited()) init_lent_ = sys::lend_priority(init_pid_);
   return signal_in_turn(sig, pass, [this](int s) -> Result<int> {
     if (!init_pidfd_) return 0;
     if (sys::pidfd_send_signal(init_pidfd_.get(), s) != 0) {

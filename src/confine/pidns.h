@@ -83,6 +83,7 @@ class PidnsBoundary final : public Boundary {
   pid_t command_pid_ = 0;
   Fd init_pidfd_;
   bool init_reaped_ = false;
+  bool init_lent_ = false;  // the stop's priority (sys::lend_priority)
   std::optional<uint64_t> init_cpu_usec_;
   bool released_ = false;
 };

@@ -97,6 +97,19 @@ void StopPriority::release() noexcept {
   realtime_ = false;
 }
 
+bool lend_priority(pid_t pid) noexcept {
+  if (pid <= 0 || raised_threads.load(std::memory_order_relaxed) == 0) return false;
+  const pid_t tid = ::gettid();
+  std::lock_guard lock(mu);
+  auto it = raises().find(tid);
+  if (it == raises().end()) return false;
+  if (it->second.realtime) return to_realtime(pid);
+  if (!it->second.raised) return false;
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+  return errno == 0 && ::setpriority(PRIO_PROCESS, static_cast<id_t>(pid), now) == 0;
+}
+
 int unraised_nice() noexcept {
   if (raised_threads.load(std::memory_order_relaxed) == 0) return kKeepNice;
   const pid_t tid = ::gettid();

@@ -51,6 +51,15 @@ class StopPriority {
   bool realtime_ = false;
 };
 
+// Gives pid, a process of pmon's own that passes a stop's signals on (a
+// PID namespace's init), the calling thread's raise if it holds one: the
+// real-time policy (with SCHED_RESET_ON_FORK) or its nice value. Without
+// that a busy tree starves the helper, and the signal it is to pass on
+// arrives late. Where the system refuses, nothing changes. The helper is
+// not lowered again: it ends with the stop. The caller keeps pid from
+// being reused meanwhile (a child not yet reaped).
+bool lend_priority(pid_t pid) noexcept;
+
 // The nice value a child cloned by the calling thread should start with:
 // the thread's own before its stops raised it, or kKeepNice when it holds
 // none.

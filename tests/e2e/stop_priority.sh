@@ -8,8 +8,9 @@
 # is over. Seen in the kernel's /proc/PID/stat (the nice value is field 19,
 # the policy field 41):
 #  a. pmon run: during the grace period given to a process that ignores
-#     SIGTERM, pmon is raised and that process is not; a call with a
-#     --timeout is raised from its start;
+#     SIGTERM, pmon is raised and that process is not (in a PID namespace
+#     the namespace's init, which passes the signals on, is raised as
+#     well); a call with a --timeout is raised from its start;
 #  b. the job service (its backend here does not walk /proc): while one
 #     job's stop waits out its grace, the thread that stops it is raised by
 #     nice levels, a job started meanwhile starts at the service's own
@@ -25,6 +26,13 @@ nice_of() {  # PID or PID/task/TID: its nice value, or empty
   s=${s##*) }
   set -- $s
   echo "${17}"
+}
+ppid_of() {  # PID: its parent's pid, or empty
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  s=${s##*) }
+  set -- $s
+  echo "$2"
 }
 policy_of() {  # PID: its scheduling policy (0 SCHED_OTHER, 2 SCHED_RR), or empty
   local s
@@ -62,6 +70,19 @@ for b in $(backends); do
     fail "$b: pmon never ran at $raised during the stop (it is at policy $(policy_of $pmon_pid) nice $(nice_of $pmon_pid))"
   [ -n "$ign" ] && [ "policy $(policy_of "$ign") nice $(nice_of "$ign")" = "policy 0 nice $before" ] ||
     fail "$b: the stopped process (pid ${ign:-?}) runs at policy $(policy_of "${ign:-0}") nice $(nice_of "${ign:-0}"), not policy 0 nice $before"
+  if [ "$b" = pidns ]; then
+    # The namespace's init passes the stop's signals on: it runs at the
+    # stop's priority too. The leftover's parent is that init (its own
+    # parent exited).
+    init=$(ppid_of "$ign")
+    [ -n "$init" ] && [ "$(start_time_of "$init")" ] || fail "$b: no parent of the stopped process (pid $ign)"
+    seen=
+    for _ in $(seq 100); do
+      [ "$(policy_of "$init")" = 2 ] && { seen=1; break; }
+      sleep 0.05
+    done
+    [ -n "$seen" ] || fail "$b: the namespace's init (pid $init) never ran at policy 2 during the stop (policy $(policy_of "$init"))"
+  fi
   rc=0; wait $pmon_pid || rc=$?
   [ $rc = 0 ] || fail "$b: pmon exit $rc, want 0"
   report_is -m "$b: the leftover was not killed after its grace" "$t/r.json" "leftovers[pid=$ign].action=SIGKILL"

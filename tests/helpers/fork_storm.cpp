@@ -12,8 +12,8 @@
 // ends the storm's line. So the storm ends within the grace period only when
 // SIGTERM reached every member at once.
 //
-// A bounded fork storm. Every process of the storm ignores SIGTERM (so it
-// keeps forking through the grace period), forks up to four children and
+// A bounded fork storm. SIGTERM does nothing to a process of the storm but
+// be counted (so it keeps forking through the grace period), forks up to four children and
 // exits, leaving orphans and zombies for its supervisor to reap; the main
 // process forks for ever and reaps its own children. Bounds, so the machine
 // (pid_max 32768, shared) stays safe even if the supervisor fails or reaps
@@ -30,8 +30,11 @@
 // everything else running beside it.
 //
 // COUNTERS is a file the storm maps shared, so the counts survive SIGKILL:
-// four int64 — live, forks, peak live, CLOCK_REALTIME ns of the last fork.
-// The test reads it with od after the call. The storm's argv names
+// five int64 — live, forks, peak live, CLOCK_REALTIME ns of the last fork,
+// and 1 + the forks made when the first SIGTERM reached a storm process (0:
+// none did; not kept in the term-forks mode). The forks after that one are
+// the proof that the storm was still going when its stop began, with no
+// clock to compare. The test reads it with od after the call. The storm's argv names
 // COUNTERS, so the test can find any survivor by that unique path.
 #include <fcntl.h>
 #include <signal.h>
@@ -42,6 +45,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -55,8 +59,9 @@ struct Counters {
   std::atomic<int64_t> forks;
   std::atomic<int64_t> peak;
   std::atomic<int64_t> last_fork_ns;
+  std::atomic<int64_t> term_forks;
 };
-static_assert(sizeof(Counters) == 32);
+static_assert(sizeof(Counters) == 40);
 
 int64_t now_ns(clockid_t c) {
   timespec ts;
@@ -126,6 +131,13 @@ void on_term(int) {
   _exit(0);
 }
 
+// SIGTERM otherwise: the first to arrive anywhere in the storm notes how
+// many forks had been made. Async-signal-safe: lock-free atomics only.
+void on_term_count(int) {
+  int64_t none = 0;
+  g_c->term_forks.compare_exchange_strong(none, g_c->forks.load() + 1);
+}
+
 [[noreturn]] void storm_member() {
   g_member = true;
   for (;;) {
@@ -178,15 +190,13 @@ int main(int argc, char** argv) {
   g_end_ns = g_start_ns + (argc > 5 ? std::atoll(argv[5]) : 60) * 1'000'000'000LL;
   const int64_t tasks = machine_tasks();
   g_tasks_max = tasks < 0 ? INT64_MAX : tasks + kHeldMax;
-  if (argc > 6 && std::strcmp(argv[6], "term-forks") == 0) {
-    struct sigaction sa {};
-    sa.sa_handler = on_term;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
-  } else {
-    g_setsid = argc > 6 && std::strcmp(argv[6], "setsid") == 0;
-    signal(SIGTERM, SIG_IGN);
-  }
+  const bool term_forks = argc > 6 && std::strcmp(argv[6], "term-forks") == 0;
+  g_setsid = argc > 6 && std::strcmp(argv[6], "setsid") == 0;
+  struct sigaction sa {};
+  sa.sa_handler = term_forks ? on_term : on_term_count;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
 
   for (;;) {
     int r = bounded_fork();
@@ -204,7 +214,12 @@ int main(int argc, char** argv) {
       usleep(500);
     }
   }
-  // Out of budget or time: wait to be stopped (bounded as well).
-  sleep(60);
+  // Out of budget or time: wait to be stopped (bounded as well; a SIGTERM
+  // does not end the wait).
+  timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += 60;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+  }
   return 0;
 }
