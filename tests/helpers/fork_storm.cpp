@@ -13,9 +13,10 @@
 // SIGTERM reached every member at once.
 //
 // A bounded fork storm. SIGTERM does nothing to a process of the storm but
-// be counted (so it keeps forking through the grace period), forks up to four children and
-// exits, leaving orphans and zombies for its supervisor to reap; the main
-// process forks for ever and reaps its own children. Bounds, so the machine
+// be counted (so it keeps forking through the grace period). Each member
+// forks up to four children and exits, leaving orphans and zombies for its
+// supervisor to reap; the main process forks for ever and reaps its own
+// children. Bounds, so the machine
 // (pid_max 32768, shared) stays safe even if the supervisor fails or reaps
 // slowly: at most CAP storm processes alive at once, at most RATE forks per
 // second overall, BUDGET forks in total, none after SECONDS (default 60).
@@ -34,8 +35,9 @@
 // and 1 + the forks made when the first SIGTERM reached a storm process (0:
 // none did; not kept in the term-forks mode). The forks after that one are
 // the proof that the storm was still going when its stop began, with no
-// clock to compare. The test reads it with od after the call. The storm's argv names
-// COUNTERS, so the test can find any survivor by that unique path.
+// clock to compare. The test reads it with od after the call. The storm's
+// argv names COUNTERS, so the test can find any survivor by that unique
+// path.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
