@@ -12,21 +12,10 @@
 namespace pmon {
 
 namespace {
-// How many processes a snapshot looks at, and for how long: a tree that
-// starves pmon of CPU (hundreds of runnable processes on its cores) makes
-// each look slow, and what is not looked at is still stopped and verified
-// gone, only not named. The time goes on the stop's first signal. The
-// first kAlwaysLooked are looked at whatever the time (a small tree is
-// named whole however slow the machine), the bound counted from the end
-// of the listing (a walk of /proc can be slow by itself).
+// At most this many processes tracked. The time a snapshot looks goes on
+// the stop's first signal: past the first few it is bounded (look_ns_),
+// and a small tree is named whole however slow the machine.
 constexpr size_t kMaxTracked = 4096;
-constexpr size_t kAlwaysLooked = 64;
-constexpr int64_t kLookNs = 100'000'000;
-
-// Whether a snapshot has looked enough: `looked` processes since `from`.
-bool enough(size_t tracked, size_t looked, int64_t from) {
-  return tracked >= kMaxTracked || (looked >= kAlwaysLooked && sys::monotonic_ns() - from > kLookNs);
-}
 }  // namespace
 
 StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
@@ -40,6 +29,11 @@ StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
     if (n < 0 && errno == EINTR) continue;
     return StopWake::changed;
   }
+}
+
+// Whether a snapshot has looked enough: `looked` processes since `from`.
+bool LeftoverTracker::enough(size_t looked, int64_t from) const {
+  return tracked_.size() >= kMaxTracked || (looked >= kAlwaysLooked && sys::monotonic_ns() - from > look_ns_);
 }
 
 bool LeftoverTracker::track(pid_t pid) {
@@ -92,7 +86,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
     const int64_t from = sys::monotonic_ns();
     for (pid_t pid : *listed) {
       if (pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), pid)) continue;
-      if (enough(tracked_.size(), looked++, from)) break;
+      if (enough(looked++, from)) break;
       (void)track(pid);
     }
     if (tracked_.empty()) {  // (the main process alone: nothing to confirm)
@@ -122,7 +116,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
   const int64_t from = sys::monotonic_ns();
   for (const sys::ProcStat& p : members) {
     if (p.pid == exclude_pid || std::binary_search(kept.begin(), kept.end(), p.pid)) continue;
-    if (enough(tracked_.size(), looked++, from)) break;
+    if (enough(looked++, from)) break;
     auto fd = sys::open_identified(p.pid, p.start_time);
     if (!fd) continue;
     Tracked t;

@@ -40,6 +40,16 @@ class PollWaiter final : public StopWaiter {
 // what happened to it can be told later without trusting its number.
 class LeftoverTracker {
  public:
+  // A snapshot looks at its first kAlwaysLooked processes whatever the
+  // time, and at more only for `look_ns` (counted from the end of the
+  // listing): a tree that starves pmon of CPU makes each look slow, and
+  // what is not looked at is still stopped and verified gone, only not
+  // named.
+  static constexpr size_t kAlwaysLooked = 64;
+  static constexpr int64_t kLookNs = 100'000'000;
+  LeftoverTracker() = default;
+  explicit LeftoverTracker(int64_t look_ns) : look_ns_(look_ns) {}
+
   // The boundary's processes now, `exclude_pid` left out. After a snapshot
   // taken ahead, only what is new is looked at: what was tracked and is
   // still listed and alive is kept as it was read then, what is gone is
@@ -78,12 +88,14 @@ class LeftoverTracker {
   // What a snapshot taken ahead still says of now: drops what is not in
   // `listed` (sorted) or has died, and returns the pids it keeps, sorted.
   std::vector<pid_t> keep_listed(const std::vector<pid_t>& listed);
+  bool enough(size_t looked, int64_t from) const;
   bool track(pid_t pid);  // a listed pid, looked at; false: gone meanwhile
   std::vector<pid_t> tracked_pids() const;  // sorted
 
   std::vector<Tracked> tracked_;
   std::optional<std::vector<pid_t>> listing_;
   bool ahead_ = false;
+  int64_t look_ns_ = kLookNs;
 };
 
 struct StopContext {
