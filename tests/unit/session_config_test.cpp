@@ -52,6 +52,16 @@ TEST(EnvelopeFromToml, NothingSetIsNoEnvelope) {
   }
 }
 
+// A session's pids_max of 0 alone (-0 too) asks for no limit: an envelope
+// set by the file that limits nothing, so that a call may ask for none.
+TEST(EnvelopeFromToml, PidsMaxZeroAloneLimitsNothing) {
+  for (const char* text : {"[session]\npids_max = 0\n", "[session]\npids_max = -0\n", "[session]\npids_max = \"0\"\n"}) {
+    Envelope e = from_file(text);
+    EXPECT_FALSE(e.limits.any()) << text;
+    EXPECT_EQ(e.set_by, kPath) << text;
+  }
+}
+
 TEST(EnvelopeFromToml, FieldsWithMemoryHighAtThreeQuarters) {
   Envelope e = from_file("[session]\nmemory_max = \"4G\"\npids_max = 512\ncpu_max = 1.5\n");
   EXPECT_EQ(e.limits.memory_max, 4 * kGiB);
