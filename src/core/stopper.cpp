@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/stopper.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "sys/proc.h"
@@ -31,6 +40,11 @@ StopWake PollWaiter::wait(int64_t deadline, const Watch& w) {
   }
 }
 
+// Until when a snapshot whose looks began at `from` waits for names.
+int64_t LeftoverTracker::names_by(int64_t from) const {
+  return look_ns_ > INT64_MAX - from ? INT64_MAX : from + look_ns_;
+}
+
 // Whether a snapshot has looked enough: `looked` processes since `from`.
 bool LeftoverTracker::enough(size_t looked, int64_t from) const {
   return tracked_.size() >= kMaxTracked || (looked >= kAlwaysLooked && sys::monotonic_ns() - from > look_ns_);
@@ -44,12 +58,113 @@ bool LeftoverTracker::track(pid_t pid) {
   Tracked t;
   t.info.pid = pid;
   t.info.start_time = st->start_time;
-  t.info.cmdline = sys::read_cmdline(pid);
-  // Alive after the reads: they were this pidfd's process.
+  t.comm = std::move(st->comm);
+  // Alive after the read: it was this pidfd's process.
   if (!sys::pidfd_alive(fd->get())) return false;
   t.pidfd = std::move(*fd);
   tracked_.push_back(std::move(t));
   return true;
+}
+
+// Command lines read on a thread of their own: reading /proc/PID/cmdline
+// waits for the process's memory map, which a process holds while it
+// forks, so a read can wait as long as a fork takes a process starved of
+// CPU (seconds, in a storm on a slow machine) and the stop must not wait
+// with it. Shared by the tracker and the thread; `ones` is fixed before
+// the thread starts, their results are set and read under `mu`.
+struct LeftoverTracker::Names {
+  struct One {
+    pid_t pid = 0;
+    uint64_t start_time = 0;
+    Fd pidfd;  // a copy of the tracker's: the thread's own, closed by it
+    std::string cmdline;
+    bool read = false;  // (and not taken yet)
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<One> ones;
+  size_t left = 0;
+  std::string (*read)(pid_t) = sys::read_cmdline;
+
+  // Reads each in turn. A command line read while its process is alive
+  // (by its pidfd, after the read) is that process's.
+  static void read_all(const std::shared_ptr<Names>& n) {
+    for (One& o : n->ones) {
+      std::string line = n->read(o.pid);
+      const bool alive = sys::pidfd_alive(o.pidfd.get());
+      o.pidfd.reset();
+      std::lock_guard lock(n->mu);
+      if (alive) {
+        o.cmdline = std::move(line);
+        o.read = true;
+      }
+      --n->left;
+      n->cv.notify_all();
+    }
+  }
+};
+
+void LeftoverTracker::read_names(int64_t deadline) {
+  auto n = std::make_shared<Names>();
+  if (read_cmdline_ != nullptr) n->read = read_cmdline_;
+  for (const Tracked& t : tracked_) {
+    if (t.named) continue;
+    Names::One o;
+    o.pid = t.info.pid;
+    o.start_time = t.info.start_time;
+    o.pidfd.reset(::fcntl(t.pidfd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!o.pidfd) continue;  // (named by its process name)
+    n->ones.push_back(std::move(o));
+  }
+  if (n->ones.empty()) return;
+  n->left = n->ones.size();
+  // The thread takes no signal: those are for the caller's threads.
+  sigset_t all, old;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  bool started = true;
+  try {
+    std::thread([n] { Names::read_all(n); }).detach();
+  } catch (const std::system_error&) {
+    started = false;
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (!started) {
+    Names::read_all(n);  // (no thread to be had: read here, as they come)
+  } else {
+    std::unique_lock lock(n->mu);
+    while (n->left > 0) {
+      const int64_t now = sys::monotonic_ns();
+      if (now >= deadline) break;
+      if (deadline == INT64_MAX) n->cv.wait(lock);
+      else n->cv.wait_for(lock, std::chrono::nanoseconds(deadline - now));
+    }
+  }
+  names_.push_back(std::move(n));
+  take_names();
+}
+
+void LeftoverTracker::take_names() {
+  if (names_.empty()) return;
+  std::unordered_map<pid_t, Tracked*> by_pid;
+  for (Tracked& t : tracked_)
+    if (!t.named) by_pid.emplace(t.info.pid, &t);
+  for (const std::shared_ptr<Names>& n : names_) {
+    std::lock_guard lock(n->mu);
+    for (Names::One& o : n->ones) {
+      if (!o.read) continue;
+      auto it = by_pid.find(o.pid);
+      if (it == by_pid.end() || it->second->info.start_time != o.start_time) continue;
+      it->second->info.cmdline = std::move(o.cmdline);
+      it->second->named = true;
+      o.read = false;
+      by_pid.erase(it);
+    }
+  }
+  std::erase_if(names_, [](const std::shared_ptr<Names>& n) {
+    std::lock_guard lock(n->mu);
+    return n->left == 0;
+  });
 }
 
 std::vector<pid_t> LeftoverTracker::keep_listed(const std::vector<pid_t>& listed) {
@@ -99,6 +214,7 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
              sys::pidfd_alive(t.pidfd.get());
     });
     listing_ = std::move(again);
+    read_names(names_by(from));
     return;
   }
   std::vector<sys::ProcStat> members = b.members();
@@ -122,10 +238,11 @@ void LeftoverTracker::snapshot(Boundary& b, pid_t exclude_pid) {
     Tracked t;
     t.info.pid = p.pid;
     t.info.start_time = p.start_time;
-    t.info.cmdline = sys::read_cmdline(p.pid);
+    t.comm = p.comm;
     t.pidfd = std::move(*fd);
     tracked_.push_back(std::move(t));
   }
+  read_names(names_by(from));
 }
 
 void LeftoverTracker::label_dead(Fate fate) {
@@ -151,9 +268,14 @@ void LeftoverTracker::wait_exited(int64_t deadline) const {
 }
 
 std::vector<Leftover> LeftoverTracker::take() {
+  take_names();
   std::vector<Leftover> out;
-  for (Tracked& t : tracked_) out.push_back(std::move(t.info));
+  for (Tracked& t : tracked_) {
+    if (!t.named) t.info.cmdline = "[" + t.comm + "]";  // (as read_cmdline names one without a command line)
+    out.push_back(std::move(t.info));
+  }
   tracked_.clear();
+  names_.clear();  // (a thread still reading keeps its own)
   return out;
 }
 

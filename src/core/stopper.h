@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,11 +45,19 @@ class LeftoverTracker {
   // time, and at more only for `look_ns` (counted from the end of the
   // listing): a tree that starves pmon of CPU makes each look slow, and
   // what is not looked at is still stopped and verified gone, only not
-  // named.
+  // named. Their command lines are read on a thread of their own and
+  // waited for within the same time: a read waits for the process's
+  // memory map, which a process in the middle of a fork holds, and a
+  // storm of them starved of CPU can hold it for seconds. One not read in
+  // time is named by its process name ("[name]"), or by its command line
+  // if that comes before the call's result is made.
   static constexpr size_t kAlwaysLooked = 64;
   static constexpr int64_t kLookNs = 100'000'000;
   LeftoverTracker() = default;
-  explicit LeftoverTracker(int64_t look_ns) : look_ns_(look_ns) {}
+  // `read_cmdline`: how a command line is read (sys::read_cmdline; a
+  // test's own, to hold one back).
+  explicit LeftoverTracker(int64_t look_ns, std::string (*read_cmdline)(pid_t) = nullptr)
+      : look_ns_(look_ns), read_cmdline_(read_cmdline) {}
 
   // The boundary's processes now, `exclude_pid` left out. After a snapshot
   // taken ahead, only what is new is looked at: what was tracked and is
@@ -84,11 +93,20 @@ class LeftoverTracker {
   struct Tracked {
     Leftover info;
     Fd pidfd;
+    std::string comm;     // its name, from the stat read when it was looked at
+    bool named = false;   // its command line read (info.cmdline)
   };
+  struct Names;  // command lines being read on a thread of their own
   // What a snapshot taken ahead still says of now: drops what is not in
   // `listed` (sorted) or has died, and returns the pids it keeps, sorted.
   std::vector<pid_t> keep_listed(const std::vector<pid_t>& listed);
   bool enough(size_t looked, int64_t from) const;
+  int64_t names_by(int64_t from) const;
+  // Reads the command lines of what is tracked and not yet named, waiting
+  // for them until `deadline` at most (see read_names in stopper.cpp).
+  void read_names(int64_t deadline);
+  // Takes the command lines read since.
+  void take_names();
   bool track(pid_t pid);  // a listed pid, looked at; false: gone meanwhile
   std::vector<pid_t> tracked_pids() const;  // sorted
 
@@ -96,6 +114,8 @@ class LeftoverTracker {
   std::optional<std::vector<pid_t>> listing_;
   bool ahead_ = false;
   int64_t look_ns_ = kLookNs;
+  std::string (*read_cmdline_)(pid_t) = nullptr;  // nullptr: sys::read_cmdline
+  std::vector<std::shared_ptr<Names>> names_;  // read on, or not yet taken
 };
 
 struct StopContext {

@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -128,6 +132,69 @@ TEST(Stopper, SnapshotOfManyProcessesTracksEachOnce) {
   std::vector<Leftover> first = hurried.take();
   ASSERT_EQ(first.size(), looked.size());
   for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i].pid, looked[i]);
+}
+
+// A command line that does not come (a read of /proc/PID/cmdline waits
+// for the process's memory map, which a process in the middle of a fork
+// holds): the snapshot does not wait for it past its time. The process
+// is tracked, and, dead before its command line came, named by its
+// process name. The held read gives up after 10 s by itself: a snapshot
+// that waited for it returns only then, and the test fails.
+std::mutex g_held_mu;
+std::condition_variable g_held_cv;
+bool g_held_released = false, g_held_gave_up = false;
+std::string held_read(pid_t) {
+  std::unique_lock lock(g_held_mu);
+  if (!g_held_cv.wait_for(lock, std::chrono::seconds(10), [] { return g_held_released; })) g_held_gave_up = true;
+  return "held";
+}
+
+TEST(Stopper, ASnapshotDoesNotWaitForACommandLineThatDoesNotCome) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) ::pause();
+  }
+  auto st = sys::read_stat(child);
+  ASSERT_TRUE(st);
+  LeavingBoundary b(child);
+  LeftoverTracker tracker(20'000'000, held_read);
+  tracker.snapshot(b, 0);
+  {
+    std::lock_guard lock(g_held_mu);
+    EXPECT_FALSE(g_held_gave_up) << "the snapshot waited for the command line";
+  }
+  ASSERT_EQ(tracker.size(), 1u);
+  ::kill(child, SIGKILL);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  {
+    std::lock_guard lock(g_held_mu);
+    g_held_released = true;
+  }
+  g_held_cv.notify_all();
+  std::vector<Leftover> left = tracker.take();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].pid, child);
+  EXPECT_EQ(left[0].cmdline, "[" + st->comm + "]");
+}
+
+// A command line that comes in time is the one the report gives.
+std::string quick_read(pid_t) { return "quick one"; }
+
+TEST(Stopper, ACommandLineThatComesInTimeNamesTheProcess) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) ::pause();
+  }
+  LeavingBoundary b(child);
+  LeftoverTracker tracker(INT64_MAX, quick_read);
+  tracker.snapshot(b, 0);
+  ::kill(child, SIGKILL);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  std::vector<Leftover> left = tracker.take();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].cmdline, "quick one");
 }
 
 // A boundary whose processes the test changes between two snapshots: by
