@@ -195,8 +195,9 @@ def test_e9_fork_storm(tmp, recorded):
     # SIGTERM does nothing to the storm, so it must have forked on after the
     # first one reached it (else this is a test of a storm that was already
     # over). term_forks is 1 + the forks made by then.
-    assert term_forks > 0, "no SIGTERM reached the storm"
-    assert forks >= term_forks, f"the storm made no fork after SIGTERM reached it ({forks} forks)"
+    stop = res.report["stop"]
+    assert term_forks > 0, f"no SIGTERM reached the storm (the stop: {stop})"
+    assert forks >= term_forks, f"the storm made no fork after SIGTERM reached it ({forks} forks; the stop: {stop})"
     assert our_zombies() == []
 
 
