@@ -180,6 +180,12 @@ struct JobOutput {
 // Its stop: the watch of its main process and of the stop's steps, and
 // its place in the stop queue.
 struct JobStop {
+  // Where the job table's index of what is due has it (JobTable::reindex):
+  // its key there, whether it is looked at in every round, whether it is
+  // to be looked at again.
+  int64_t due_key = kForever;
+  bool each_round = false;
+  bool touched = false;
   bool main_watched = false;
   // The stop's watch: its one fd (a leaf's cgroup.events, a pidfd) in our
   // epoll as it is, or several in an epoll of their own inside ours.

@@ -98,15 +98,16 @@ void JobTable::erase(const std::string& id) {
   if (j.tie.owner_job != 0) --owned_jobs_;
   if (front_) front_->forgotten(j);
   job_keys_.erase(j.num);
+  unindex(j);
   jobs_.erase(it);
 }
 
 // pmon mcp has no release: a model cannot forget a job, so at the limit the
 // oldest job that is over goes, first among those whose end it was told.
 void JobTable::make_room() {
-  Job* oldest = nullptr;
+  const Job* oldest = nullptr;
   for (auto& [num, id] : job_keys_) {
-    Job* j = find(id);
+    const Job* j = peek(id);
     if (!j || !j->done || !j->waiters.empty() || !j->streams.empty()) continue;
     if (j->end_told) {
       oldest = j;
@@ -123,7 +124,8 @@ void JobTable::bound_spools(uint64_t conn) {
   uint64_t held = 0;
   std::vector<Job*> over;
   for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && j->done && j->creator == conn && (j->spool || j->err_spool)) {
+    if (const Job* seen = peek(id); seen && seen->done && seen->creator == conn && (seen->spool || seen->err_spool)) {
+      Job* j = find(id);
       over.push_back(j);
       held += (j->spool ? j->spool->on_disk() : 0) + (j->err_spool ? j->err_spool->on_disk() : 0);
     }

@@ -5,6 +5,8 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "jobs/job_table.h"
 #include "sys/syscalls.h"
@@ -24,7 +26,11 @@ bool readable_now(int fd) {
 
 void JobTable::on_event(uint64_t t, uint32_t events) {
   const uint64_t id = tag_id(t);
-  if (tag_kind(t) == Tag::stream) return streams_.on_event(id, events);
+  if (tag_kind(t) == Tag::stream) {
+    // (what its reader took may let the job's output flow again)
+    if (Job* j = streams_.job_of(id)) touch(*j);
+    return streams_.on_event(id, events);
+  }
   Job* j = job_by_num(id & ~kOwnerWatch);
   if (!j) return;
   switch (tag_kind(t)) {
@@ -67,33 +73,113 @@ void JobTable::on_event(uint64_t t, uint32_t events) {
   }
 }
 
-int64_t JobTable::next_deadline() const {
+// Every job is in the index by when it is next due; what may have changed
+// that (a job found, an event of its own) is looked at again here, and so
+// is every job looked at in every round (a wait's due time depends on its
+// connection too). A round thus costs what it touched, not the number of
+// jobs: a service with a thousand jobs closing at once looked at every one
+// of them twice after every round of events.
+int64_t JobTable::due_of(const Job& j, bool& each_round) const {
   int64_t next = kForever;
-  for (auto& [id, j] : jobs_) {
-    // (Work queued for it is done without waiting.)
-    if (!j->done && !j->stopping()) next = std::min(next, j->call->timeout_at());
-    if (j->call->finishing() && !j->step_queued) next = std::min({next, j->call->finish_deadline(), j->rescan_at});
-    next = std::min(next, answers_.next_due(*j));
-    if (j->ready) next = std::min(next, j->ready->next_due());
-  }
+  // (Work queued for it is done without waiting.)
+  if (!j.done && !j.stopping()) next = std::min(next, j.call->timeout_at());
+  if (j.call->finishing() && !j.step_queued) next = std::min({next, j.call->finish_deadline(), j.rescan_at});
+  next = std::min(next, answers_.next_due(j));
+  if (j.ready) next = std::min(next, j.ready->next_due());
+  each_round = !j.waiters.empty() || (j.ready && !j.ready->decided());
   return next;
 }
 
-void JobTable::on_time() {
-  const int64_t now = sys::monotonic_ns();
-  // Only the jobs with something due (this runs after every round of
-  // events, with up to --max-jobs jobs).
-  std::vector<std::string> ids;
-  for (auto& [id, j] : jobs_) {
-    const bool finishing = j->call->finishing() && !j->step_queued;
-    if ((!j->done && !j->stopping() && now >= j->call->timeout_at()) ||
-        (finishing && (now >= j->call->finish_deadline() || now >= j->rescan_at)) || !j->waiters.empty() ||
-        (j->ready && !j->ready->decided()))
-      ids.push_back(id);
+bool JobTable::due_now(const Job& j, int64_t now) const {
+  const bool finishing = j.call->finishing() && !j.step_queued;
+  return (!j.done && !j.stopping() && now >= j.call->timeout_at()) ||
+         (finishing && (now >= j.call->finish_deadline() || now >= j.rescan_at)) || !j.waiters.empty() ||
+         (j.ready && !j.ready->decided());
+}
+
+void JobTable::unindex(Job& j) {
+  if (j.due_key != kForever) due_.erase({j.due_key, j.num});
+  if (j.each_round) each_round_.erase(j.num);
+  j.due_key = kForever;
+  j.each_round = false;
+}
+
+void JobTable::reindex() {
+  std::vector<uint64_t> nums = std::move(touched_);
+  touched_.clear();
+  nums.insert(nums.end(), each_round_.begin(), each_round_.end());
+  for (uint64_t num : nums) {
+    auto key = job_keys_.find(num);
+    if (key == job_keys_.end()) continue;
+    auto it = jobs_.find(key->second);
+    if (it == jobs_.end()) continue;
+    Job& j = *it->second;
+    j.touched = false;
+    bool each = false;
+    const int64_t due = due_of(j, each);
+    if (due != j.due_key) {
+      if (j.due_key != kForever) due_.erase({j.due_key, j.num});
+      if (due != kForever) due_.insert({due, j.num});
+      j.due_key = due;
+    }
+    if (each != j.each_round) {
+      if (each) each_round_.insert(j.num);
+      else each_round_.erase(j.num);
+      j.each_round = each;
+    }
   }
-  for (const std::string& id : ids) {
-    Job* j = find(id);
-    if (!j) continue;
+}
+
+int64_t JobTable::next_deadline() {
+  reindex();
+  const int64_t next = due_.empty() ? kForever : due_.begin()->first;
+  check_index(next);
+  return next;
+}
+
+// Builds with PMON_CHECK_INDEX (the sanitized ones) check the index against
+// every job, as each round looked at them before it: a job whose due time
+// changed unseen would be stopped late, or never.
+void JobTable::check_index([[maybe_unused]] int64_t next) const {
+#ifdef PMON_CHECK_INDEX
+  int64_t all = kForever;
+  for (auto& [id, j] : jobs_) {
+    bool each = false;
+    const int64_t due = due_of(*j, each);
+    all = std::min(all, due);
+    if (due != j->due_key || each != j->each_round) {
+      std::fprintf(stderr, "pmon: internal error: job %s is due at %lld in the index, at %lld in fact (each round: %d, %d)\n",
+                   id.c_str(), static_cast<long long>(j->due_key), static_cast<long long>(due), j->each_round, each);
+      std::abort();
+    }
+  }
+  if (all != next) {
+    std::fprintf(stderr, "pmon: internal error: the index's next deadline is %lld, the jobs' %lld\n",
+                 static_cast<long long>(next), static_cast<long long>(all));
+    std::abort();
+  }
+#endif
+}
+
+void JobTable::on_time() {
+  reindex();
+  const int64_t now = sys::monotonic_ns();
+  // The jobs with something due: those looked at in every round, and
+  // those whose time has come.
+  std::vector<uint64_t> nums(each_round_.begin(), each_round_.end());
+  for (auto it = due_.begin(); it != due_.end() && it->first <= now; ++it) nums.push_back(it->second);
+  std::sort(nums.begin(), nums.end());
+  nums.erase(std::unique(nums.begin(), nums.end()), nums.end());
+#ifdef PMON_CHECK_INDEX
+  for (auto& [id, j] : jobs_)
+    if (due_now(*j, now) && !std::binary_search(nums.begin(), nums.end(), j->num)) {
+      std::fprintf(stderr, "pmon: internal error: job %s is due and the index did not say so\n", id.c_str());
+      std::abort();
+    }
+#endif
+  for (uint64_t num : nums) {
+    Job* j = job_by_num(num);
+    if (!j || !due_now(*j, now)) continue;
     // Its time is up: the call's own rule ends it in its turn (jobs/stops.h).
     if (!j->done && !j->stopping())
       if (auto due = j->call->due_end(now)) stops_.begin(*j, *due);

@@ -62,9 +62,18 @@ void JobTable::set_front(Front* front) {
   answers_.set_front(front);
 }
 
-Job* JobTable::find(const std::string& id) {
+const Job* JobTable::peek(const std::string& id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+// Whoever finds a job may change what is due of it: it is looked at again
+// (reindex) before the next round's deadline is taken.
+Job* JobTable::find(const std::string& id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return nullptr;
+  touch(*it->second);
+  return it->second.get();
 }
 
 Job* JobTable::job_by_num(uint64_t num) {
@@ -87,7 +96,7 @@ bool JobTable::owned_by(const Job& j, const Asker& a, const std::optional<std::s
 
 Job* JobTable::running_named(const Asker& a, const std::string& name, const std::optional<std::string>& session) {
   for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && !j->done && j->name == name && owned_by(*j, a, session)) return j;
+    if (const Job* j = peek(id); j && !j->done && j->name == name && owned_by(*j, a, session)) return find(id);
   return nullptr;
 }
 
@@ -149,8 +158,9 @@ void JobTable::start_replacements() {
 
 std::expected<Job*, Error> JobTable::find_own(const Asker& a, const FindParams& p) {
   for (auto& [num, id] : job_keys_) {
+    const Job* seen = peek(id);
+    if (!seen || seen->done || !owned_by(*seen, a, p.session_id) || (p.name && seen->name != *p.name)) continue;
     Job* j = find(id);
-    if (!j || j->done || !owned_by(*j, a, p.session_id) || (p.name && j->name != *p.name)) continue;
     if (p.port) {
       auto ports = j->listening(answers_.port_tables());
       if (std::ranges::none_of(ports, [&](const ListeningPort& l) { return l.port == *p.port; })) continue;
@@ -264,6 +274,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   if (p.ready) j.ready = std::make_unique<ReadyCheck>(*p.ready, sys::monotonic_ns(), poller_, tag(Tag::job_ready, n));
   std::string id = j.id;
   jobs_.emplace(id, std::move(job));
+  touch(j);
   return &j;
 }
 
@@ -338,7 +349,7 @@ std::optional<Error> JobTable::resize(Job& j, PtySize size) {
 std::vector<std::string> JobTable::job_ids(const std::optional<std::string>& session) {
   std::vector<std::string> out;
   for (auto& [num, id] : job_keys_)
-    if (Job* j = find(id); j && (!session || j->session == session)) out.push_back(id);
+    if (const Job* j = peek(id); j && (!session || j->session == session)) out.push_back(id);
   return out;
 }
 
@@ -360,7 +371,8 @@ void JobTable::connection_closed(uint64_t conn) {
     if (j->owner == conn) ids.push_back(id);
   for (const std::string& id : ids)
     if (Job* j = find(id)) dismiss(*j, Call::End::connection_closed);
-  for (auto& [id, j] : jobs_) std::erase_if(j->waiters, [&](const Waiter& w) { return w.conn == conn; });
+  for (auto& [id, j] : jobs_)
+    if (std::erase_if(j->waiters, [&](const Waiter& w) { return w.conn == conn; }) > 0) touch(*j);
 }
 
 void JobTable::shutdown() {

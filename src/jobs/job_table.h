@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -104,7 +105,7 @@ class JobTable : private StopHost {
   // --- what the service loop asks (job_events.cpp, job_table.cpp) ---
   void on_event(uint64_t t, uint32_t events);
   void on_time();
-  int64_t next_deadline() const;
+  int64_t next_deadline();
   bool stops_queued() const { return stops_.queued(); }
   bool stop_slice_was_full() const { return stops_.slice_was_full(); }
   void run_stops() { stops_.run_slice(); }
@@ -126,6 +127,7 @@ class JobTable : private StopHost {
  private:
   // Finding jobs (job_table.cpp).
   Job* find(const std::string& id);
+  const Job* peek(const std::string& id) const;  // find() for a look only
   Job* job_by_num(uint64_t num) override;
   bool owned_by(const Job& j, const Asker& a, const std::optional<std::string>& session) const;
   Job* running_named(const Asker& a, const std::string& name, const std::optional<std::string>& session);
@@ -167,6 +169,25 @@ class JobTable : private StopHost {
   Front* front_ = nullptr;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::map<uint64_t, std::string> job_keys_;  // numeric id -> terminal id
+  // What is due, so that a round of events looks at the jobs it touched
+  // and those whose time has come, not at every job (job_events.cpp): each
+  // job by when it is next due (its due_key), the jobs looked at in every
+  // round (a request waits on them, or a readiness probe is undecided),
+  // and the jobs found since the index was last brought up to date.
+  std::set<std::pair<int64_t, uint64_t>> due_;
+  std::set<uint64_t> each_round_;
+  std::vector<uint64_t> touched_;
+  void touch(Job& j) {
+    if (!j.touched) j.touched = true, touched_.push_back(j.num);
+  }
+  void reindex();
+  void unindex(Job& j);
+  // When a job is next due (its timeout, its stop's next step, a wait's
+  // deadline, its probe's), and whether it is to be looked at in every
+  // round; as every round looked at them before the index.
+  int64_t due_of(const Job& j, bool& each_round) const;
+  bool due_now(const Job& j, int64_t now) const;
+  void check_index(int64_t next) const;  // PMON_CHECK_INDEX builds
   uint64_t next_job_ = 1;
   PeerCalls peer_calls_;
   size_t owned_jobs_ = 0;  // jobs tied to another job (CallTie::owner_job)

@@ -116,11 +116,12 @@ std::expected<std::optional<Stopped>, Error> JobTable::kill(const Asker& a, Job&
 void JobTable::cancel(uint64_t conn, const Json& id) {
   std::vector<std::string> stop;
   for (auto& [tid, j] : jobs_) {
-    std::erase_if(j->waiters, [&](const Waiter& w) {
+    const size_t n = std::erase_if(j->waiters, [&](const Waiter& w) {
       if (w.conn != conn || w.id != id) return false;
       if (w.kind == Waiter::Kind::run) stop.push_back(tid);
       return true;
     });
+    if (n > 0) touch(*j);
   }
   for (const std::string& tid : stop)
     if (Job* j = find(tid)) dismiss(*j, Call::End::request_cancelled);

@@ -87,6 +87,11 @@ void Streams::pump(Job& job) {
   }
 }
 
+Job* Streams::job_of(uint64_t sid) const {
+  auto it = streams_.find(sid);
+  return it == streams_.end() ? nullptr : it->second.job;
+}
+
 void Streams::on_event(uint64_t sid, uint32_t events) {
   auto it = streams_.find(sid);
   if (it == streams_.end()) return;

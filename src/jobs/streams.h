@@ -37,6 +37,8 @@ class Streams {
   void on_event(uint64_t sid, uint32_t events);
   void end(uint64_t sid);
   void end_all_of(const Job& job);
+  // The job a stream reads, or null.
+  Job* job_of(uint64_t sid) const;
   void end_all_of_conn(uint64_t conn);
 
  private:
