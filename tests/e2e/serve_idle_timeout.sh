@@ -9,6 +9,8 @@
 # - a job whose writes wait for a reader (outputBackpressure, a small
 #   outputByteLimit, nobody reading) is not idle: it still runs well past
 #   its idle timeout, then, read to the end, goes quiet and is stopped;
+#   the same when it is read as a stream (pmon logs -f), with nothing else
+#   asking the service about it;
 # - pmon start --idle-timeout does the same from the shell;
 # - idleTimeoutMs 0 is refused, naming the field.
 . "$(dirname "$0")/common.inc"
@@ -79,6 +81,33 @@ wait_gone "$mpid" "$mst" || fail "the backpressured job's main process $mpid is 
 r=$(call a terminal/report "{\"terminalId\":\"$id2\"}")
 reply_is -m "stop reason is not idle_timeout" "$r" result.stop.reason=idle_timeout
 echo "ok: a job waiting for its reader is not idle; once read and quiet it is stopped"
+
+# 2b. The same, read as a stream (pmon logs -f: the bytes through a pipe the
+# service writes as its reader makes room). The job writes exactly its
+# outputByteLimit, then nothing: its buffer is full and unread, so it is not
+# idle. Once the stream has taken it, its idle timeout runs again.
+gen2b='head -c 4095 /dev/zero | tr "\0" x; echo; exec sleep 1000'
+r=$(call a terminal/create "$(jparams outputByteLimit:=4096 outputBackpressure:=true idleTimeoutMs:=500 -- sh -c "$gen2b")")
+id2b=$(jget "$r" result.terminalId)
+main_of a "$id2b"
+r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id2b\",\"timeoutMs\":1500}")
+[ "$(jget "$r" result.running false)" = true ] ||
+  fail "a job waiting for its stream reader was stopped as idle: $r"
+# pmon logs -f follows the job to its end; nothing else asks the service
+# about it meanwhile (a request waiting on the job would have it looked at
+# in every round).
+"$PMON" logs -f "$id2b" > "$t/stream2b" 2> "$t/stream2b.err" & logs_pid=$!
+for i in $(seq 400); do kill -0 "$logs_pid" 2> /dev/null || break; sleep 0.05; done
+if kill -0 "$logs_pid" 2> /dev/null; then
+  kill "$logs_pid"
+  fail "the job read as a stream, then quiet, was not stopped by its idle timeout within 20 s: pmon logs -f still follows it"
+fi
+wait "$logs_pid" || true
+[ "$(wc -c < "$t/stream2b")" = 4096 ] || fail "the stream did not carry the job's 4096 bytes: $(wc -c < "$t/stream2b")"
+wait_gone "$mpid" "$mst" || fail "the stream-read job's main process $mpid is still running"
+r=$(call a terminal/report "{\"terminalId\":\"$id2b\"}")
+reply_is -m "stop reason is not idle_timeout" "$r" result.stop.reason=idle_timeout
+echo "ok: a job read as a stream is not idle while it waits; once read and quiet it is stopped"
 
 # 3. The shell verb.
 id3=$("$PMON" start --idle-timeout 5s -- sleep 1000) || fail "pmon start --idle-timeout failed"
