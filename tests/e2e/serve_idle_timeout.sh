@@ -51,15 +51,22 @@ rc=0; "$PMON" wait "$id" || rc=$?
 [ $rc = 124 ] || fail "pmon wait of a job its idle timeout stopped: exit $rc, want 124"
 echo "ok: a silent job stopped by its idle timeout, with its daemon; not while it printed"
 
+# held_job SCRIPT WHAT: sh -c SCRIPT as a job with a 4 KiB outputByteLimit,
+# backpressure and a 500 ms idle timeout, its id in $hid; nobody reads it
+# for three idle timeouts, and it must still run (its output waits unread).
+held_job() {
+  local r
+  r=$(call a terminal/create "$(jparams outputByteLimit:=4096 outputBackpressure:=true idleTimeoutMs:=500 -- sh -c "$1")")
+  hid=$(jget "$r" result.terminalId)
+  main_of a "$hid"
+  r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$hid\",\"timeoutMs\":1500}")
+  [ "$(jget "$r" result.running false)" = true ] || fail "$2 was stopped as idle: $r"
+}
+
 # 2. Writes 256 KiB through a 4 KiB outputByteLimit with backpressure, then
 # hangs. Nobody reads for three idle timeouts: its writes wait, it is not idle.
-gen='head -c 262144 /dev/zero | tr "\0" x; echo; echo written; exec sleep 1000'
-r=$(call a terminal/create "$(jparams outputByteLimit:=4096 outputBackpressure:=true idleTimeoutMs:=500 -- sh -c "$gen")")
-id2=$(jget "$r" result.terminalId)
-main_of a "$id2"
-r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id2\",\"timeoutMs\":1500}")
-[ "$(jget "$r" result.running false)" = true ] ||
-  fail "a job waiting for its reader was stopped as idle: $r"
+held_job 'head -c 262144 /dev/zero | tr "\0" x; echo; echo written; exec sleep 1000' "a job waiting for its reader"
+id2=$hid
 # Read it all (one connection, since + waitMs); then it is quiet, and stopped.
 cat > "$t/read_all.py" <<'PY'
 import sys
@@ -86,13 +93,8 @@ echo "ok: a job waiting for its reader is not idle; once read and quiet it is st
 # service writes as its reader makes room). The job writes exactly its
 # outputByteLimit, then nothing: its buffer is full and unread, so it is not
 # idle. Once the stream has taken it, its idle timeout runs again.
-gen2b='head -c 4095 /dev/zero | tr "\0" x; echo; exec sleep 1000'
-r=$(call a terminal/create "$(jparams outputByteLimit:=4096 outputBackpressure:=true idleTimeoutMs:=500 -- sh -c "$gen2b")")
-id2b=$(jget "$r" result.terminalId)
-main_of a "$id2b"
-r=$(call a terminal/wait_for_exit "{\"terminalId\":\"$id2b\",\"timeoutMs\":1500}")
-[ "$(jget "$r" result.running false)" = true ] ||
-  fail "a job waiting for its stream reader was stopped as idle: $r"
+held_job 'head -c 4095 /dev/zero | tr "\0" x; echo; exec sleep 1000' "a job waiting for its stream reader"
+id2b=$hid
 # pmon logs -f follows the job to its end; nothing else asks the service
 # about it meanwhile (a request waiting on the job would have it looked at
 # in every round).
