@@ -109,11 +109,9 @@ void JobTable::reindex() {
   touched_.clear();
   nums.insert(nums.end(), each_round_.begin(), each_round_.end());
   for (uint64_t num : nums) {
-    auto key = job_keys_.find(num);
-    if (key == job_keys_.end()) continue;
-    auto it = jobs_.find(key->second);
-    if (it == jobs_.end()) continue;
-    Job& j = *it->second;
+    Job* found = job_at(num);
+    if (!found) continue;
+    Job& j = *found;
     j.touched = false;
     bool each = false;
     const int64_t due = due_of(j, each);

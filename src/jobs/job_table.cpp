@@ -76,9 +76,17 @@ Job* JobTable::find(const std::string& id) {
   return it->second.get();
 }
 
-Job* JobTable::job_by_num(uint64_t num) {
+Job* JobTable::job_at(uint64_t num) const {
   auto key = job_keys_.find(num);
-  return key == job_keys_.end() ? nullptr : find(key->second);
+  if (key == job_keys_.end()) return nullptr;
+  auto it = jobs_.find(key->second);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+Job* JobTable::job_by_num(uint64_t num) {
+  Job* j = job_at(num);
+  if (j) touch(*j);
+  return j;
 }
 
 std::expected<Job*, Error> JobTable::get(const std::string& id) {

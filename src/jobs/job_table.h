@@ -129,6 +129,7 @@ class JobTable : private StopHost {
   Job* find(const std::string& id);
   const Job* peek(const std::string& id) const;  // find() for a look only
   Job* job_by_num(uint64_t num) override;
+  Job* job_at(uint64_t num) const;  // job_by_num() without marking it (reindex)
   bool owned_by(const Job& j, const Asker& a, const std::optional<std::string>& session) const;
   Job* running_named(const Asker& a, const std::string& name, const std::optional<std::string>& session);
   std::optional<Error> output_fits(const CreateParams& p) const;
