@@ -137,12 +137,15 @@ zid = tool("start", {"command": "sleep 1000", "timeout_s": 0})["structuredConten
 zpid = [j["pid"] for j in tool("list", {})["structuredContent"]["jobs"] if j["id"] == zid][0]
 zstart = start_of(zpid)
 # A total timeout on start: the job and its setsid daemon (its pid and start
-# time printed first) are stopped by it.
+# time printed first) are stopped by it. The timeout leaves a loaded machine
+# seconds to start the daemon; the job is over only by its timeout.
 daemon_sh = 'setsid sh -c \'echo $$ $(cut -d" " -f22 /proc/$$/stat); exec sleep 1000\' & exec sleep 1000'
-tid = tool("start", {"command": daemon_sh, "timeout_s": 1})["structuredContent"]["id"]
-w = tool("wait", {"id": tid, "timeout_s": 30})["structuredContent"]
+tid = tool("start", {"command": daemon_sh, "timeout_s": 4})["structuredContent"]["id"]
+w = tool("wait", {"id": tid, "timeout_s": 60})["structuredContent"]
 assert w["running"] is False and w["timed_out"] is True and w["stopped_by"] == "timeout", w
-dpid, dstart = tool("output", {"id": tid})["structuredContent"]["output"].split()[:2]
+printed = tool("output", {"id": tid})["structuredContent"]["output"].split()
+assert len(printed) >= 2, "the daemon printed no pid and start time before the timeout: %r" % printed
+dpid, dstart = printed[:2]
 assert not alive(dpid, dstart), "the daemon %s of a timed-out job still runs" % dpid
 z = [j for j in tool("list", {})["structuredContent"]["jobs"] if j["id"] == zid][0]
 assert alive(zpid, zstart) and z["status"] == "running", "a start with timeout_s 0 was stopped: %s" % z

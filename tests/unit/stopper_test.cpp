@@ -33,7 +33,13 @@ class LeavingBoundary final : public Boundary {
   void set_main(pid_t, Children) noexcept override {}
   std::vector<sys::ProcStat> members() override { return {}; }
   std::optional<std::vector<pid_t>> listed_pids() override { return pids_; }
-  Result<int> signal_all(int, const SignalPass&) override { return 0; }
+  Result<int> signal_all(int, const SignalPass&) override {
+    if (on_signal >= 0) {
+      ::close(on_signal);
+      on_signal = -1;
+    }
+    return 0;
+  }
   Result<void> kill_all() override {
     killed = true;
     return {};
@@ -43,20 +49,35 @@ class LeavingBoundary final : public Boundary {
   bool contains_escapes() const noexcept override { return true; }
   void release(bool) noexcept override {}
   bool killed = false;
+  // A pipe's write end closed by the first signal step: a child reading the
+  // other end ends then, as if the signal had ended it.
+  int on_signal = -1;
 
  private:
   std::vector<pid_t> pids_;
 };
 
 TEST(Stopper, AProcessStillExitingWhenTheBoundaryReadsEmptyEndedInThatStep) {
+  // The child ends 40 ms after the stop's first signal step has run: it is
+  // still there when the boundary reads empty, however slow the machine (a
+  // delay counted from the fork would not do: under an emulated CPU the
+  // fork and the snapshot alone may take longer).
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    timespec ts{0, 40'000'000};  // "still exiting" for 40 ms
+    ::close(fds[1]);
+    char c;
+    while (::read(fds[0], &c, 1) > 0) {
+    }
+    timespec ts{0, 40'000'000};
     ::nanosleep(&ts, nullptr);
     ::_exit(0);
   }
+  ::close(fds[0]);
   LeavingBoundary b(child);
+  b.on_signal = fds[1];
   LeftoverTracker tracker;
   tracker.snapshot(b, 0);
   ASSERT_EQ(tracker.size(), 1u);
