@@ -138,6 +138,11 @@ int main(int argc, char** argv) {
   int bound = 0;
   builder.AddListeningPort(host + ":" + std::to_string(cfg->grpc_port), grpc::InsecureServerCredentials(), &bound);
   builder.RegisterService(&service);
+  {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counters;
+    counters.push_back(service.start_counter());
+    builder.experimental().SetInterceptorCreators(std::move(counters));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound == 0)
     cli::die("sandboxd: cannot listen on " + host + ":" + std::to_string(cfg->grpc_port) +

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "confine/scan.h"
@@ -358,6 +359,38 @@ std::pair<int, std::string> ProcessService::reset() {
   }
   serve::Json out = {{"stopped", stopped}, {"cleanup_verified", all_verified}, {"ports_released", released}};
   return {all_verified && released ? 200 : 500, out.dump() + "\n"};
+}
+
+namespace {
+
+// Counted from its creation (as the call arrives) to its end: gRPC destroys
+// a call's interceptors once it is done with the call.
+class CountedCall final : public grpc::experimental::Interceptor {
+ public:
+  explicit CountedCall(std::atomic<size_t>& n) : n_(n) { n_.fetch_add(1); }
+  ~CountedCall() override { n_.fetch_sub(1); }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* m) override { m->Proceed(); }
+
+ private:
+  std::atomic<size_t>& n_;
+};
+
+class StartCounter final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit StartCounter(std::atomic<size_t>& n) : n_(n) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
+    if (std::string_view(info->method()) != "/process.v1.ProcessService/Start") return nullptr;
+    return new CountedCall(n_);
+  }
+
+ private:
+  std::atomic<size_t>& n_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> ProcessService::start_counter() {
+  return std::make_unique<StartCounter>(unsent_);
 }
 
 void ProcessService::wait_answered(std::chrono::system_clock::time_point deadline) const {

@@ -12,8 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
+
+#include <grpcpp/support/server_interceptor.h>
 
 #include "process/v1/process.grpc.pb.h"
 #include "sandboxd/engine.h"
@@ -55,15 +58,21 @@ class ProcessService final : public process::v1::ProcessService::WithCallbackMet
   std::pair<int, std::string> reset();
 
   // Once the engine is stopped: waits until every Start and Execute has
-  // answered (each had its command's end) and each Execute's answer is
-  // sent, or `deadline`.
+  // answered (each had its command's end) and gRPC is done with each (its
+  // last message and its status sent), or `deadline`.
   void wait_answered(std::chrono::system_clock::time_point deadline) const;
+
+  // For the server's builder: counts each Start call from its arrival until
+  // gRPC is done with it. A Start's handler returns before its status is
+  // sent, and a server shut down in between would cancel the call: its
+  // client would see UNAVAILABLE instead of the end it was sent.
+  std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> start_counter();
 
  private:
   Engine& engine_;
   ProcessOptions opts_;
   std::atomic<size_t> active_{0};  // Start and Execute calls not yet answered
-  std::atomic<size_t> unsent_{0};  // Execute calls gRPC is not done with (their answer on its way)
+  std::atomic<size_t> unsent_{0};  // Start and Execute calls gRPC is not done with (their end on its way)
 };
 
 }  // namespace pmon::sandboxd
