@@ -77,6 +77,7 @@ struct LeftoverTracker::Names {
     pid_t pid = 0;
     uint64_t start_time = 0;
     Fd pidfd;  // a copy of the tracker's: the thread's own, closed by it
+    std::shared_ptr<std::atomic<bool>> done;  // the tracked process's: read by some thread
     std::string cmdline;
     bool read = false;  // (and not taken yet)
   };
@@ -86,13 +87,16 @@ struct LeftoverTracker::Names {
   size_t left = 0;
   std::string (*read)(pid_t) = sys::read_cmdline;
 
-  // Reads each in turn. A command line read while its process is alive
-  // (by its pidfd, after the read) is that process's.
+  // Reads each in turn, but for one an earlier snapshot's thread has read
+  // meanwhile. A command line read while its process is alive (by its
+  // pidfd, after the read) is that process's.
   static void read_all(const std::shared_ptr<Names>& n) {
     for (One& o : n->ones) {
-      std::string line = n->read(o.pid);
-      const bool alive = sys::pidfd_alive(o.pidfd.get());
+      const bool skip = o.done->load();
+      std::string line = skip ? std::string() : n->read(o.pid);
+      const bool alive = !skip && sys::pidfd_alive(o.pidfd.get());
       o.pidfd.reset();
+      if (alive) o.done->store(true);
       std::lock_guard lock(n->mu);
       if (alive) {
         o.cmdline = std::move(line);
@@ -107,14 +111,21 @@ struct LeftoverTracker::Names {
 void LeftoverTracker::read_names(int64_t deadline) {
   auto n = std::make_shared<Names>();
   if (read_cmdline_ != nullptr) n->read = read_cmdline_;
-  for (const Tracked& t : tracked_) {
-    if (t.named) continue;
-    Names::One o;
-    o.pid = t.info.pid;
-    o.start_time = t.info.start_time;
-    o.pidfd.reset(::fcntl(t.pidfd.get(), F_DUPFD_CLOEXEC, 0));
-    if (!o.pidfd) continue;  // (named by its process name)
-    n->ones.push_back(std::move(o));
+  // Those never asked for first; then those an earlier snapshot's thread
+  // has not read yet (it may be waiting on one of them: a second try, after
+  // the rest).
+  for (const bool asked : {false, true}) {
+    for (Tracked& t : tracked_) {
+      if (t.named || (t.read != nullptr) != asked || (asked && t.read->load())) continue;
+      Names::One o;
+      o.pid = t.info.pid;
+      o.start_time = t.info.start_time;
+      o.pidfd.reset(::fcntl(t.pidfd.get(), F_DUPFD_CLOEXEC, 0));
+      if (!o.pidfd) continue;  // (named by its process name)
+      if (!t.read) t.read = std::make_shared<std::atomic<bool>>(false);
+      o.done = t.read;
+      n->ones.push_back(std::move(o));
+    }
   }
   if (n->ones.empty()) return;
   n->left = n->ones.size();
@@ -271,7 +282,7 @@ std::vector<Leftover> LeftoverTracker::take() {
   take_names();
   std::vector<Leftover> out;
   for (Tracked& t : tracked_) {
-    if (!t.named) t.info.cmdline = "[" + t.comm + "]";  // (as read_cmdline names one without a command line)
+    if (!t.named) t.info.cmdline = sys::unnamed_cmdline(t.comm);
     out.push_back(std::move(t.info));
   }
   tracked_.clear();

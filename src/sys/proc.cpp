@@ -234,8 +234,17 @@ std::string read_cmdline(pid_t pid) {
     if (c == '\0') c = ' ';
   if (out.empty()) {
     auto st = read_stat(pid);
-    if (st) out = "[" + st->comm + "]";
+    if (st) out = unnamed_cmdline(st->comm);
   }
+  return out;
+}
+
+std::string unnamed_cmdline(std::string_view comm) {
+  std::string out;
+  out.reserve(comm.size() + 2);
+  out += '[';
+  out += comm;
+  out += ']';
   return out;
 }
 

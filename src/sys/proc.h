@@ -69,9 +69,12 @@ struct FileId {
 };
 std::optional<FileId> open_file_of(pid_t pid, int fd) noexcept;
 
-// /proc/<pid>/cmdline with NULs turned to spaces; "[comm]" when empty
-// (kernel threads, zombies).
+// /proc/<pid>/cmdline with NULs turned to spaces; unnamed_cmdline(comm)
+// when empty (kernel threads, zombies).
 std::string read_cmdline(pid_t pid);
+
+// How a process whose command line is not known is named: "[comm]".
+std::string unnamed_cmdline(std::string_view comm);
 
 // Every numeric entry of /proc, parsed; processes that vanish mid-scan are
 // skipped.

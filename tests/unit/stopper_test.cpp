@@ -333,6 +333,58 @@ class RestlessWaiter final : public StopWaiter {
   StopWake wait(int64_t, const Watch&) override { return StopWake::changed; }
 };
 
+// A command line read that waits (a process forking holds its memory map)
+// while the thread of an earlier snapshot is still at it: the stop's own
+// snapshot reads first the process that no snapshot asked for yet, so that
+// one is named, not held up behind the read that waits.
+std::mutex g_gate_mu;
+std::condition_variable g_gate_cv;
+pid_t g_gated = 0;
+bool g_gate_open = false;
+std::map<pid_t, int> g_reads;
+std::string gated_read(pid_t pid) {
+  std::unique_lock lock(g_gate_mu);
+  ++g_reads[pid];
+  g_gate_cv.notify_all();
+  if (pid == g_gated) g_gate_cv.wait_for(lock, std::chrono::seconds(120), [] { return g_gate_open; });
+  return "read " + std::to_string(pid);
+}
+
+TEST(Stopper, ALaterSnapshotNamesANewProcessFirst) {
+  const pid_t first = pausing_child(), second = pausing_child();
+  ASSERT_GT(first, 0);
+  ASSERT_GT(second, 0);
+  ChangingBoundary b(true);
+  b.pids = {first, second};
+  {
+    std::lock_guard lock(g_gate_mu);
+    g_gated = std::min(first, second);  // the listing's first: read first
+  }
+  LeftoverTracker tracker(20'000'000, gated_read);
+  tracker.snapshot_ahead(b, 0);
+  const pid_t late = pausing_child();
+  ASSERT_GT(late, 0);
+  b.pids = {first, second, late};
+  tracker.snapshot(b, 0);
+  bool late_read;
+  {
+    std::unique_lock lock(g_gate_mu);
+    // Read, and its result kept: the same thread has gone on to the held one.
+    late_read = g_gate_cv.wait_for(lock, std::chrono::seconds(15),
+                                   [&] { return g_reads[late] > 0 && g_reads[g_gated] >= 2; });
+    EXPECT_TRUE(late_read) << "the new process's command line waited behind the one held";
+    g_gate_open = true;
+  }
+  g_gate_cv.notify_all();
+  std::vector<Leftover> left = tracker.take();
+  for (pid_t p : {first, second, late}) ::kill(p, SIGKILL);
+  for (pid_t p : {first, second, late}) ::waitpid(p, nullptr, 0);
+  ASSERT_EQ(left.size(), 3u);
+  auto named = std::find_if(left.begin(), left.end(), [&](const Leftover& l) { return l.pid == late; });
+  ASSERT_NE(named, left.end());
+  EXPECT_EQ(named->cmdline, "read " + std::to_string(late));
+}
+
 TEST(Stopper, AWaiterThatNeverSleepsStillEndsEachStepAtItsDeadline) {
   StuckBoundary b;
   RestlessWaiter waiter;
