@@ -9,10 +9,34 @@
 #include <string>
 
 #include "core/session_config.h"
+#include "core/toml.h"
 #include "fuzz_check.h"
 
 using namespace pmon;
 using serve::fuzz::check;
+
+namespace {
+
+// Whether the text, read as TOML on its own, has a pids_max key in its
+// [session] table or in a [profiles.NAME] table: the one way to an
+// envelope that limits nothing (a pids_max of 0 is no limit).
+bool has_pids_max(const std::string& text) {
+  const auto in = [](const toml::node* n) {
+    const toml::table* t = n != nullptr ? n->as_table() : nullptr;
+    return t != nullptr && t->contains("pids_max");
+  };
+  try {
+    const toml::table root = toml::parse(text);
+    if (in(root.get("session"))) return true;
+    if (const toml::table* profiles = root["profiles"].as_table())
+      for (auto&& [name, p] : *profiles)
+        if (in(&p)) return true;
+  } catch (const toml::parse_error&) {
+  }
+  return false;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -29,11 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Limits& l = e.limits;
   check(!e.asked, "the file's envelope taken as asked for");
   check(e.set_by == path, "the file's envelope not set by the file");
-  // An envelope that limits nothing comes only of a pids_max of 0 (none),
-  // its key spelled out or written with an escape in quotes.
-  const bool may_say_pids = text.find("pids_max") != std::string::npos || text.find("\\u") != std::string::npos ||
-                            text.find("\\U") != std::string::npos;
-  check(l.any() || may_say_pids, "an envelope that sets nothing");
+  // An envelope that limits nothing comes only of a pids_max of 0 (none).
+  check(l.any() || has_pids_max(text), "an envelope that sets nothing");
   if (l.memory_max) {
     check(*l.memory_max > 0, "memory.max 0");
     // (three quarters of it, or none for a memory.max too small to have them)
