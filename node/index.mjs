@@ -269,6 +269,8 @@ export async function run(file, args, options) {
     s.request('terminal/kill', { terminalId }).catch(() => {});
   };
   signal?.addEventListener('abort', onAbort, { once: true });
+  // An abort while the create was on its way had no job to stop yet.
+  if (signal?.aborted) onAbort();
   let exited;
   try {
     exited = await s.whenExited(terminalId);

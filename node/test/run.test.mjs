@@ -203,3 +203,26 @@ test('aborting a run stops the whole tree', async () => {
   assert.deepEqual(await gone(recs), []);
   await assert.rejects(run('true', [], { signal: ac.signal }), { name: 'AbortError' });
 });
+
+test('an abort while the job is still being created stops it', async () => {
+  const file = tmp.path('abort-early');
+  const ac = new AbortController();
+  const p = run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { signal: ac.signal });
+  ac.abort();  // (the create's answer cannot have come yet: it comes on a later turn)
+  let bound;
+  const late = new Promise((_, reject) => {
+    bound = setTimeout(() => reject(new Error('run neither ended nor rejected 30 s after its abort')), 30000);
+  });
+  try {
+    await assert.rejects(Promise.race([p, late]), (err) => {
+      assert.equal(err.name, 'AbortError');
+      assert.equal(err.cleanupVerified, true);
+      return true;
+    });
+  } finally {
+    clearTimeout(bound);
+  }
+  const recs = records(file);
+  started.push(...recs);
+  assert.deepEqual(running(recs), [], 'nothing runs when run rejects');
+});
