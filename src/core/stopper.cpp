@@ -77,7 +77,7 @@ struct LeftoverTracker::Names {
     pid_t pid = 0;
     uint64_t start_time = 0;
     Fd pidfd;  // a copy of the tracker's: the thread's own, closed by it
-    std::shared_ptr<std::atomic<bool>> done;  // the tracked process's: read by some thread
+    std::shared_ptr<std::atomic<bool>> done;  // the tracked process's (Tracked::done)
     std::string cmdline;
     bool read = false;  // (and not taken yet)
   };
@@ -116,14 +116,14 @@ void LeftoverTracker::read_names(int64_t deadline) {
   // the rest).
   for (const bool asked : {false, true}) {
     for (Tracked& t : tracked_) {
-      if (t.named || (t.read != nullptr) != asked || (asked && t.read->load())) continue;
+      if (t.named || (t.done != nullptr) != asked || (asked && t.done->load())) continue;
       Names::One o;
       o.pid = t.info.pid;
       o.start_time = t.info.start_time;
       o.pidfd.reset(::fcntl(t.pidfd.get(), F_DUPFD_CLOEXEC, 0));
       if (!o.pidfd) continue;  // (named by its process name)
-      if (!t.read) t.read = std::make_shared<std::atomic<bool>>(false);
-      o.done = t.read;
+      if (!t.done) t.done = std::make_shared<std::atomic<bool>>(false);
+      o.done = t.done;
       n->ones.push_back(std::move(o));
     }
   }

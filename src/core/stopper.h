@@ -96,9 +96,9 @@ class LeftoverTracker {
     Fd pidfd;
     std::string comm;     // its name, from the stat read when it was looked at
     bool named = false;   // its command line read (info.cmdline)
-    // Set by the reading thread that has read its command line: a later
-    // snapshot's thread skips it then. Null until first asked for.
-    std::shared_ptr<std::atomic<bool>> read;
+    // Set by the thread that has read its command line (Names::One::done):
+    // a later snapshot's thread skips it then. Null until first asked for.
+    std::shared_ptr<std::atomic<bool>> done;
   };
   struct Names;  // command lines being read on a thread of their own
   // What a snapshot taken ahead still says of now: drops what is not in

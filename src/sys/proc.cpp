@@ -239,14 +239,7 @@ std::string read_cmdline(pid_t pid) {
   return out;
 }
 
-std::string unnamed_cmdline(std::string_view comm) {
-  std::string out;
-  out.reserve(comm.size() + 2);
-  out += '[';
-  out += comm;
-  out += ']';
-  return out;
-}
+std::string unnamed_cmdline(std::string_view comm) { return "[" + std::string(comm) + "]"; }
 
 std::vector<ProcStat> scan_processes() {
   std::vector<ProcStat> out;
