@@ -170,7 +170,20 @@ def sh(line, **kw):
     return config("/bin/sh", "-c", line, **kw)
 
 
+def how(pid):
+    """Where a process is, for a failure's message: its state, its parent
+    (with the parent's command line), its process group and session."""
+    try:
+        s = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        f = s[s.rindex(")") + 2:].split()
+        ppid = int(f[1])
+        parent = pathlib.Path(f"/proc/{ppid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (OSError, ValueError, IndexError):
+        return "gone"
+    return f"state {f[0]}, parent {ppid} ({parent.strip()[:120]}), group {f[2]}, session {f[3]}"
+
+
 def gone(procs, seconds=20):
-    """[(pid, start, name)] of those still alive after up to `seconds`."""
+    """[(pid, start, name, how)] of those still alive after up to `seconds`."""
     wait_until(lambda: not any(alive(p, s) for p, s, _ in procs), seconds)
-    return [x for x in procs if alive(x[0], x[1])]
+    return [(*x, how(x[0])) for x in procs if alive(x[0], x[1])]

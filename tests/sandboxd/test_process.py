@@ -378,7 +378,8 @@ def test_a_client_killed_mid_stream_stops_the_tree(sandboxd, recorded, tmp_path)
     assert wait_until(lambda: len(read_procs(procs)) == 2)
     c.kill()
     c.wait()
-    assert gone(read_procs(procs)) == [], "the tree of a Start whose client was killed is still running"
+    assert gone(read_procs(procs)) == [], \
+        f"the tree of a Start whose client was killed is still running; pmon sandboxd said: {sandboxd.err.read_text()[-4000:]}"
 
 
 def test_a_client_that_never_reads_holds_memory_bounded(sandboxd, recorded):
