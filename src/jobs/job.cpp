@@ -503,8 +503,8 @@ JobInfo Job::info(const std::vector<pid_t>& pids, std::vector<ListeningPort> por
   o.waiting_for_input = waiting_for_input(pids);
   o.end = end_facts();
   if (ready && ready->decided()) o.ready = ready->outcome()->ready;
-  if (spool) o.spool_path = spool->path();
-  if (err_spool) o.stderr_spool_path = err_spool->path();
+  o.spool_path = spool_path(*this);
+  o.stderr_spool_path = spool_path(*this, true);
   if (done) {
     const RunResult& r = call->result();
     o.exit = exit_status();

@@ -293,6 +293,9 @@ struct Job : JobIdentity, JobStdin, JobOutput, JobStop, JobWaits, JobEnd {
 void open_spools(Job& j, uint64_t limit, SpoolDir& dir);
 // spoolPath (and stderrSpoolPath, spoolError) into a job's JSON.
 void add_spool_paths(Json& o, const Job& j);
+// The path of a job's spool file (stderr's with `err`), "" while it has
+// none: no spool, or nothing written yet (the file comes with the first byte).
+const std::string& spool_path(const Job& j, bool err = false);
 // The job's record beside its spool (id, name, command, cgroup leaf), once
 // it has started; removed as it ends (JobTable::job_over).
 void write_job_record(Job& j, JobRecords& records);

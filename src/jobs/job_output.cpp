@@ -32,9 +32,16 @@ void write_job_record(Job& j, JobRecords& records) {
   j.recorded = records.add(j.id, rec.dump());
 }
 
+const std::string& spool_path(const Job& j, bool err) {
+  static const std::string none;
+  const Spool* s = (err ? j.err_spool : j.spool).get();
+  return s && s->made() ? s->path() : none;
+}
+
 void add_spool_paths(Json& o, const Job& j) {
-  o["spoolPath"] = j.spool ? Json(j.spool->path()) : Json(nullptr);
-  if (j.err_spool) o["stderrSpoolPath"] = j.err_spool->path();
+  const std::string& out = spool_path(j);
+  o["spoolPath"] = out.empty() ? Json(nullptr) : Json(out);
+  if (const std::string& err = spool_path(j, true); !err.empty()) o["stderrSpoolPath"] = err;
   std::string error = j.spool_error;
   if (error.empty() && j.spool && j.spool->error()) error = *j.spool->error();
   if (error.empty() && j.err_spool && j.err_spool->error()) error = *j.err_spool->error();

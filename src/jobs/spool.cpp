@@ -319,12 +319,11 @@ std::expected<std::unique_ptr<Spool>, Error> Spool::open(SpoolDir& dir, const st
   s->name_ = name;
   s->path_ = dir.path() + "/" + name;
   s->limit_ = std::max<uint64_t>(limit, 1);
-  s->cur_ = Fd(::openat(*d, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!s->cur_) return std::unexpected(Error::system(errno, "cannot make " + s->path_));
   return s;
 }
 
 Spool::~Spool() {
+  if (!made()) return;
   // (NAME.1 is ours once a rotation has made it)
   if (later_) {
     owner_->remove_later(name_);
@@ -355,6 +354,11 @@ void Spool::rotate() {
 }
 
 void Spool::write(std::string_view bytes) {
+  if (!begun_ && !bytes.empty() && !error_) {
+    begun_ = true;
+    cur_ = Fd(::openat(dir_, name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!cur_) return fail("cannot make " + path_);
+  }
   while (!bytes.empty() && !error_ && cur_) {
     const uint64_t room = limit_ - (total_ - cur_start_);
     const size_t n = static_cast<size_t>(std::min<uint64_t>(room, bytes.size()));

@@ -78,7 +78,9 @@ class SpoolDir {
 
 class Spool {
  public:
-  // A new file `name` in `dir` (0600, O_EXCL, O_NOFOLLOW), or an error.
+  // The spool of file `name` in `dir` (the directory made now if it is not
+  // yet), or an error. The file (0600, O_EXCL, O_NOFOLLOW) is made with the first
+  // bytes written: a job that writes nothing has none.
   static std::expected<std::unique_ptr<Spool>, Error> open(SpoolDir& dir, const std::string& name,
                                                                   uint64_t limit);
   ~Spool();
@@ -107,6 +109,7 @@ class Spool {
   uint64_t limit() const { return limit_; }
   uint64_t on_disk() const { return total_ - first_held(); }  // in its files now
   const std::string& path() const { return path_; }
+  bool made() const { return cur_.valid() || old_.valid(); }  // it has a file
   const std::optional<std::string>& error() const { return error_; }
 
  private:
@@ -117,6 +120,7 @@ class Spool {
   SpoolDir* owner_ = nullptr;  // outlives every spool
   int dir_ = -1;               // owner_'s
   bool later_ = false;
+  bool begun_ = false;  // the first bytes came: the file was made (or tried)
   std::string name_;
   std::string path_;
   uint64_t limit_ = 0;

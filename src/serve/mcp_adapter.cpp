@@ -121,7 +121,7 @@ McpAdapter::Reply McpAdapter::handle(const Asker&, const OutputParams& p) {
   if (!v) return mcp::tool_error(v.error());
   if (job.done) job.end_told = true;
   return mcp::view_output_result(*v, job.done ? std::optional(job.exit_status()) : std::nullopt,
-                                 !job.done && job.waiting_for_input(), job.spool ? job.spool->path() : "");
+                                 !job.done && job.waiting_for_input(), spool_path(job));
 }
 
 McpAdapter::Reply McpAdapter::handle(const Asker& who, const WaitForExitParams& p) {
@@ -180,7 +180,7 @@ mcp::RunSummary McpAdapter::run_summary(Job& j) {
     s.truncated = v->truncated || v->left_out > 0;
     s.left_out = v->left_out;
   }
-  if (j.spool && !j.done) s.spool_path = j.spool->path();
+  if (!j.done) s.spool_path = spool_path(j);
   if (!j.done) return s;
   s.exit = j.exit_status();
   s.report = jobs_.report(j);

@@ -145,7 +145,7 @@ inline constexpr std::tuple kTools{
           "left_out": {"type": "integer", "description": "bytes left out between head and tail"},
           "total": {"type": "integer", "description": "bytes the job has written"},
           "matches": {"type": "integer", "description": "grep: lines that matched"},
-          "spool_path": {"type": ["string", "null"], "description": "the file that holds the whole output (null: none is kept)"},
+          "spool_path": {"type": ["string", "null"], "description": "the file that holds the whole output (null: none is kept, or nothing was written)"},
           "more": {"type": "boolean"}, "running": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]},
           "waiting_for_input": {"type": "boolean", "description": "it runs, blocked reading its stdin: it waits for input, not for time"}
         },

@@ -23,6 +23,17 @@ job() {  # job PARAMS-JSON -> terminal id
   r=$(call c terminal/create "$1")
   jget "$r" result.terminalId
 }
+spool_of() {  # spool_of ID: the path of a running job's spool file, once its first output made it
+  local l p i
+  for i in $(seq 200); do
+    l=$(call c terminal/list '{}')
+    p=$(jget "$l" "result.terminals[terminalId=$1].spoolPath")
+    [ "$p" != null ] && break
+    sleep 0.05
+  done
+  [ "$p" != null ] || fail "job $1 wrote, and has no spool file 10 s later: $l"
+  printf '%s\n' "$p"
+}
 out() {  # out ID EXTRA-FIELDS: terminal/output's reply
   call c terminal/output '{"terminalId":"'"$1"'"'"${2:+,$2}"'}'
 }
@@ -165,13 +176,27 @@ for j in "$id" "$rid"; do
 done
 [ ! -e "$spool" ] && [ ! -e "$rspool" ] && [ ! -e "$rspool.1" ] || fail "release left spool files: $(ls "$(dirname "$spool")")"
 
+# A job that writes nothing has no spool file: none is made, its spoolPath
+# is null; its first byte makes it.
+mkfifo "$t/quiet.fifo"
+qid=$(job '{"command":"sh","args":["-c","read -r _ < '"$t"'/quiet.fifo; echo late"]}')
+l=$(call c terminal/list '{}')
+reply_is -m "a job that has written nothing" "$l" "result.terminals[terminalId=$qid].spoolPath=null"
+[ ! -e "$(dirname "$spool")/$qid.out" ] || fail "a job that wrote nothing has a spool file"
+echo go > "$t/quiet.fifo"
+call c terminal/wait_for_exit '{"terminalId":"'"$qid"'"}' > /dev/null
+r=$(call c terminal/report '{"terminalId":"'"$qid"'"}')
+[ "$(cat "$(jget "$r" result.job.spoolPath)")" = late ] || fail "the spool file made by the first output: $r"
+r=$(call c terminal/release '{"terminalId":"'"$qid"'"}')
+reply_true "$r" result.cleanupVerified
+echo "ok: a job's spool file is made with its first output"
+
 # A closed session's jobs are stopped and said gone first; their files are
 # removed when the service has time, while it runs on.
 ids=()
 for i in 1 2 3; do ids+=("$(job '{"command":"sh","args":["-c","echo closing; exec sleep 1000"],"sessionId":"closing"}')"); done
-l=$(call c terminal/list '{}')
 cspools=()
-for j in "${ids[@]}"; do cspools+=("$(jget "$l" "result.terminals[terminalId=$j].spoolPath")"); done
+for j in "${ids[@]}"; do cspools+=("$(spool_of "$j")"); done
 for f in "${cspools[@]}"; do [ -e "$f" ] || fail "a session's job has no spool file at $f"; done
 r=$(call c session/close '{"sessionId":"closing"}')
 reply_is -m "session/close" "$r" result.stopping=3
@@ -188,9 +213,8 @@ echo "ok: a closed session's spool files removed while the service runs"
 # The service's end removes every job's files, a kept job's too (it stops them all).
 kid=$(job '{"command":"sh","args":["-c","echo kept; exec sleep 1000"],"keep":true}')
 sid=$(job '{"command":"sh","args":["-c","echo gone; exec sleep 1000"]}')
-l=$(call c terminal/list '{}')
-kspool=$(jget "$l" "result.terminals[terminalId=$kid].spoolPath")
-sspool=$(jget "$l" "result.terminals[terminalId=$sid].spoolPath")
+kspool=$(spool_of "$kid")
+sspool=$(spool_of "$sid")
 for i in $(seq 200); do [ -s "$kspool" ] && [ -s "$sspool" ] && break; sleep 0.05; done
 [ -s "$kspool" ] && [ -s "$sspool" ] || fail "the running jobs' spool files did not fill"
 client_close c
