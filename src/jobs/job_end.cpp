@@ -124,7 +124,8 @@ void JobTable::bound_spools(uint64_t conn) {
   uint64_t held = 0;
   std::vector<Job*> over;
   for (auto& [num, id] : job_keys_)
-    if (const Job* seen = peek(id); seen && seen->done && seen->creator == conn && (seen->spool || seen->err_spool)) {
+    if (const Job* seen = peek(id); seen && seen->done && seen->creator == conn &&
+                 (!spool_path(*seen).empty() || !spool_path(*seen, true).empty())) {
       Job* j = find(id);
       over.push_back(j);
       held += (j->spool ? j->spool->on_disk() : 0) + (j->err_spool ? j->err_spool->on_disk() : 0);

@@ -54,7 +54,9 @@ std::expected<ViewResult, Error> view_of(const Job& j, const ViewParams& v, size
 
 ByteSource view_source(const Job& j) {
   ByteSource src;
-  if (j.spool) {
+  // (a spool without its file holds nothing: nothing written yet, or the
+  // file could not be made and the buffer has what was)
+  if (j.spool && j.spool->made()) {
     const Spool& s = *j.spool;
     src.from = s.first_held();
     src.end = s.total();

@@ -191,6 +191,30 @@ r=$(call c terminal/release '{"terminalId":"'"$qid"'"}')
 reply_true "$r" result.cleanupVerified
 echo "ok: a job's spool file is made with its first output"
 
+# A spool file that cannot be made (the directory made immutable before the
+# job's first output): the job runs on, its views read its buffer, and
+# spoolError says why.
+sdir=$(dirname "$spool")
+mkfifo "$t/imm.fifo"
+iid=$(job '{"command":"sh","args":["-c","read -r _ < '"$t"'/imm.fifo; echo kept in memory"]}')
+if chattr +i "$sdir" 2> /dev/null; then
+  echo go > "$t/imm.fifo"
+  call c terminal/wait_for_exit '{"terminalId":"'"$iid"'"}' > /dev/null
+  chattr -i "$sdir"
+  r=$(out "$iid" '"tail":100')
+  reply_is -m "the view of a job whose spool file could not be made" "$r" "result.output=kept in memory
+"
+  r=$(call c terminal/report '{"terminalId":"'"$iid"'"}')
+  reply_is -m "the report of a job whose spool file could not be made" "$r" result.job.spoolPath=null "result.job.spoolError~cannot make"
+  echo "ok: a spool file that cannot be made: the output is read from memory, spoolError says why"
+else
+  echo go > "$t/imm.fifo"  # (a file system without the immutable flag)
+  call c terminal/wait_for_exit '{"terminalId":"'"$iid"'"}' > /dev/null
+  echo "note: $sdir cannot be made immutable here; a spool file that cannot be made was not tried"
+fi
+r=$(call c terminal/release '{"terminalId":"'"$iid"'"}')
+reply_true "$r" result.cleanupVerified
+
 # A closed session's jobs are stopped and said gone first; their files are
 # removed when the service has time, while it runs on.
 ids=()
