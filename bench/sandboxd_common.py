@@ -2,6 +2,7 @@
 """What the sandboxd benchmarks share: a `pmon sandboxd` on 127.0.0.1 with
 ports of its own choosing, and a gRPC stub of its process service (stubs
 generated from pmon's .proto: PYTHONPATH=BUILD/generated/python)."""
+import atexit
 import os
 import re
 import subprocess
@@ -19,13 +20,16 @@ def start_sandboxd(pmon, d, *extra, name="ws"):
     err = open(os.path.join(d, name + ".err"), "w+")
     p = subprocess.Popen([pmon, "sandboxd", "--listen-host", "127.0.0.1", "--grpc-port", "0", "--rest-port", "0",
                           "--root-dir", root, *extra], stderr=err)
+    # A bench that fails half-way (another daemon that does not start) does
+    # not leave this one running.
+    atexit.register(lambda: p.poll() is None and (p.terminate(), p.wait()))
     for _ in range(3000):
         err.seek(0)
         m = re.search(r"on 127\.0\.0\.1:(\d+)", err.read())
-        if m:
+        if m or p.poll() is not None:
             break
         time.sleep(0.01)
-    else:
+    if not m:
         p.kill()
         p.wait()
         raise RuntimeError("pmon sandboxd did not say where it listens: " + open(err.name).read())
