@@ -281,11 +281,9 @@ Selection JobFlags::apply(const std::string& sub, bool quiet, serve::ServeOption
   if (sel.backend->kind() == ConfineKind::subreaper) {
     if (own_pmon.empty())
       die(sub + ": the subreaper backend cannot keep jobs apart in one service; use --confine cgroup, pidns or pgroup");
-    ConfineRequest req;
-    req.kind = ConfineKind::pgroup;
-    auto held = select_backend(req);
+    auto held = open_pgroup_backend(true);
     if (!held) die(sub + ": confinement unavailable: " + render(held.error()));
-    sel.backend = std::move(held->backend);
+    sel.backend = std::move(*held);
     // (--die-with-parent: if the service dies, each job's pmon stops its job)
     opts.job_wrapper = {own_pmon, "run", "--confine", "subreaper", "--die-with-parent", "-q",
                         "--grace", stop.grace, "--signal", stop.signal};

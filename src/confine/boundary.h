@@ -290,6 +290,9 @@ std::expected<Child, Error> spawn(const SpawnSpec& spec, Boundary& boundary);
 std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(
     const std::string& cgroup_root);
 std::expected<std::unique_ptr<Backend>, Error> open_subreaper_backend();
-std::expected<std::unique_ptr<Backend>, Error> open_pgroup_backend();
+// With `holds_pmon`, each boundary's group leader is a pmon of the job's own
+// (a service on the subreaper backend): a kill of the group kills the
+// processes below that pmon too, and waits for them.
+std::expected<std::unique_ptr<Backend>, Error> open_pgroup_backend(bool holds_pmon = false);
 
 }  // namespace pmon

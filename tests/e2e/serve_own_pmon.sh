@@ -15,7 +15,7 @@
 
 serve_start --confine subreaper --grace 1s
 PYTHONPATH="$(dirname "$0")" python3 - "$SOCK" "$HELPERS/escaper" "$t" <<'PY' || fail "see above"
-import os, socket, sys, time
+import os, signal, socket, sys, time
 from serve_rpc import Rpc
 sock, escaper, t = sys.argv[1], sys.argv[2], sys.argv[3]
 rpc = Rpc(sock)
@@ -92,6 +92,32 @@ if rep["confinement"] != "subreaper" or rep["confinement_weak"] or not rep["job"
 if not daemon or daemon[0][0] not in [l["pid"] for l in rep["leftovers"]] or not rep["cleanup_verified"]:
     sys.exit("job c's report does not list its daemon %s among the leftovers stopped: %s" % (daemon, rep["leftovers"]))
 print("ok: a job whose main exited: its output and exit status, and what it left (a setsid daemon) stopped and reported")
+
+# A job whose own pmon does not stop its command (held here by SIGSTOP, as
+# one that hangs): the service's last step (its SIGKILL after SIGTERM and
+# SIGINT went unanswered) kills what is below that pmon too, in sessions of
+# their own, and reaps them; the kill is verified only then.
+s_out = t + "/s"
+sj = call("terminal/create", {"command": escaper, "args": [s_out, "-x", "sleep", spec]})["terminalId"]
+wait_file(s_out, 2)
+ps_ = procs(s_out)
+main = [p for p in ps_ if p[2] == "main"][0]
+f = open("/proc/%d/stat" % main[0]).read().rsplit(")", 1)[1].split()
+own, own_st = int(f[1]), int(open("/proc/%s/stat" % f[1]).read().rsplit(")", 1)[1].split()[19])
+with open(state, "a") as fh:
+    fh.write("%d %d\n" % (own, own_st))
+os.kill(own, signal.SIGSTOP)
+r = call("terminal/kill", {"terminalId": sj})
+left = [p for p in ps_ if alive(p[0], p[1])]
+if left:
+    sys.exit("a job whose own pmon was stopped: its kill left %s running" % left)
+unreaped = [p for p in ps_ if os.path.exists("/proc/%d" % p[0]) and
+            int(open("/proc/%d/stat" % p[0]).read().rsplit(")", 1)[1].split()[19]) == p[1]]
+if unreaped:
+    sys.exit("a job whose own pmon was stopped: %s left unreaped" % unreaped)
+if not r["cleanupVerified"]:
+    sys.exit("a job whose own pmon was stopped: its kill is not verified: %s" % r)
+print("ok: a job whose own pmon hung: the service's last step killed and reaped its main and setsid daemon")
 
 # Ports: found below the job's own pmon.
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
