@@ -291,8 +291,10 @@ std::expected<std::unique_ptr<Backend>, Error> open_cgroup_backend(
     const std::string& cgroup_root);
 std::expected<std::unique_ptr<Backend>, Error> open_subreaper_backend();
 // With `holds_pmon`, each boundary's group leader is a pmon of the job's own
-// (a service on the subreaper backend): a kill of the group kills the
-// processes below that pmon too, and waits for them.
+// (a service on the subreaper backend): the processes below that pmon are
+// the boundary's too, and once it is dead, the orphans it left to this
+// process (which must be their subreaper); a kill of the group kills them
+// too, and the boundary is empty once they are gone and reaped.
 std::expected<std::unique_ptr<Backend>, Error> open_pgroup_backend(bool holds_pmon = false);
 
 }  // namespace pmon

@@ -316,24 +316,30 @@ bool have_children_files() {
 
 }  // namespace
 
-std::vector<pid_t> zombie_children() {
+std::vector<pid_t> zombie_children(const std::function<bool(pid_t)>& leave_out) {
   const pid_t self = ::getpid();
   std::vector<pid_t> out;
   if (!have_children_files()) {
     for (const ProcStat& p : scan_processes())
-      if (p.ppid == self && p.dead()) out.push_back(p.pid);
+      if (p.ppid == self && p.dead() && !(leave_out && leave_out(p.pid))) out.push_back(p.pid);
     return out;
   }
   bool stale = false;
   auto kids = children_of(self, &stale);
   if (!kids) return out;
-  for (pid_t kid : *kids)
+  for (pid_t kid : *kids) {
+    if (leave_out && leave_out(kid)) continue;
     if (auto st = read_stat(kid); st && st->ppid == self && st->dead()) out.push_back(kid);
+  }
   return out;
 }
 
-std::vector<ProcStat> descendants_by_children(pid_t root) {
-  if (!have_children_files()) return descendants_of(scan_processes(), root);
+std::vector<ProcStat> descendants_by_children(pid_t root, const std::function<bool(pid_t)>& leave_out) {
+  if (!have_children_files()) {
+    std::vector<ProcStat> table = scan_processes();
+    if (leave_out) std::erase_if(table, [&](const ProcStat& p) { return leave_out(p.pid); });
+    return descendants_of(table, root);
+  }
   constexpr int kWalks = 3;
   std::vector<ProcStat> out;
   for (int walk = 0; walk < kWalks; ++walk) {
@@ -349,6 +355,7 @@ std::vector<ProcStat> descendants_by_children(pid_t root) {
       }
       for (pid_t kid : *kids) {
         if (!seen.insert(kid).second) continue;
+        if (leave_out && leave_out(kid)) continue;
         auto st = read_stat(kid);
         // Gone, or its number already another's whose parent is none of
         // ours: whatever it had below it has moved since the listing.

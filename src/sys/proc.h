@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,8 +87,9 @@ std::vector<ProcStat> descendants_of(const std::vector<ProcStat>& table,
 
 // The children of this process that are zombies, from its children files
 // (the cost is per child, not per process of the host); where the kernel
-// has none, from a scan of /proc.
-std::vector<pid_t> zombie_children();
+// has none, from a scan of /proc. A child for which `leave_out` says true
+// is not looked at.
+std::vector<pid_t> zombie_children(const std::function<bool(pid_t)>& leave_out = {});
 
 // The descendants of `root` (not root itself), breadth first, found through
 // each one's children files (/proc/PID/task/TID/children): the cost is per
@@ -95,7 +97,8 @@ std::vector<pid_t> zombie_children();
 // lists but cannot read any more (it exited, its children reparented in
 // the meantime) makes the walk start over, a few times at most. Where the
 // kernel has no children files: descendants_of(scan_processes(), root).
-std::vector<ProcStat> descendants_by_children(pid_t root);
+// A process for which `leave_out` says true is left out, and all below it.
+std::vector<ProcStat> descendants_by_children(pid_t root, const std::function<bool(pid_t)>& leave_out = {});
 
 // A pidfd for exactly the process (pid, start_time), or ESRCH if that process
 // is gone — even if the number now belongs to someone else. The check runs

@@ -117,7 +117,43 @@ if unreaped:
     sys.exit("a job whose own pmon was stopped: %s left unreaped" % unreaped)
 if not r["cleanupVerified"]:
     sys.exit("a job whose own pmon was stopped: its kill is not verified: %s" % r)
-print("ok: a job whose own pmon hung: the service's last step killed and reaped its main and setsid daemon")
+named = {l["pid"] for l in call("terminal/report", {"terminalId": sj})["leftovers"]}
+if not {p[0] for p in ps_} <= named:
+    sys.exit("a job whose own pmon was stopped: its report's leftovers %s do not name all of %s" % (named, ps_))
+print("ok: a job whose own pmon hung: the service's last step killed and reaped its main and setsid daemon, "
+      "and the report names them")
+
+# A job whose own pmon is killed from outside (an out-of-memory kill, a
+# stray kill -9): what it held is the service's now, orphans in sessions of
+# their own. The job's end stops them (the daemon ignores TERM), reaps them
+# and names them, and says verified only then; the other job's processes,
+# held by a pmon that lives, are left alone.
+k_out = t + "/k1"
+kj = call("terminal/create", {"command": escaper, "args": [k_out, "-x", "sleep", spec]})["terminalId"]
+wait_file(k_out, 2)
+pk = procs(k_out)
+main = [p for p in pk if p[2] == "main"][0]
+own = int(open("/proc/%d/stat" % main[0]).read().rsplit(")", 1)[1].split()[1])
+os.kill(own, signal.SIGKILL)
+st = call("terminal/wait_for_exit", {"terminalId": kj, "timeoutMs": 30000})
+if st.get("signal") != "SIGKILL":
+    sys.exit("a job whose own pmon was killed: %s, want signal SIGKILL" % st)
+rep = call("terminal/report", {"terminalId": kj})
+left = [p for p in pk if alive(p[0], p[1])]
+if left:
+    sys.exit("a job whose own pmon was killed: %s still running after its end" % left)
+unreaped = [p for p in pk if os.path.exists("/proc/%d" % p[0]) and
+            int(open("/proc/%d/stat" % p[0]).read().rsplit(")", 1)[1].split()[19]) == p[1]]
+if unreaped:
+    sys.exit("a job whose own pmon was killed: %s left unreaped" % unreaped)
+named = {l["pid"] for l in rep["leftovers"]}
+if not rep["cleanup_verified"] or not {p[0] for p in pk} <= named:
+    sys.exit("a job whose own pmon was killed: verified %s, leftovers %s, want all of %s" %
+             (rep["cleanup_verified"], rep["leftovers"], pk))
+if not all(alive(p[0], p[1]) for p in pb):
+    sys.exit("the end of a job whose own pmon was killed stopped another job's processes")
+print("ok: a job whose own pmon was killed from outside: its orphans stopped, reaped and named; "
+      "the other job's left running")
 
 # Ports: found below the job's own pmon.
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
