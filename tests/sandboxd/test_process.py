@@ -16,7 +16,7 @@ import grpc
 import pytest
 from google.protobuf import empty_pb2
 
-from conftest import HOLDS, alive, config, escaper, gone, pb, read_procs, sh, start_time, wait_until, Sandboxd
+from conftest import HOLDS, alive, config, escaper, gone, how, pb, read_procs, sh, start_time, stat_of, wait_until, Sandboxd
 
 
 def start(s, cfg, **kw):
@@ -254,6 +254,32 @@ def test_sigkill_of_sandboxd_leaves_nothing(tmp_path, recorded, holds):
     s.proc.wait(30)
     assert gone(read_procs(procs)) == [], "the crash guard did not stop the commands of a SIGKILLed sandboxd"
     s.channel.close()
+
+
+def test_a_command_s_own_pmon_killed_from_outside_leaves_nothing(tmp_path, recorded):
+    # Held as in a container with neither cgroup2 nor PID namespaces: the
+    # command's own pmon, killed by someone else (an out-of-memory kill), leaves
+    # the command and its setsid daemon (which ignores TERM) to pmon sandboxd.
+    # The exit event comes once they are stopped and reaped.
+    root = tmp_path / "ws"
+    root.mkdir()
+    s = Sandboxd(root, recorded, *HOLDS["own-pmon"])
+    procs = root / "procs"
+    recorded.add_file(procs)
+    # (their output elsewhere, so that the stream's end does not wait on what
+    # was left holding its pipes)
+    stream, _ = start(s, sh(f"exec {escaper()} {procs} -x sleep name=d,orphan,setsid,ignore > /dev/null 2>&1"))
+    assert wait_until(lambda: len(read_procs(procs)) == 2)
+    listed = read_procs(procs)
+    main = next(p for p in listed if p[2] == "main")
+    own_pid = int(pathlib.Path(f"/proc/{main[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert own_pid != s.proc.pid, "the command runs below a pmon of its own"
+    os.kill(own_pid, signal.SIGKILL)
+    _, _, code = drain(stream)
+    assert code == 137
+    left = [(p, st, n) for p, st, n in listed if stat_of(p) is not None and stat_of(p)[1] == st]
+    assert left == [], f"left running or unreaped once the exit event came: {[(*x, how(x[0])) for x in left]}"
+    assert s.stop() == 0, s.err.read_text()
 
 
 def test_too_many_at_once_is_refused(tmp_path, recorded):
