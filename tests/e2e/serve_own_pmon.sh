@@ -47,6 +47,22 @@ def wait_file(path, n):
         time.sleep(0.02)
     sys.exit("%s never got %d lines" % (path, n))
 
+def own_pmon_of(main):
+    return int(open("/proc/%d/stat" % main[0]).read().rsplit(")", 1)[1].split()[1])
+
+def ended_and_reaped(ps, rep, what):
+    """Each of ps gone, not even a zombie, and named in the report's leftovers."""
+    left = [p for p in ps if alive(p[0], p[1])]
+    if left:
+        sys.exit("%s: %s still running after its end" % (what, left))
+    unreaped = [p for p in ps if os.path.exists("/proc/%d" % p[0]) and
+                int(open("/proc/%d/stat" % p[0]).read().rsplit(")", 1)[1].split()[19]) == p[1]]
+    if unreaped:
+        sys.exit("%s: %s left unreaped" % (what, unreaped))
+    named = {l["pid"] for l in rep["leftovers"]}
+    if not rep["cleanup_verified"] or not {p[0] for p in ps} <= named:
+        sys.exit("%s: verified %s, leftovers %s, want all of %s" % (what, rep["cleanup_verified"], rep["leftovers"], ps))
+
 a_out, b_out, c_out = t + "/a", t + "/b", t + "/c"
 spec = "name=d,orphan,setsid,ignore"
 a = call("terminal/create", {"command": escaper, "args": [a_out, "-x", "sleep", spec]})["terminalId"]
@@ -102,24 +118,14 @@ sj = call("terminal/create", {"command": escaper, "args": [s_out, "-x", "sleep",
 wait_file(s_out, 2)
 ps_ = procs(s_out)
 main = [p for p in ps_ if p[2] == "main"][0]
-f = open("/proc/%d/stat" % main[0]).read().rsplit(")", 1)[1].split()
-own, own_st = int(f[1]), int(open("/proc/%s/stat" % f[1]).read().rsplit(")", 1)[1].split()[19])
+own = own_pmon_of(main)
 with open(state, "a") as fh:
-    fh.write("%d %d\n" % (own, own_st))
+    fh.write("%d %d\n" % (own, int(open("/proc/%d/stat" % own).read().rsplit(")", 1)[1].split()[19])))
 os.kill(own, signal.SIGSTOP)
 r = call("terminal/kill", {"terminalId": sj})
-left = [p for p in ps_ if alive(p[0], p[1])]
-if left:
-    sys.exit("a job whose own pmon was stopped: its kill left %s running" % left)
-unreaped = [p for p in ps_ if os.path.exists("/proc/%d" % p[0]) and
-            int(open("/proc/%d/stat" % p[0]).read().rsplit(")", 1)[1].split()[19]) == p[1]]
-if unreaped:
-    sys.exit("a job whose own pmon was stopped: %s left unreaped" % unreaped)
 if not r["cleanupVerified"]:
     sys.exit("a job whose own pmon was stopped: its kill is not verified: %s" % r)
-named = {l["pid"] for l in call("terminal/report", {"terminalId": sj})["leftovers"]}
-if not {p[0] for p in ps_} <= named:
-    sys.exit("a job whose own pmon was stopped: its report's leftovers %s do not name all of %s" % (named, ps_))
+ended_and_reaped(ps_, call("terminal/report", {"terminalId": sj}), "a job whose own pmon was stopped")
 print("ok: a job whose own pmon hung: the service's last step killed and reaped its main and setsid daemon, "
       "and the report names them")
 
@@ -132,24 +138,12 @@ k_out = t + "/k1"
 kj = call("terminal/create", {"command": escaper, "args": [k_out, "-x", "sleep", spec]})["terminalId"]
 wait_file(k_out, 2)
 pk = procs(k_out)
-main = [p for p in pk if p[2] == "main"][0]
-own = int(open("/proc/%d/stat" % main[0]).read().rsplit(")", 1)[1].split()[1])
+own = own_pmon_of([p for p in pk if p[2] == "main"][0])
 os.kill(own, signal.SIGKILL)
 st = call("terminal/wait_for_exit", {"terminalId": kj, "timeoutMs": 30000})
 if st.get("signal") != "SIGKILL":
     sys.exit("a job whose own pmon was killed: %s, want signal SIGKILL" % st)
-rep = call("terminal/report", {"terminalId": kj})
-left = [p for p in pk if alive(p[0], p[1])]
-if left:
-    sys.exit("a job whose own pmon was killed: %s still running after its end" % left)
-unreaped = [p for p in pk if os.path.exists("/proc/%d" % p[0]) and
-            int(open("/proc/%d/stat" % p[0]).read().rsplit(")", 1)[1].split()[19]) == p[1]]
-if unreaped:
-    sys.exit("a job whose own pmon was killed: %s left unreaped" % unreaped)
-named = {l["pid"] for l in rep["leftovers"]}
-if not rep["cleanup_verified"] or not {p[0] for p in pk} <= named:
-    sys.exit("a job whose own pmon was killed: verified %s, leftovers %s, want all of %s" %
-             (rep["cleanup_verified"], rep["leftovers"], pk))
+ended_and_reaped(pk, call("terminal/report", {"terminalId": kj}), "a job whose own pmon was killed")
 if not all(alive(p[0], p[1]) for p in pb):
     sys.exit("the end of a job whose own pmon was killed stopped another job's processes")
 print("ok: a job whose own pmon was killed from outside: its orphans stopped, reaped and named; "
