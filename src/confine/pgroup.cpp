@@ -50,11 +50,17 @@ class PgroupBoundary final : public Boundary {
 
   std::vector<sys::ProcStat> members() override {
     std::vector<sys::ProcStat> out;
+    if (held_) {
+      // That pmon leads a session of its own: whatever joined its group is
+      // below it, or, once it is dead, an orphan it left. No scan of /proc.
+      out = below();
+      // (alive, it is our unreaped child: the number is still its own)
+      if (leader_alive())
+        if (auto leader = sys::read_stat(pgid_)) out.push_back(std::move(*leader));
+      return confine::live_only(std::move(out));
+    }
     for (sys::ProcStat& p : sys::scan_processes())
       if (p.pgrp == pgid_) out.push_back(std::move(p));
-    if (held_)
-      for (sys::ProcStat& p : below())
-        if (p.pgrp != pgid_) out.push_back(std::move(p));
     return confine::live_only(std::move(out));
   }
 
