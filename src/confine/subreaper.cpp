@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // subreaper: the supervisor is PR_SET_CHILD_SUBREAPER, so every orphan of the
 // call is reparented to it and stays findable as a descendant. Stopping is a
-// scan-signal-reap drain loop: a scan is a snapshot, so the caller repeats
+// walk-signal-reap drain loop: a walk is a snapshot, so the caller repeats
 // until a scan comes back empty (a fork storm converges because every pass
 // kills what the last one missed).
 #include <signal.h>
@@ -11,10 +11,10 @@
 #include <cstring>
 #include <mutex>
 #include <set>
-#include <unordered_map>
 
 #include "confine/boundary.h"
 #include "confine/scan.h"
+#include "sys/proc.h"
 #include "sys/syscalls.h"
 
 namespace pmon {
@@ -39,55 +39,19 @@ class SubreaperBoundary final : public Boundary {
     g_mains.insert(pid);
   }
 
+  // Everything below us that is not another call's subtree (nor a helper's).
+  // Orphans of this call were reparented to us, so they show up as our
+  // children. A walk of the children files: its cost is this call's tree,
+  // not every process of the host.
   std::vector<sys::ProcStat> members() override {
-    std::vector<sys::ProcStat> table = sys::scan_processes();
-    std::unordered_map<pid_t, size_t> index;
-    for (size_t i = 0; i < table.size(); ++i) index.emplace(table[i].pid, i);
-    // /proc is not a snapshot: a process read before its parent died shows a
-    // parent that is gone from the table by the end of the scan. It has been
-    // reparented (to us, if it is ours) since: read it again.
-    for (sys::ProcStat& p : table)
-      if (p.ppid > 0 && !index.contains(p.ppid))
-        if (auto fresh = sys::read_stat(p.pid)) p = *fresh;
-
     std::set<pid_t> others;
     {
       std::lock_guard lock(g_mains_mu);
       for (pid_t m : g_mains)
         if (m != main_) others.insert(m);
     }
-    // Everything below us that is not another call's subtree. Orphans of
-    // this call were reparented to us, so they show up as our children.
-    const pid_t self = ::getpid();
-    enum : char { kUnknown, kMine, kNotMine };
-    std::vector<char> verdict(table.size(), kUnknown);
-    std::vector<size_t> chain;
-    for (size_t i = 0; i < table.size(); ++i) {
-      chain.clear();
-      size_t j = i;
-      char v = kNotMine;
-      for (;;) {
-        if (verdict[j] != kUnknown) {
-          v = verdict[j];
-          break;
-        }
-        const sys::ProcStat& p = table[j];
-        if (p.pid == self || others.contains(p.pid) || confine::is_helper(p.pid)) break;
-        chain.push_back(j);
-        if (p.ppid == self) {
-          v = kMine;
-          break;
-        }
-        auto it = index.find(p.ppid);
-        if (it == index.end() || chain.size() > table.size()) break;
-        j = it->second;
-      }
-      for (size_t k : chain) verdict[k] = v;
-    }
-    std::vector<sys::ProcStat> out;
-    for (size_t i = 0; i < table.size(); ++i)
-      if (verdict[i] == kMine) out.push_back(std::move(table[i]));
-    return confine::live_only(std::move(out));
+    return confine::live_only(sys::descendants_by_children(
+        ::getpid(), [&](pid_t pid) { return others.contains(pid) || confine::is_helper(pid); }));
   }
 
   Result<int> signal_all(int sig, const SignalPass& pass) override {
@@ -101,14 +65,14 @@ class SubreaperBoundary final : public Boundary {
 
   // No child at all, not even a zombie or a clone child (ECHILD): nothing
   // can be below us (every process below us descends from a child of ours:
-  // an orphan is handed to us before its parent turns zombie), so no scan
+  // an orphan is handed to us before its parent turns zombie), so no walk
   // is needed; the common end of a call. When every child of ours is this
   // call's (Children::all_the_calls), that is the only way to be empty: any child,
-  // alive or not yet reaped, means the call is not over. A /proc walk can
+  // alive or not yet reaped, means the call is not over. A walk can
   // miss a fork storm's short-lived processes twice in a row; the kernel's
   // own count of our children cannot. Otherwise (calls side by side in one
-  // process) two empty scans in a row: a process forked during a scan at a
-  // pid the walk had already passed is seen by the second.
+  // process) two empty walks in a row: a process forked below one whose
+  // children the walk had already read is seen by the second.
   Result<bool> empty() override {
     siginfo_t si{};
     if (sys::waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL, nullptr) == -ECHILD) return true;
@@ -140,7 +104,7 @@ class SubreaperBackend final : public Backend {
     return std::make_unique<SubreaperBoundary>();
   }
   std::string describe() const override {
-    return "subreaper: PR_SET_CHILD_SUBREAPER on pmon, drain loop over /proc";
+    return "subreaper: PR_SET_CHILD_SUBREAPER on pmon, drain loop over its descendants";
   }
 };
 

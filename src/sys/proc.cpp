@@ -337,6 +337,14 @@ std::vector<pid_t> zombie_children(const std::function<bool(pid_t)>& leave_out) 
 std::vector<ProcStat> descendants_by_children(pid_t root, const std::function<bool(pid_t)>& leave_out) {
   if (!have_children_files()) {
     std::vector<ProcStat> table = scan_processes();
+    // /proc is not a snapshot: a process read before its parent died shows
+    // a parent that is gone from the table by the end of the scan. It has
+    // been reparented since (to us, if it is ours): read it again.
+    std::unordered_set<pid_t> listed;
+    for (const ProcStat& p : table) listed.insert(p.pid);
+    for (ProcStat& p : table)
+      if (p.ppid > 0 && !listed.contains(p.ppid))
+        if (auto fresh = read_stat(p.pid)) p = *fresh;
     if (leave_out) std::erase_if(table, [&](const ProcStat& p) { return leave_out(p.pid); });
     return descendants_of(table, root);
   }
