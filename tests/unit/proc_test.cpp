@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// sys::read_stat on real processes (a comm with spaces and ')'), and
-// sys::descendants_of on hand-made process tables; where the cgroup2 mount is.
+// sys::read_stat on real processes (a comm with spaces and ')'),
+// sys::descendants_of on hand-made process tables, the children-file walk
+// and the zombie list with what they are told to leave out; where the
+// cgroup2 mount is.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
@@ -205,6 +207,82 @@ TEST(DescendantsOf, RealChildren) {
   for (const ProcStat& p : d) comm[p.pid] = p.comm;
   EXPECT_EQ(comm[a.pid()], "pmon-unit-a");
   EXPECT_EQ(comm[b.pid()], "pmon-unit-b");
+}
+
+// A child of ours with a child of its own, both waiting.
+class ChildWithGrandchild {
+ public:
+  ChildWithGrandchild() {
+    int p[2];
+    if (::pipe(p) != 0) return;
+    child_ = ::fork();
+    if (child_ == 0) {
+      ::close(p[0]);
+      pid_t g = ::fork();
+      if (g == 0)
+        for (;;) ::pause();
+      (void)!::write(p[1], &g, sizeof g);
+      for (;;) ::pause();
+    }
+    ::close(p[1]);
+    if (child_ > 0 && ::read(p[0], &grandchild_, sizeof grandchild_) != sizeof grandchild_) grandchild_ = -1;
+    ::close(p[0]);
+  }
+  ~ChildWithGrandchild() {
+    if (grandchild_ > 0) (void)::kill(grandchild_, SIGKILL);
+    if (child_ > 0) {
+      (void)::kill(child_, SIGKILL);
+      (void)::waitpid(child_, nullptr, 0);
+    }
+  }
+  pid_t child() const { return child_; }
+  pid_t grandchild() const { return grandchild_; }
+
+ private:
+  pid_t child_ = -1, grandchild_ = -1;
+};
+
+TEST(DescendantsByChildren, LeavesOutWhatIsAskedAndWhatIsBelowIt) {
+  ChildWithGrandchild kept, left;
+  NamedChild other("pmon-unit-c");
+  ASSERT_GT(kept.grandchild(), 0);
+  ASSERT_GT(left.grandchild(), 0);
+  ASSERT_GT(other.pid(), 0);
+  std::set<pid_t> all = pids_of(descendants_by_children(::getpid()));
+  for (pid_t p : {kept.child(), kept.grandchild(), left.child(), left.grandchild(), other.pid()})
+    EXPECT_TRUE(all.contains(p)) << p;
+  int asked = 0;
+  std::set<pid_t> got = pids_of(descendants_by_children(::getpid(), [&](pid_t p) {
+    ++asked;
+    return p == left.child();
+  }));
+  EXPECT_GT(asked, 0);
+  EXPECT_TRUE(got.contains(kept.child()));
+  EXPECT_TRUE(got.contains(kept.grandchild()));
+  EXPECT_TRUE(got.contains(other.pid()));
+  EXPECT_FALSE(got.contains(left.child()));
+  EXPECT_FALSE(got.contains(left.grandchild()));
+}
+
+TEST(ZombieChildren, LeavesOutWhatIsAsked) {
+  NamedChild a("pmon-unit-za");
+  NamedChild b("pmon-unit-zb");
+  ASSERT_GT(a.pid(), 0);
+  ASSERT_GT(b.pid(), 0);
+  (void)::kill(a.pid(), SIGKILL);
+  (void)::kill(b.pid(), SIGKILL);
+  // (each a zombie once its exit shows in /proc)
+  for (int i = 0; i < 500; ++i) {
+    auto sa = read_stat(a.pid()), sb = read_stat(b.pid());
+    if (sa && sb && sa->dead() && sb->dead()) break;
+    ::usleep(2000);
+  }
+  std::vector<pid_t> all = zombie_children();
+  EXPECT_NE(std::find(all.begin(), all.end(), a.pid()), all.end());
+  EXPECT_NE(std::find(all.begin(), all.end(), b.pid()), all.end());
+  std::vector<pid_t> some = zombie_children([&](pid_t p) { return p == a.pid(); });
+  EXPECT_EQ(std::find(some.begin(), some.end(), a.pid()), some.end());
+  EXPECT_NE(std::find(some.begin(), some.end(), b.pid()), some.end());
 }
 
 }  // namespace
