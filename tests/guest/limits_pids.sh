@@ -2,8 +2,9 @@
 # Guest only (scripts/guest.sh): --pids-max on a pure cgroup v2 host. A fork
 # storm (tests/helpers/fork_storm: every member ignores SIGTERM and forks
 # as fast as it may, its own cap far above the limit) under --pids-max 50
-# is held at 50 by the kernel (pids.current, sampled while it runs, and
-# pids.peak where the kernel has it, never above 50, and it reaches 50),
+# is held at 50 by the kernel (pids.peak where the kernel has it, never above
+# 50; pids.current, sampled while it runs, never above 50 but for the
+# instant a refused fork is counted; and it reaches 50),
 # stopped at --timeout (exit 124), the report says pids_max_hit true and
 # limits.pids_max 50, nothing of it is left and its leaf is gone. A serve
 # job with pidsMax, then one without: the second's pids.max is pmon's
@@ -41,7 +42,12 @@ if [ -n "$left" ]; then
 fi
 [ $rc = 124 ] || fail "pmon exit $rc, want 124 (stopped at the deadline): $(cat "$t/err")"
 [ "$samples" -gt 0 ] || fail "pids.current of the leaf was never read"
-[ "$max_current" -le 50 ] || fail "pids.current reached $max_current under --pids-max 50"
+# A refused fork raises pids.current by one for an instant before the kernel
+# takes it back (it adds, then compares with pids.max), so a sample may read
+# one above the limit for each CPU forking at that moment; pids.peak, where
+# the kernel has it, counts only the forks let through.
+cpus=$(getconf _NPROCESSORS_ONLN)
+[ "$max_current" -le $((50 + cpus)) ] || fail "pids.current reached $max_current under --pids-max 50 ($cpus CPUs)"
 [ "$max_current" -ge 45 ] || fail "the storm only reached $max_current processes: not held at the limit"
 peak=""
 if [ -s "$t/peak" ]; then

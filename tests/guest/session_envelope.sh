@@ -16,7 +16,8 @@
 #     One call going on past memory.max (memory.high just below it) is
 #     killed whole, the session's other call runs on.
 #  2. A fork storm in a session with pids.max 64 is held at 64 (the
-#     session's pids.current, sampled), the refused forks are counted, the
+#     session's pids.current, sampled, but for the instant a refused fork is
+#     counted), the refused forks are counted, the
 #     scenario itself (the harness's stand-in, outside the session) forks on
 #     meanwhile, and nothing of the storm is left.
 #  3. A call asking for more memory than the envelope is refused: exit 125,
@@ -286,9 +287,14 @@ fi
 read -r _ tried _ < <(od -An -v -t d8 -w32 "$t/storm")
 sev=$(rj "$t/b.json" .session.usage.pids_events_max)
 cev=$(rj "$t/b.json" .session.call_usage.pids_events_max)
-echo "figures: storm: session pids.current at most $maxp ($psamples samples), $tried forks tried; pids.events max: session $sev, the call's leaf $cev; the scenario forked $forks times meanwhile, $forks_failed failed"
+echo "figures: storm: session pids.current at most $maxp ($psamples samples, a refused fork counted for an instant), $tried forks tried; pids.events max: session $sev, the call's leaf $cev; the scenario forked $forks times meanwhile, $forks_failed failed"
 [ "$psamples" -gt 0 ] || fail "the session's pids.current was never read"
-[ "$maxp" -le 64 ] || fail "the session's pids.current reached $maxp under pids.max 64"
+# A refused fork raises pids.current by one for an instant before the kernel
+# takes it back (it adds, then compares with pids.max), so a sample taken
+# beside a storm may read one above the limit for each CPU forking at that
+# moment. More than that would be a process the limit let through.
+cpus=$(getconf _NPROCESSORS_ONLN)
+[ "$maxp" -le $((64 + cpus)) ] || fail "the session's pids.current reached $maxp under pids.max 64 ($cpus CPUs)"
 [ "$maxp" -ge 56 ] || fail "the storm only reached $maxp processes: not held at the session's limit"
 [ "$forks" -gt 0 ] && [ "$forks_failed" = 0 ] || fail "the scenario's own forks failed ($forks_failed) beside the storm"
 [ "$(rj "$t/b.json" .session.envelope.pids_max)" = 64 ] || fail "session.envelope: $(rj "$t/b.json" -c .session.envelope)"
