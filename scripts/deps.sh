@@ -11,8 +11,8 @@ case ${1:-} in
   "") ;;
   *) echo "usage: $0 [--build]" >&2; exit 2 ;;
 esac
-build_pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev pkg-config libsystemd-dev python3 libcpp-httplib-dev)
-pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev libgtest-dev libgmock-dev
+build_pkgs=(cmake g++ make lld libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev pkg-config libsystemd-dev python3 libcpp-httplib-dev)
+pkgs=(cmake g++ make lld libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev libgtest-dev libgmock-dev
       libbenchmark-dev tini strace hyperfine python3 jq
       libcpp-httplib-dev curl   # pmon sandboxd's REST API, and its scenario's client
       pybind11-dev python3-dev python3-pytest python3-venv util-linux passwd procps
