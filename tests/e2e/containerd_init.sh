@@ -2,7 +2,8 @@
 # pmon as a containerd container's entrypoint (label artifact: the release
 # tarball's pmon): an image from a local rootfs tarball (podman import, then
 # podman save into containerd's ctr images import; no registry), run with
-# ctr run with ["/bin/pmon", "--", ...] as its command, on a containerd of
+# ctr run with pmon as its command (["/bin/sh", "-c", "exec /bin/pmon -- ..."]:
+# its stderr into a file), on a containerd of
 # this scenario's own (its state, sockets and cgroup namespace in the
 # scratch dir). Orphans are reaped (no zombie), ctr task kill's TERM reaches
 # a setsid daemon and the main process, ctr run returns the main process's
@@ -55,12 +56,17 @@ make_image
 podman_ save --format docker-archive -o "$t/image.tar" "$IMAGE" > /dev/null 2>&1 || fail "podman save failed"
 ctr_ images import --snapshotter native "$t/image.tar" > "$t/import.log" 2>&1 || fail "ctr images import failed: $(cat "$t/import.log")"
 
+# pmon's stderr goes to a file on the shared mount (sh execs pmon, which is
+# PID 1 from then on): what the container writes last can be lost between
+# containerd's FIFOs and ctr as the task exits, and pmon's last line is
+# what this scenario reads.
 ctr_ run --snapshotter native --env PMON_INIT_GRACE=300ms --env PMON_INIT_VERBOSITY=2 \
   --mount "type=bind,src=$t/shared,dst=/shared,options=rbind:rw" \
-  "$IMAGE" "$id" /bin/pmon -- sh -c "$MAIN" > "$t/ctr.out" 2> "$t/ctr.err" < /dev/null &
+  "$IMAGE" "$id" /bin/sh -c 'exec /bin/pmon -- sh -c "$0" 2> /shared/pmon.err' "$MAIN" \
+  > "$t/ctr.out" 2> "$t/ctr.err" < /dev/null &
 ctr_pid=$!
 record_pid "$ctr_pid"
-wait_file "$t/shared/ready" || fail "the container's processes never started: $(cat "$t/ctr.err")"
+wait_file "$t/shared/ready" || fail "the container's processes never started: $(cat "$t/ctr.err" "$t/shared/pmon.err" 2> /dev/null)"
 init=$(ctr_ task ls | awk -v id="$id" '$1 == id { print $2 }')
 [ -n "$init" ] && [ "$init" != 0 ] || fail "no pid for the container's init"
 cmp -s "/proc/$init/exe" "$CPMON" || fail "the container's PID 1 is not the pmon under test"
@@ -75,8 +81,8 @@ kill -0 "$ctr_pid" 2> /dev/null && fail "ctr task kill TERM did not end the cont
 rc=0; wait "$ctr_pid" || rc=$?
 [ "$rc" = 42 ] || fail "ctr run exit $rc, want the main process's 42: $(tail -5 "$t/ctr.err")"
 check_stopped "ctr task kill"
-grep -Eq '^pmon: init: reaped .*; [0-9]+ process(es)? left running (was|were) stopped$' "$t/ctr.err" ||
-  fail "pmon did not stop the leftovers itself: $(grep '^pmon' "$t/ctr.err" | tail -5)"
+grep -Eq '^pmon: init: reaped .*; [0-9]+ process(es)? left running (was|were) stopped$' "$t/shared/pmon.err" ||
+  fail "pmon did not stop the leftovers itself: $(grep '^pmon' "$t/shared/pmon.err" | tail -5)"
 echo "ok: ctr task kill TERM reached the setsid daemons; ctr run exit 42; nothing of the container is left running"
 
 ctr_ task delete "$id" > /dev/null 2>&1 || true
