@@ -29,6 +29,8 @@ calls = [
     ["run", "--", "/bin/true"],
     ["run", "--confine", "subreaper", "--", "/bin/true"],
     ["run", "--timeout", "10s", "--", "/bin/true"],
+    ["shell", "true"],  # a harness's shell prefix: one tool call
+    ["shell", "-c", "true"],
 ]
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
