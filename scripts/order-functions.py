@@ -49,6 +49,12 @@ def header():
     return [l for l in open(order_file) if l.startswith("#")] if os.path.exists(order_file) else []
 
 
+def write(kept, names):
+    with open(order_file, "w") as f:
+        f.writelines(kept)
+        f.write("".join(n + "\n" for n in names))
+
+
 def names():
     if a.fresh or not os.path.exists(order_file):
         return []
@@ -91,9 +97,7 @@ seen = names()
 kept = header()
 with tempfile.TemporaryDirectory() as tmp:
     for r in range(a.rounds):
-        with open(order_file, "w") as f:
-            f.writelines(kept)
-            f.write("".join(n + "\n" for n in seen))
+        write(kept, seen)
         run("cmake", "--build", a.build, "--target", "pmon", stdout=subprocess.DEVNULL)
         lo, hi = code_range()
         syms = symbols()
@@ -111,7 +115,5 @@ with tempfile.TemporaryDirectory() as tmp:
         if not new:
             break
         seen += new
-with open(order_file, "w") as f:
-    f.writelines(kept)
-    f.write("".join(n + "\n" for n in seen))
+write(kept, seen)
 print("%s: %d functions" % (os.path.relpath(order_file, root), len(seen)))
