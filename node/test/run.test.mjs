@@ -113,7 +113,9 @@ test('stdin: /dev/null without input, a pipe with it', async () => {
 
 test('timeout stops the whole tree and says timedOut', async () => {
   const file = tmp.path('timeout');
-  const r = await run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { timeout: 300 });
+  // Long enough for the escaper to have started and recorded its daemon on a
+  // loaded machine: a timeout that fires first leaves nothing to check.
+  const r = await run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { timeout: 2000 });
   assert.equal(r.timedOut, true);
   assert.equal(r.stoppedBy, 'timeout');
   assert.equal(r.signal, 'SIGTERM');
@@ -123,7 +125,7 @@ test('timeout stops the whole tree and says timedOut', async () => {
 
 test('idleTimeout stops a tree that has gone quiet, and not one that prints', async () => {
   const file = tmp.path('idle');
-  const r = await run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { idleTimeout: 400 });
+  const r = await run(ESCAPER, [file, '-x', 'sleep', 'name=d,orphan,setsid'], { idleTimeout: 2000 });
   assert.equal(r.timedOut, true);
   assert.equal(r.idleTimedOut, true);
   assert.equal(r.report.stop.reason, 'idle_timeout');
