@@ -5,9 +5,15 @@
 // answer to the one before and every answer parsed; the same job with its
 // end learned from the terminal/exited notification and report and release
 // sent together; against `pmon run -q -- /bin/true` started per call with
-// posix_spawn + waitpid, and against bare /bin/true (the floor: what any
-// start of the command costs here, so the best ratio any service could
-// reach). --alt PATH adds the first way against a service run from
+// posix_spawn + waitpid, and against bare /bin/true (what any start of
+// the command costs here, so a bound no service could pass). Beside them,
+// the floor of a service: a minimal one in this program, on the same kind
+// of socket, that reads and parses each request, starts /bin/true in a
+// cgroup leaf (one leaf, reused, as pmon's pool of leaves is; pmon's own
+// vfork-style clone3 with CLONE_INTO_CGROUP), waits for it, reads the
+// leaf's cgroup.events once to see it empty, and answers; nothing else (no
+// output pipe, no records, no report, no stop, no crash guard): the best
+// ratio a confined service answering these requests could reach here. --alt PATH adds the first way against a service run from
 // another pmon binary (a prototype build), in the same run. Batches
 // of each alternate in one run, the first of a round rotating, so load and
 // whatever one way leaves behind hit all of them alike. Prints a table;
@@ -18,7 +24,9 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,9 +39,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench_util.h"
+#include "sys/clone_spawn.h"
 
 extern char** environ;
 
@@ -200,6 +210,145 @@ struct Service {
   }
 };
 
+// The floor of a service: one client, blocking, on a socket in a scratch
+// directory. terminal/create starts /bin/true (posix_spawn: a vfork-style
+// child, as pmon's), answers with its id, waits for its end and sends
+// terminal/exited; wait_for_exit, report and release are answered from
+// what it kept. Requests are parsed as any JSON-RPC service must; answers
+// are written as fixed text.
+void floor_child(void*) {
+  static char true_path[] = "/bin/true";
+  char* argv[] = {true_path, nullptr};
+  ::execve(argv[0], argv, environ);
+  ::_exit(127);
+}
+
+void floor_serve(int listen_fd, int leaf_fd, int events_fd) {
+  int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) ::_exit(1);
+  ::close(listen_fd);
+  std::string buf, out;
+  std::string tid;
+  int status = 0;
+  uint64_t n = 0;
+  auto send = [&] {
+    for (size_t off = 0; off < out.size();) {
+      ssize_t w = ::write(fd, out.data() + off, out.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) ::_exit(0);
+      off += static_cast<size_t>(w);
+    }
+    out.clear();
+  };
+  char tmp[65536];
+  for (;;) {
+    size_t nl;
+    while ((nl = buf.find('\n')) == std::string::npos) {
+      ssize_t r = ::read(fd, tmp, sizeof tmp);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) ::_exit(0);
+      buf.append(tmp, static_cast<size_t>(r));
+    }
+    Json req = Json::parse(std::string_view(buf).substr(0, nl));
+    buf.erase(0, nl + 1);
+    const std::string method = req["method"];
+    const std::string id = req["id"].dump();
+    if (method == "terminal/create") {
+      pmon::sys::CloneRequest creq;
+      creq.into_cgroup = leaf_fd >= 0;
+      creq.cgroup_fd = leaf_fd;
+      auto child = pmon::sys::clone3_spawn(creq, floor_child, nullptr);
+      if (!child) ::_exit(1);
+      const pid_t pid = child->pid;
+      tid = "f" + std::to_string(++n);
+      out += R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"terminalId":")" + tid + "\"}}\n";
+      send();
+      while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) ::_exit(1);
+      char ev[256];
+      ssize_t got = events_fd >= 0 ? ::pread(events_fd, ev, sizeof ev - 1, 0) : 0;
+      if (got > 0 && std::string_view(ev, static_cast<size_t>(got)).find("populated 0") == std::string_view::npos)
+        ::_exit(1);
+      out += R"({"jsonrpc":"2.0","method":"terminal/exited","params":{"terminalId":")" + tid +
+            R"(","exitStatus":{"exitCode":)" + std::to_string(WEXITSTATUS(status)) +
+            R"(,"signal":null},"cleanupVerified":true}})" + "\n";
+      send();
+    } else if (method == "terminal/wait_for_exit") {
+      out += R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"exitCode":)" + std::to_string(WEXITSTATUS(status)) +
+            R"(,"signal":null}})" + "\n";
+    } else if (method == "terminal/report") {
+      out += R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"cleanup_verified":true}})" + "\n";
+    } else {
+      out += R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"cleanupVerified":true}})" + "\n";
+    }
+    // Requests sent together are answered together, as pmon does.
+    if (buf.find('\n') == std::string::npos) send();
+  }
+}
+
+// The floor service, a child of this program, and a client of it.
+struct FloorService {
+  std::string dir, sock, leaf;
+  pid_t pid = -1;
+  int leaf_fd = -1, events_fd = -1;
+  std::unique_ptr<Client> client;
+
+  // A leaf below our own cgroup, as bench_cgroup_floor makes it; without a
+  // cgroup2 we may write in, the floor runs without one and says so.
+  void make_leaf() {
+    std::string own;
+    if (FILE* f = std::fopen("/proc/self/cgroup", "re")) {
+      char line[4096];
+      while (std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "0::", 3) == 0) own = std::string(line + 3, std::strcspn(line + 3, "\n"));
+      std::fclose(f);
+    }
+    struct statfs sf;
+    std::string mount = "/sys/fs/cgroup/unified";
+    if (::statfs(mount.c_str(), &sf) != 0 || sf.f_type != 0x63677270) mount = "/sys/fs/cgroup";
+    leaf = mount + (own == "/" ? "" : own) + "/pmon-bench-floor-" + std::to_string(::getpid());
+    if (own.empty() || ::mkdir(leaf.c_str(), 0755) != 0) {
+      std::printf("floor service: no cgroup leaf (%s): its jobs run unconfined\n", std::strerror(errno));
+      return;
+    }
+    leaf_fd = ::open(leaf.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    events_fd = ::open((leaf + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+    if (leaf_fd < 0 || events_fd < 0) die("cannot open " + leaf + ": " + std::strerror(errno));
+  }
+
+  FloorService() {
+    char tmpl[] = "/tmp/pmon-bench-serve.XXXXXX";
+    if (!::mkdtemp(tmpl)) die(std::string("mkdtemp: ") + std::strerror(errno));
+    dir = tmpl;
+    sock = dir + "/s.sock";
+    int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", sock.c_str());
+    if (l < 0 || ::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0)
+      die("the floor service: cannot listen on " + sock + ": " + std::strerror(errno));
+    make_leaf();
+    std::fflush(nullptr);
+    pid = ::fork();
+    if (pid < 0) die(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      floor_serve(l, leaf_fd, events_fd);
+      ::_exit(0);
+    }
+    ::close(l);
+    g_services.push_back(pid);
+    client = std::make_unique<Client>(sock);
+  }
+  ~FloorService() {
+    client.reset();  // the floor service ends when its client closes
+    (void)reap(pid);
+    std::erase(g_services, pid);
+    if (leaf_fd >= 0) ::close(leaf_fd), ::close(events_fd), (void)::rmdir(leaf.c_str());
+    ::unlink(sock.c_str());
+    ::rmdir(dir.c_str());
+  }
+};
+
 // One job, each request after the answer to the one before.
 void one_after_another(Client& c) {
   std::string tid = c.call("terminal/create", {{"command", "/bin/true"}})["terminalId"];
@@ -242,6 +391,7 @@ int run(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
 
   Service main_service(pmon);
+  FloorService floor_service;
   std::unique_ptr<Service> alt_service;
   if (!alt.empty()) alt_service = std::make_unique<Service>(alt);
   Client& c = *main_service.client;
@@ -253,7 +403,9 @@ int run(int argc, char** argv) {
                     int s = reap(spawn({pmon, "run", "-q", "--", "/bin/true"}));
                     if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) die("pmon run did not exit 0");
                   }, {}, 0});
-  ways.push_back({"/bin/true alone (the floor)", [&] { (void)reap(spawn({"/bin/true"})); }, {}, 0});
+  ways.push_back({"/bin/true alone (no service)", [&] { (void)reap(spawn({"/bin/true"})); }, {}, 0});
+  ways.push_back({"floor service: one after another", [&] { one_after_another(*floor_service.client); }, {}, 0});
+  ways.push_back({"floor service: on exited", [&] { on_notification(*floor_service.client); }, {}, 0});
   if (alt_service)
     ways.push_back({"--alt serve: one after another", [&] { one_after_another(*alt_service->client); }, {}, 0});
 
