@@ -76,8 +76,9 @@ need(r["outcome"] == "signaled" and r["signal"] == 10 and r["exit_code"] is None
 
   # timeout: a leftover and the main process, both stopped by TERM. Each
   # records itself (host pid + start time): both are gone when pmon returns.
+  # (1 s: both shells have recorded themselves by then on a loaded machine.)
   rm -f "$t/tree"
-  rc=0; "$PMON" run -q --confine "$b" --timeout 300ms --report "$t/r.json" -- env rec="$t/tree" sh -c \
+  rc=0; "$PMON" run -q --confine "$b" --timeout 1s --report "$t/r.json" -- env rec="$t/tree" sh -c \
     "$RECORD_SH"'; sh -c "$0; exec sleep 101" & exec sleep 102' "$RECORD_SH" || rc=$?
   record_file "$t/tree"
   [ $rc = 124 ] || fail "$b: timeout exit $rc"
@@ -85,7 +86,7 @@ need(r["outcome"] == "signaled" and r["signal"] == 10 and r["exit_code"] is None
   all_gone "$t/tree" "$b: timeout: once pmon returned"
   check "$t/r.json" "$b" '
 need(r["outcome"] == "timeout" and r["timed_out"] is True, "timeout outcome")
-need(s["signal_sent_ms"] is not None and s["signal_sent_ms"] >= 250, "TERM sent at %s" % s["signal_sent_ms"])
+need(s["signal_sent_ms"] is not None and s["signal_sent_ms"] >= 950, "TERM sent at %s" % s["signal_sent_ms"])
 need(s["kill_sent_ms"] is None, "KILL should not be needed")
 need(s["empty_confirmed_ms"] >= s["signal_sent_ms"], "empty before TERM")'
 
