@@ -13,18 +13,19 @@
 // vfork-style clone3 with CLONE_INTO_CGROUP), waits for it, reads the
 // leaf's cgroup.events once to see it empty, and answers; nothing else (no
 // output pipe, no records, no report, no stop, no crash guard): the best
-// ratio a confined service answering these requests could reach here. --alt PATH adds the first way against a service run from
-// another pmon binary (a prototype build), in the same run. Batches
+// ratio a confined service answering these requests could reach here.
+// --alt PATH adds the first way against a service run from another pmon
+// binary (a prototype build), in the same run. Batches
 // of each alternate in one run, the first of a round rotating, so load and
 // whatever one way leaves behind hit all of them alike. Prints a table;
 // asserts nothing.
 //
 // usage: bench_serve_start [--pmon PATH] [--alt PATH] [--calls N] [--batch N]
+#include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/un.h>
@@ -51,14 +52,22 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The services we started: a bench that fails stops them on its way out.
+// The services we started: a bench that fails stops them on its way out,
+// and removes the floor service's cgroup leaf.
 std::vector<pid_t> g_services;
+std::string g_floor_leaf;
+std::vector<std::string> g_dirs;  // scratch directories, each with at most a socket
 
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "bench_serve_start: %s\n", what.c_str());
   for (pid_t p : g_services) {
     ::kill(p, SIGTERM);
     (void)::waitpid(p, nullptr, 0);
+  }
+  if (!g_floor_leaf.empty()) (void)::rmdir(g_floor_leaf.c_str());
+  for (const std::string& d : g_dirs) {
+    (void)::unlink((d + "/s.sock").c_str());
+    (void)::rmdir(d.c_str());
   }
   std::exit(1);
 }
@@ -190,6 +199,7 @@ struct Service {
     char tmpl[] = "/tmp/pmon-bench-serve.XXXXXX";
     if (!::mkdtemp(tmpl)) die(std::string("mkdtemp: ") + std::strerror(errno));
     dir = tmpl;
+    g_dirs.push_back(dir);
     sock = dir + "/s.sock";
     pid = spawn({pmon, "serve", "-q", "--listen", sock});
     g_services.push_back(pid);
@@ -207,13 +217,14 @@ struct Service {
     std::erase(g_services, pid);
     ::unlink(sock.c_str());
     ::rmdir(dir.c_str());
+    std::erase(g_dirs, dir);
   }
 };
 
 // The floor of a service: one client, blocking, on a socket in a scratch
-// directory. terminal/create starts /bin/true (posix_spawn: a vfork-style
-// child, as pmon's), answers with its id, waits for its end and sends
-// terminal/exited; wait_for_exit, report and release are answered from
+// directory. terminal/create starts /bin/true into the leaf (pmon's own
+// vfork-style clone3), answers with its id, waits for its end, reads the
+// leaf's cgroup.events and sends terminal/exited; wait_for_exit, report and release are answered from
 // what it kept. Requests are parsed as any JSON-RPC service must; answers
 // are written as fixed text.
 void floor_child(void*) {
@@ -306,11 +317,12 @@ struct FloorService {
     struct statfs sf;
     std::string mount = "/sys/fs/cgroup/unified";
     if (::statfs(mount.c_str(), &sf) != 0 || sf.f_type != 0x63677270) mount = "/sys/fs/cgroup";
-    leaf = mount + (own == "/" ? "" : own) + "/pmon-bench-floor-" + std::to_string(::getpid());
+    leaf = mount + (own == "/" ? "" : own) + "/bench-floor-" + std::to_string(::getpid());
     if (own.empty() || ::mkdir(leaf.c_str(), 0755) != 0) {
       std::printf("floor service: no cgroup leaf (%s): its jobs run unconfined\n", std::strerror(errno));
       return;
     }
+    g_floor_leaf = leaf;
     leaf_fd = ::open(leaf.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     events_fd = ::open((leaf + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
     if (leaf_fd < 0 || events_fd < 0) die("cannot open " + leaf + ": " + std::strerror(errno));
@@ -320,6 +332,7 @@ struct FloorService {
     char tmpl[] = "/tmp/pmon-bench-serve.XXXXXX";
     if (!::mkdtemp(tmpl)) die(std::string("mkdtemp: ") + std::strerror(errno));
     dir = tmpl;
+    g_dirs.push_back(dir);
     sock = dir + "/s.sock";
     int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un a{};
@@ -343,9 +356,10 @@ struct FloorService {
     client.reset();  // the floor service ends when its client closes
     (void)reap(pid);
     std::erase(g_services, pid);
-    if (leaf_fd >= 0) ::close(leaf_fd), ::close(events_fd), (void)::rmdir(leaf.c_str());
+    if (leaf_fd >= 0) ::close(leaf_fd), ::close(events_fd), (void)::rmdir(leaf.c_str()), g_floor_leaf.clear();
     ::unlink(sock.c_str());
     ::rmdir(dir.c_str());
+    std::erase(g_dirs, dir);
   }
 };
 
