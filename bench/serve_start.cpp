@@ -189,18 +189,34 @@ struct Way {
   double total_us = 0;
 };
 
-// A `pmon serve` of ours on a socket in a scratch directory, and a client.
-struct Service {
+// A scratch directory for a service's socket: removed with the object
+// (the service's own destructor has run by then), or by die().
+struct ScratchSocket {
   std::string dir, sock;
-  pid_t pid = -1;
-  std::unique_ptr<Client> client;
-
-  explicit Service(const std::string& pmon) {
+  ScratchSocket() {
     char tmpl[] = "/tmp/pmon-bench-serve.XXXXXX";
     if (!::mkdtemp(tmpl)) die(std::string("mkdtemp: ") + std::strerror(errno));
     dir = tmpl;
     g_dirs.push_back(dir);
     sock = dir + "/s.sock";
+  }
+  ~ScratchSocket() {
+    ::unlink(sock.c_str());
+    ::rmdir(dir.c_str());
+    std::erase(g_dirs, dir);
+  }
+  ScratchSocket(const ScratchSocket&) = delete;
+  ScratchSocket& operator=(const ScratchSocket&) = delete;
+};
+
+// A `pmon serve` of ours on a socket in a scratch directory, and a client.
+struct Service {
+  ScratchSocket scratch;
+  const std::string& sock = scratch.sock;
+  pid_t pid = -1;
+  std::unique_ptr<Client> client;
+
+  explicit Service(const std::string& pmon) {
     pid = spawn({pmon, "serve", "-q", "--listen", sock});
     g_services.push_back(pid);
     struct stat st;
@@ -215,9 +231,6 @@ struct Service {
     ::kill(pid, SIGTERM);
     (void)reap(pid);
     std::erase(g_services, pid);
-    ::unlink(sock.c_str());
-    ::rmdir(dir.c_str());
-    std::erase(g_dirs, dir);
   }
 };
 
@@ -299,7 +312,9 @@ void floor_serve(int listen_fd, int leaf_fd, int events_fd) {
 
 // The floor service, a child of this program, and a client of it.
 struct FloorService {
-  std::string dir, sock, leaf;
+  ScratchSocket scratch;
+  const std::string& sock = scratch.sock;
+  std::string leaf;
   pid_t pid = -1;
   int leaf_fd = -1, events_fd = -1;
   std::unique_ptr<Client> client;
@@ -329,11 +344,6 @@ struct FloorService {
   }
 
   FloorService() {
-    char tmpl[] = "/tmp/pmon-bench-serve.XXXXXX";
-    if (!::mkdtemp(tmpl)) die(std::string("mkdtemp: ") + std::strerror(errno));
-    dir = tmpl;
-    g_dirs.push_back(dir);
-    sock = dir + "/s.sock";
     int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
@@ -357,9 +367,6 @@ struct FloorService {
     (void)reap(pid);
     std::erase(g_services, pid);
     if (leaf_fd >= 0) ::close(leaf_fd), ::close(events_fd), (void)::rmdir(leaf.c_str()), g_floor_leaf.clear();
-    ::unlink(sock.c_str());
-    ::rmdir(dir.c_str());
-    std::erase(g_dirs, dir);
   }
 };
 
