@@ -14,13 +14,15 @@
 // leaf's cgroup.events once to see it empty, and answers; nothing else (no
 // output pipe, no records, no report, no stop, no crash guard): the best
 // ratio a confined service answering these requests could reach here.
-// --alt PATH adds the first way against a service run from another pmon
-// binary (a prototype build), in the same run. Batches
+// --alt PATH adds both ways against a service run from another pmon
+// binary (a prototype build), in the same run. Beside the times, each
+// service's own CPU time and context switches a call (from /proc). Batches
 // of each alternate in one run, the first of a round rotating, so load and
 // whatever one way leaves behind hit all of them alike. Prints a table;
 // asserts nothing.
 //
 // usage: bench_serve_start [--pmon PATH] [--alt PATH] [--calls N] [--batch N]
+#include <dirent.h>
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
@@ -37,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -182,11 +185,60 @@ class Client {
   size_t pos_ = 0;
 };
 
+// A service's own cost: the CPU time and context switches of its threads
+// and of the helper processes it keeps (its crash guard), read from /proc
+// before and after each batch. No job of a batch outlives it, so then the
+// service's children are its helpers.
+struct Usage {
+  double cpu_ns = 0;
+  double voluntary = 0, involuntary = 0;
+};
+
+void add_task_usage(const std::string& task_dir, Usage& u) {
+  std::ifstream sched(task_dir + "/schedstat");
+  double run_ns = 0;
+  if (sched >> run_ns) u.cpu_ns += run_ns;
+  std::ifstream status(task_dir + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("voluntary_ctxt_switches:")) u.voluntary += std::stod(line.substr(24));
+    if (line.starts_with("nonvoluntary_ctxt_switches:")) u.involuntary += std::stod(line.substr(27));
+  }
+}
+
+void add_process_usage(pid_t pid, Usage& u) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') add_task_usage(dir + "/" + e->d_name, u);
+  ::closedir(d);
+}
+
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (pid_t c; f >> c;) out.push_back(c);
+  return out;
+}
+
+struct UsageProbe {
+  pid_t pid = -1;
+  explicit UsageProbe(pid_t p) : pid(p) {}
+  Usage now() const {
+    Usage u;
+    add_process_usage(pid, u);
+    for (pid_t h : children_of(pid)) add_process_usage(h, u);
+    return u;
+  }
+};
+
 struct Way {
   std::string name;
   std::function<void()> once;
-  std::vector<double> us;  // one per call
+  const UsageProbe* service = nullptr;  // the service a call of this way goes to, if any
+  std::vector<double> us;                // one per call
   double total_us = 0;
+  Usage cost;  // the service's, summed over this way's batches
 };
 
 // A scratch directory for a service's socket: removed with the object
@@ -416,30 +468,42 @@ int run(int argc, char** argv) {
   std::unique_ptr<Service> alt_service;
   if (!alt.empty()) alt_service = std::make_unique<Service>(alt);
   Client& c = *main_service.client;
+  const UsageProbe main_probe(main_service.pid), floor_probe(floor_service.pid);
+  std::unique_ptr<UsageProbe> alt_probe;
+  if (alt_service) alt_probe = std::make_unique<UsageProbe>(alt_service->pid);
 
   std::vector<Way> ways;
-  ways.push_back({"serve: create, wait_for_exit, report, release", [&] { one_after_another(c); }, {}, 0});
-  ways.push_back({"serve: create; on exited, report+release at once", [&] { on_notification(c); }, {}, 0});
+  ways.push_back({"serve: create, wait_for_exit, report, release", [&] { one_after_another(c); }, &main_probe, {}, 0, {}});
+  ways.push_back({"serve: create; on exited, report+release at once", [&] { on_notification(c); }, &main_probe, {}, 0, {}});
   ways.push_back({"pmon run -q -- /bin/true", [&] {
                     int s = reap(spawn({pmon, "run", "-q", "--", "/bin/true"}));
                     if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) die("pmon run did not exit 0");
-                  }, {}, 0});
-  ways.push_back({"/bin/true alone (no service)", [&] { (void)reap(spawn({"/bin/true"})); }, {}, 0});
-  ways.push_back({"floor service: one after another", [&] { one_after_another(*floor_service.client); }, {}, 0});
-  ways.push_back({"floor service: on exited", [&] { on_notification(*floor_service.client); }, {}, 0});
-  if (alt_service)
-    ways.push_back({"--alt serve: one after another", [&] { one_after_another(*alt_service->client); }, {}, 0});
+                  }, nullptr, {}, 0, {}});
+  ways.push_back({"/bin/true alone (no service)", [&] { (void)reap(spawn({"/bin/true"})); }, nullptr, {}, 0, {}});
+  ways.push_back({"floor service: one after another", [&] { one_after_another(*floor_service.client); }, &floor_probe, {}, 0, {}});
+  ways.push_back({"floor service: on exited", [&] { on_notification(*floor_service.client); }, &floor_probe, {}, 0, {}});
+  if (alt_service) {
+    ways.push_back({"--alt serve: one after another", [&] { one_after_another(*alt_service->client); }, alt_probe.get(), {}, 0, {}});
+    ways.push_back({"--alt serve: on exited", [&] { on_notification(*alt_service->client); }, alt_probe.get(), {}, 0, {}});
+  }
 
   const int rounds = (calls + batch - 1) / batch;
   for (int r = 0; r < rounds; ++r)
     for (size_t k = 0; k < ways.size(); ++k) {
       Way& w = ways[(k + static_cast<size_t>(r)) % ways.size()];
+      const Usage before = w.service ? w.service->now() : Usage{};
       for (int i = 0; i < batch; ++i) {
         int64_t t0 = bench::now_ns();
         w.once();
         double us = static_cast<double>(bench::now_ns() - t0) / 1e3;
         w.us.push_back(us);
         w.total_us += us;
+      }
+      if (w.service) {
+        const Usage after = w.service->now();
+        w.cost.cpu_ns += after.cpu_ns - before.cpu_ns;
+        w.cost.voluntary += after.voluntary - before.voluntary;
+        w.cost.involuntary += after.involuntary - before.involuntary;
       }
     }
 
@@ -452,6 +516,16 @@ int run(int argc, char** argv) {
     bench::Stats s = bench::stats_of(w.us);
     std::printf("%-48s %9.0f %7.0fus %7.0fus %11.2fx\n", w.name.c_str(), 1e6 * static_cast<double>(s.n) / w.total_us, s.median,
                 s.p90, run.total_us / w.total_us);
+  }
+  // (pmon's service: its thread and its crash guard; the floor has neither
+  // guard nor threads)
+  std::printf("\nthe service's own cost a call: CPU time and context switches\n");
+  std::printf("%-48s %9s %12s %12s\n", "way", "CPU", "voluntary", "involuntary");
+  for (const Way& w : ways) {
+    if (!w.service) continue;
+    const double n = static_cast<double>(std::max<size_t>(w.us.size(), 1));
+    std::printf("%-48s %7.0fus %12.2f %12.2f\n", w.name.c_str(), w.cost.cpu_ns / 1e3 / n, w.cost.voluntary / n,
+                w.cost.involuntary / n);
   }
   return 0;
 }
