@@ -2,7 +2,6 @@
 #include "confine/launch.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,23 +140,6 @@ std::expected<Child, Error> launch_process(const SpawnSpec& spec, int cgroup_fd)
   plan.nofile = spec.nofile;
   plan.nice = sys::unraised_nice();
 
-  // Lend the child this thread's CPU (see SpawnSpec::start_on_this_cpu):
-  // pinned here for the clone, it inherits the one-CPU mask and takes ours
-  // back at once. Skipped when the mask cannot be read or has one CPU.
-  cpu_set_t own_mask;
-  bool lent = false;
-  if (spec.start_on_this_cpu && spec.pdeathsig == 0 && shared &&
-      ::sched_getaffinity(0, sizeof own_mask, &own_mask) == 0 && CPU_COUNT(&own_mask) > 1) {
-    const int cpu = ::sched_getcpu();
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    if (cpu >= 0 && cpu < CPU_SETSIZE) {
-      CPU_SET(cpu, &one);
-      lent = ::sched_setaffinity(0, sizeof one, &one) == 0;
-    }
-  }
-  if (lent) plan.restore_affinity = &own_mask;
-
   Result<sys::CloneResult> cr = fail(EAGAIN);
   auto do_clone = [&] {
     if (spec.pdeathsig == 0) {
@@ -177,14 +159,6 @@ std::expected<Child, Error> launch_process(const SpawnSpec& spec, int cgroup_fd)
       return std::unexpected(Error::failed(ec.value(), "cannot start the launcher thread: " + ec.message()));
   } else {
     do_clone();
-  }
-  if (lent && ::sched_setaffinity(0, sizeof own_mask, &own_mask) != 0) {
-    // Our mask no longer fits our cpuset (it changed meanwhile): every CPU,
-    // which the kernel cuts down to the cpuset's.
-    cpu_set_t all;
-    CPU_ZERO(&all);
-    for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
-    (void)::sched_setaffinity(0, sizeof all, &all);
   }
   if (!cr) {
     int e = cr.error().value();

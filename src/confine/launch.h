@@ -59,12 +59,6 @@ struct SpawnSpec {
   // that sets its dispositions once, up front (the service, pmon run): see
   // sys::non_default_dispositions().
   const sigset_t* changed_signals = nullptr;
-  // Start the child on the CPU this thread runs on, which is free while the
-  // thread waits for the exec, rather than wake another (in a VM, waking an
-  // idle vCPU costs tens of microseconds each time). The child takes this
-  // thread's CPU mask back before anything else, so the command is placed
-  // as freely as ever. For the hot path only (no parent-death signal).
-  bool start_on_this_cpu = false;
   // RLIMIT_NOFILE to set before exec: a caller that raised its own soft
   // limit (the service) gives its children the one they would have had.
   // Null: as inherited.

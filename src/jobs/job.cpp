@@ -162,7 +162,6 @@ RunOptions run_options(const CreateParams& p, const JobStdio& io, const SpawnBas
   }
   c.spawn.close_other_fds = true;
   c.spawn.changed_signals = &base.changed_signals;
-  c.spawn.start_on_this_cpu = true;
   if (base.nofile_raised) c.spawn.nofile = &base.nofile;
   c.stop = stop;
   if (p.kill_signal && base.wrapper.empty() && !c.stop.steps.empty() &&

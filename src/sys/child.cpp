@@ -138,11 +138,6 @@ void run_child(const ChildPlan& plan) noexcept {
   // The supervisor blocks signals to read them from a signalfd, and the
   // caller may ignore some (SIGPIPE): a child inherits both, and a command
   // with TERM blocked could never be stopped politely.
-  // First, before anything can move us: the CPU mask the parent lent us
-  // its own CPU from (we stay where we are, which the mask allows).
-  if (plan.restore_affinity != nullptr &&
-      ::sched_setaffinity(0, sizeof(cpu_set_t), plan.restore_affinity) != 0)
-    child_failed(plan, ChildFailure::kSetup, errno);
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) {

@@ -39,9 +39,6 @@ struct ChildPlan {
   const struct NsChildPlan* ns = nullptr;
   // SpawnSpec::changed_signals: the dispositions to reset (null: all).
   const sigset_t* changed_signals = nullptr;
-  // SpawnSpec::start_on_this_cpu: the parent's CPU mask, for the child to
-  // take back first thing (null: the child was not pinned).
-  const cpu_set_t* restore_affinity = nullptr;
   const rlimit* nofile = nullptr;  // SpawnSpec::nofile
   // The nice value to start with: the cloning thread's own before a stop
   // raised it (sys/priority.h), or kKeepNice.

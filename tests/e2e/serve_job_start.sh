@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # A job starts as any command should, however the service starts it: with
 # default signal dispositions (the service itself ignores SIGPIPE), an
-# empty signal mask, and the service's whole CPU mask (the service starts
-# each job on its own CPU and gives the job the mask back before the exec),
-# while the service keeps its own mask. Twenty jobs, each read by the
+# empty signal mask, and the service's whole CPU mask, while the service
+# keeps its own mask. Twenty jobs, each read by the
 # kernel's own /proc/self/status of the command.
 . "$(dirname "$0")/common.inc"
 . "$(dirname "$0")/serve.inc"
