@@ -32,6 +32,25 @@ start_of() {
 ours_by_env() {
   tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -qxF "PMON_TEST_STATE=$STATE"
 }
+# Whether cgroup DIR (and all below it) holds no process.
+cgroup_empty() { grep -qx 'populated 0' "$1/cgroup.events" 2>/dev/null; }
+# What a cgroup left behind holds, for the failure's reader: its state, each
+# process in it or below, the cgroups below it, and for a systemd scope
+# what systemd says of the unit.
+describe_cgroup() {
+  local dir=$1 f p
+  echo "  $(tr '\n' ' ' < "$dir/cgroup.events" 2>/dev/null)"
+  for f in $(find "$dir" -name cgroup.procs 2>/dev/null); do
+    for p in $(cat "$f" 2>/dev/null); do
+      echo "  process $p (start $(start_of "$p"), in ${f%/cgroup.procs}): $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)" \
+        "$(ours_by_env "$p" && echo '[this run]')"
+    done
+  done
+  find "$dir" -mindepth 1 -type d 2>/dev/null | sed 's/^/  below it: /'
+  if [[ $dir == *.scope ]] && command -v systemctl > /dev/null; then
+    echo "  systemd: $(systemctl show -p ActiveState,SubState,Result,Delegate "${dir##*/}" 2>&1 | tr '\n' ' ')"
+  fi
+}
 case ${1:-} in
   setup)
     rm -rf "$STATE"; mkdir -p "$STATE"
@@ -118,7 +137,14 @@ case ${1:-} in
         # nobody to tell it by.
         others=$((others + 1)); continue
       fi
+      # An empty systemd scope is systemd's to remove once its last
+      # process is gone, which it does after the fact: give it a moment.
+      if [[ $dir == *.scope ]] && cgroup_empty "$dir"; then
+        for ((i = 0; i < 50; i++)); do [ -d "$dir" ] || break; sleep 0.1; done
+        [ -d "$dir" ] || continue
+      fi
       echo "LEFT BEHIND: cgroup $dir: $why"
+      describe_cgroup "$dir"
       bad=1
     done
     [ $others = 0 ] || echo "not this run's, not looked at: $others pmon cgroup(s) of other pmon processes on this machine"
