@@ -2,6 +2,7 @@
 // Talking to a systemd manager in this process, through libsystemd's sd-bus,
 // dlopen'ed on first use (systemd.h says who may).
 #include <dlfcn.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -170,7 +171,36 @@ std::expected<std::string, Error> probe_in_process() {
   return out;
 }
 
+// Whether the process pinned by pidfd has ended (a zombie included).
+bool ended(const Fd& pidfd) {
+  pollfd p{pidfd.get(), POLLIN, 0};
+  return retry_eintr([&] { return ::poll(&p, 1, 0); }) == 1;
+}
+
+// Asks the manager to stop `unit` (a start still queued is cancelled);
+// the reason it refused, or empty.
+std::string stop_unit(Bus& b, const std::string& unit) {
+  const SdBus& sd = b.sd;
+  sd_bus_error err = SD_BUS_ERROR_NULL;
+  sd_bus_message* reply = nullptr;
+  int r = sd.sd_bus_call_method(b.bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                "org.freedesktop.systemd1.Manager", "StopUnit", &err, &reply, "ss", unit.c_str(),
+                                "replace");
+  std::string why = r >= 0 ? "" : err.message != nullptr ? err.message : errstr(r);
+  sd.sd_bus_error_free(&err);
+  sd.sd_bus_message_unref(reply);
+  return why;
+}
+
 std::expected<std::string, Error> start_scope_in_process(const ScopeRequest& req) {
+  // The process to move, pinned. One that ends before the manager moves it
+  // is not moved (the kernel skips a process that is exiting), yet the
+  // scope starts, empty, and the manager, which waits to see it empty
+  // out, keeps it for good: such a scope is stopped here.
+  auto pin = sys::pidfd_open(req.pid);
+  if (!pin)
+    return std::unexpected(Error::line("cannot hold on to process " + std::to_string(req.pid) + " (pidfd_open: " +
+                                       pin.error().message() + "); no scope is started for it"));
   std::string how;
   auto bus = connect_manager(&how);
   if (!bus) return std::unexpected(bus.error());
@@ -220,6 +250,13 @@ std::expected<std::string, Error> start_scope_in_process(const ScopeRequest& req
                              "'; the manager's log says why, e.g. it could not move pmon into it)"));
     }
     if (moved && (wait.done || wait.job.empty())) break;
+    if (!moved && ended(*pin)) {
+      sd.sd_bus_slot_unref(slot);
+      std::string refused = stop_unit(b, req.unit);
+      return std::unexpected(Error::line("process " + std::to_string(req.pid) + " ended before systemd moved it into " +
+                                         req.unit + (refused.empty() ? "; the scope is stopped"
+                                                                     : "; stopping the scope failed: " + refused)));
+    }
     int64_t now = sys::monotonic_ns();
     if (now >= deadline) {
       sd.sd_bus_slot_unref(slot);
