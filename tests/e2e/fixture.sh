@@ -49,6 +49,8 @@ describe_cgroup() {
   find "$dir" -mindepth 1 -type d 2>/dev/null | sed 's/^/  below it: /'
   if [[ $dir == *.scope ]] && command -v systemctl > /dev/null; then
     echo "  systemd: $(systemctl show -p ActiveState,SubState,Result,Delegate "${dir##*/}" 2>&1 | tr '\n' ' ')"
+    command -v journalctl > /dev/null &&
+      journalctl -q -o short-monotonic -u "${dir##*/}" 2>/dev/null | tail -20 | sed 's/^/  journal: /'
   fi
 }
 case ${1:-} in
