@@ -24,7 +24,9 @@
 # qemu-system-x86_64 -accel tcg (no KVM needed), and a oneshot systemd unit
 # runs the scenarios, writes the results as a tar to a second raw disk and
 # powers off. Prints one line per scenario and the logs of those that did not
-# pass; exits 0 only when all of them passed.
+# pass; exits 0 only when all of them passed. A guest kernel that locks up
+# panics and ends the boot: its report is printed, and the scenarios without
+# a result run again, once, in a new boot.
 #
 # Needs root (debootstrap, and the scenarios' files owned by root in the
 # image). Environment: PMON_GUEST_TIMEOUT (seconds qemu may run, default
@@ -55,7 +57,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#scen_args[@]} -gt 0 ] || { usage >&2; exit 2; }
-[ "${CI:-}" = true ] && fresh=1
+[ "${CI:-}" = true ] && [ -z "${PMON_GUEST_AGAIN:-}" ] && fresh=1
 timeout_s=${PMON_GUEST_TIMEOUT:-2100}
 smp=${PMON_GUEST_SMP:-2}
 jobs=${PMON_GUEST_JOBS:-$smp}
@@ -282,6 +284,8 @@ fi
 cp "$repo/scripts/guest-runner.sh" "$o/runner.sh"
 printf '%s\n' "${scenarios[@]}" > "$o/scenarios"
 echo "${CI:-}" > "$o/ci"
+# (a second boot, after the first one's kernel locked up)
+[ -z "${PMON_GUEST_AGAIN:-}" ] || touch "$o/again"
 echo "$jobs" > "$o/jobs"
 size=$(( $(du -sm "$stage" | cut -f1) + 1536 ))
 mke2fs -q -F -t ext4 -L pmon-guest -d "$stage" "$run/root.img" "${size}M" > /dev/null ||
@@ -292,11 +296,13 @@ t_img1=$(now)
 echo "guest: image ${size} MiB made in $(secs "$t_img0" "$t_img1") s; booting (qemu, TCG, $smp CPUs, $mem)"
 
 # Boot. The serial console goes to a file; qemu is killed (by the pid it was
-# started as) if it runs longer than the timeout.
+# started as) if it runs longer than the timeout. A guest kernel that locks
+# up (a CPU held in the kernel for two minutes) panics, and the guest ends
+# at once rather than at the timeout; its report is on the console.
 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
   -nographic -monitor none -serial "file:$run/console.log" -no-reboot -nic none \
   -kernel "$guestdir/vmlinuz" -initrd "$guestdir/initrd.img" \
-  -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=3 systemd.show_status=false" \
+  -append "root=/dev/vda rw console=ttyS0 panic=-1 softlockup_panic=1 watchdog_thresh=60 quiet loglevel=3 systemd.show_status=false" \
   -drive "file=$run/root.img,format=raw,if=virtio" \
   -drive "file=$run/results.raw,format=raw,if=virtio" \
   < /dev/null > "$run/qemu.log" 2>&1 &
@@ -349,11 +355,29 @@ while read -r status name took; do
   printf '%-4s %-28s %6s s\n' "$status" "$name" "$took"
   [ "$status" = PASS ] || bad=1
 done < "$res/summary"
-if [ $timed_out = 1 ]; then why="qemu was killed after ${timeout_s} s"; else why="the guest stopped early (qemu exit $qrc)"; fi
-for name in e2e.setup $(for s in "${scenarios[@]}"; do basename "$s" .sh; done) e2e.leak_check; do
-  grep -q "^[A-Z]* $name " "$res/summary" && continue
-  printf '%-4s %-28s %s\n' FAIL "$name" "(no result: $why)"
-  bad=1
+# A guest kernel that locked up and panicked (an emulated CPU, a kernel of
+# its own) ends this boot: the scenarios it did not finish run again, once,
+# in a new boot, and the report of the lockup is printed below either way.
+again=()
+retry=0
+if [ $timed_out = 1 ]; then why="qemu was killed after ${timeout_s} s"
+elif grep -q 'Kernel panic' "$run/console.log"; then
+  why="the guest's kernel panicked (its report is below)"
+  [ -n "${PMON_GUEST_AGAIN:-}" ] || { retry=1; why="$why; runs again in a new boot"; }
+else why="the guest stopped early (qemu exit $qrc)"; fi
+names=(e2e.setup)
+for s in "${scenarios[@]}"; do names+=("$(basename "$s" .sh)"); done
+names+=(e2e.leak_check)
+for i in "${!names[@]}"; do
+  grep -q "^[A-Z]* ${names[$i]} " "$res/summary" && continue
+  if [ $retry = 1 ]; then
+    printf '%-4s %-28s %s\n' ---- "${names[$i]}" "(no result: $why)"
+    # (the setup and the leak check run in every boot)
+    if [ "$i" -ge 1 ] && [ "$i" -le "${#scenarios[@]}" ]; then again+=("$repo/${scenarios[$((i - 1))]}"); fi
+  else
+    printf '%-4s %-28s %s\n' FAIL "${names[$i]}" "(no result: $why)"
+    bad=1
+  fi
 done
 while read -r status name took; do
   [ "$status" = PASS ] && continue
@@ -365,9 +389,21 @@ if [ -n "$tar_err" ]; then
   bad=1
 fi
 if [ ! -f "$res/done" ]; then
-  echo "--- guest console (last 30 lines):"; tail -n 30 "$run/console.log"; echo
-  echo "guest: FAIL: the runner did not finish: $why"
-  bad=1
+  # A kernel that locked up or oopsed said where first: that report whole.
+  first=$(grep -n -m1 -E 'BUG:|WARNING:|Oops|Kernel panic' "$run/console.log" | cut -d: -f1)
+  if [ -n "$first" ]; then
+    echo "--- guest console, the kernel's first report (from line $first):"
+    tail -n "+$first" "$run/console.log" | head -n 80; echo
+  fi
+  if [ -z "$first" ] || [ $(( $(wc -l < "$run/console.log") - first )) -ge 80 ]; then
+    echo "--- guest console (last 30 lines):"; tail -n 30 "$run/console.log"; echo
+  fi
+  if [ $retry = 1 ]; then
+    echo "guest: the runner did not finish: $why"
+  else
+    echo "guest: FAIL: the runner did not finish: $why"
+    bad=1
+  fi
 fi
 boot=$(cat "$res/boot_seconds" 2>/dev/null || echo "?")
 runs=$(cat "$res/run_seconds" 2>/dev/null || echo "?")
@@ -378,6 +414,17 @@ if [ -n "${PMON_GUEST_RESULTS:-}" ]; then
   mkdir -p "$PMON_GUEST_RESULTS" && cp -a "$res/." "$PMON_GUEST_RESULTS/" &&
     cp "$run/console.log" "$PMON_GUEST_RESULTS/console.log" &&
     echo "guest: results and logs of every scenario in $PMON_GUEST_RESULTS"
+fi
+if [ $retry = 1 ] && [ ${#again[@]} -gt 0 ]; then
+  # The root as it is (this run built it if it had to), this build, and
+  # the scenarios without a result; a second panic fails.
+  echo "guest: the guest's kernel panicked; the ${#again[@]} scenarios it did not finish run again in a new boot"
+  cleanup; trap - EXIT
+  exec 8>&-
+  rc=0
+  PMON_GUEST_AGAIN=1 PMON_GUEST_RESULTS=${PMON_GUEST_RESULTS:+$PMON_GUEST_RESULTS/again} \
+    bash "$0" --build "$build" --cache "$cache" "${again[@]}" || rc=$?
+  [ $rc = 0 ] || bad=1
 fi
 if [ $bad = 0 ]; then echo "guest: all ${#scenarios[@]} scenarios passed"; else echo "guest: FAIL"; fi
 exit $bad
