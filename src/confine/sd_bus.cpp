@@ -273,10 +273,19 @@ std::expected<std::string, Error> start_scope_in_process(const ScopeRequest& req
   return own;
 }
 
+std::expected<std::string, Error> stop_scope_in_process(const std::string& unit) {
+  std::string how;
+  auto bus = connect_manager(&how);
+  if (!bus) return std::unexpected(bus.error());
+  if (std::string refused = stop_unit(**bus, unit); !refused.empty())
+    return std::unexpected(Error::line("systemd did not stop " + unit + " (" + refused + ")"));
+  return "stopping " + unit;
+}
+
 }  // namespace
 
 const SystemdAccess* in_process_sd_bus() {
-  static const SystemdAccess access{start_scope_in_process, probe_in_process};
+  static const SystemdAccess access{start_scope_in_process, probe_in_process, stop_scope_in_process};
   return &access;
 }
 

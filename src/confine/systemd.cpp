@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sys/fd.h"
+#include "sys/numbers.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"
 
@@ -105,8 +106,12 @@ std::expected<std::string, Error> start_scope_by_helper(const ScopeRequest& req)
 
 std::expected<std::string, Error> probe_by_helper() { return run_helper({"probe"}); }
 
+std::expected<std::string, Error> stop_scope_by_helper(const std::string& unit) {
+  return run_helper({"stop", unit});
+}
+
 [[maybe_unused]] const SystemdAccess* access_in_use() {
-  static const SystemdAccess helper{start_scope_by_helper, probe_by_helper};
+  static const SystemdAccess helper{start_scope_by_helper, probe_by_helper, stop_scope_by_helper};
   const SystemdAccess* a = g_access.load(std::memory_order_acquire);
   return a != nullptr ? a : &helper;
 }
@@ -154,6 +159,19 @@ bool user_manager_unit(std::string_view name) {
 
 }  // namespace
 
+bool parse_scope_name(std::string_view name, pid_t* pid, uint64_t* start) {
+  if (!name.starts_with("pmon-") || !name.ends_with(".scope")) return false;
+  name = name.substr(5, name.size() - 5 - 6);
+  size_t dash = name.find('-');
+  if (dash == std::string_view::npos) return false;
+  uint64_t p = 0;
+  if (!sys::parse_name_number(name.substr(0, dash), p) || !sys::parse_name_number(name.substr(dash + 1), *start))
+    return false;
+  if (p == 0 || p > 4194304) return false;  // PID_MAX_LIMIT
+  *pid = static_cast<pid_t>(p);
+  return true;
+}
+
 std::optional<std::string> cgroup_owned_by_manager(const CgroupLocation& loc) {
   const std::string& own = loc.own;
   if (own.empty() || own == "/") return std::nullopt;
@@ -196,9 +214,25 @@ std::expected<CgroupLocation, Error> systemd_delegate_self(const CgroupLocation&
   return std::unexpected(Error::line(std::string("this pmon was built without libsystemd")));
 }
 
+std::expected<std::string, Error> stop_systemd_scope(const std::string& unit) {
+  pid_t pid = 0;
+  uint64_t start = 0;
+  if (!parse_scope_name(unit, &pid, &start))
+    return std::unexpected(Error::line(unit + " is not a scope pmon asks for (pmon-<pid>-<start time>.scope)"));
+  return std::unexpected(Error::line(std::string("this pmon was built without libsystemd")));
+}
+
 #else
 
 std::expected<std::string, Error> probe_systemd_manager() { return access_in_use()->probe(); }
+
+std::expected<std::string, Error> stop_systemd_scope(const std::string& unit) {
+  pid_t pid = 0;
+  uint64_t start = 0;
+  if (!parse_scope_name(unit, &pid, &start))
+    return std::unexpected(Error::line(unit + " is not a scope pmon asks for (pmon-<pid>-<start time>.scope)"));
+  return access_in_use()->stop_scope(unit);
+}
 
 std::expected<CgroupLocation, Error> systemd_delegate_self(const CgroupLocation& loc,
                                                                 std::string* scope_rel) {

@@ -17,8 +17,10 @@
 #include <sys/types.h>
 
 #include <expected>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "confine/cgroup_fs.h"
 #include "confine/error.h"
@@ -84,6 +86,9 @@ struct SystemdAccess {
   std::expected<std::string, Error> (*start_scope)(const ScopeRequest& req);
   // "systemd 252 (user manager of uid 1000, via the session bus)".
   std::expected<std::string, Error> (*probe)();
+  // Asks the manager to stop the scope `unit` (a pmon-<pid>-<start>.scope)
+  // and returns once it has taken the request ("stopping <unit>").
+  std::expected<std::string, Error> (*stop_scope)(const std::string& unit);
 };
 
 namespace detail {
@@ -101,6 +106,17 @@ const SystemdAccess* in_process_sd_bus();
 // "systemd 252 (user manager of uid 1000, via the session bus)" when a manager
 // answers, else why not (one line).
 std::expected<std::string, Error> probe_systemd_manager();
+
+// Asks the manager this process reaches (the system manager for root, else
+// the user's own) to stop the scope `unit`, which must be named
+// pmon-<pid>-<start time>.scope: `pmon gc` stops so the scope of a pmon
+// that ended before the manager could move it in, which the manager keeps
+// running empty. One line on failure.
+std::expected<std::string, Error> stop_systemd_scope(const std::string& unit);
+
+// Whether `name` is a scope pmon asks for, pmon-<pid>-<start time>.scope;
+// sets *pid and *start.
+bool parse_scope_name(std::string_view name, pid_t* pid, uint64_t* start);
 
 // Why pmon's own cgroup, though writable, is a systemd manager's and not
 // pmon's to make leaves in (and so pmon should ask that manager for a

@@ -9,6 +9,9 @@
 //       until PID is in it, and prints the scope's cgroup path
 //   pmon-systemd probe
 //       prints which manager answers ("systemd 252 (user manager ...)")
+//   pmon-systemd stop UNIT
+//       asks the manager to stop the scope UNIT (pmon-<pid>-<start>.scope
+//       only), for `pmon gc`
 //
 // One line on stdout either way: the answer (exit 0) or why not (exit 1).
 #include <cstdio>
@@ -43,6 +46,15 @@ int main(int argc, char** argv) {
       return answer(sd->start_scope(req));
     }
   }
-  std::fprintf(stderr, "usage: pmon-systemd scope PID UNIT DESCRIPTION | pmon-systemd probe (run by pmon, not by hand)\n");
+  if (cmd == "stop" && argc == 3) {
+    pid_t pid = 0;
+    uint64_t start = 0;
+    if (!parse_scope_name(argv[2], &pid, &start))
+      return answer(std::unexpected(pmon::Error::line(std::string(argv[2]) + " is not a scope pmon asks for")));
+    return answer(sd->stop_scope(argv[2]));
+  }
+  std::fprintf(stderr,
+               "usage: pmon-systemd scope PID UNIT DESCRIPTION | pmon-systemd probe | pmon-systemd stop UNIT"
+               " (run by pmon, not by hand)\n");
   return 2;
 }

@@ -55,6 +55,22 @@ TEST(LeafName, RejectsOtherNames) {
     EXPECT_FALSE(parse_leaf_name(s)) << s;
 }
 
+TEST(ScopeName, ParsesOnlyPmonsScopes) {
+  pid_t pid = 0;
+  uint64_t start = 0;
+  ASSERT_TRUE(confine::parse_scope_name("pmon-1234-567890.scope", &pid, &start));
+  EXPECT_EQ(pid, 1234);
+  EXPECT_EQ(start, 567890u);
+  for (const char* s : {"pmon-1234-567890-3", "pmon-1234.scope", "pmon-1234-567890-1.scope", "pmon-0-1.scope",
+                        "pmon-99999999-1.scope", "pmon--1.scope", "pmon-1-.scope", "pmon-1-2.scope.d", "pmon-1-2.service",
+                        "run-1-2.scope", "pmon-session-1-2.scope", "pmon-1-+2.scope", ""})
+    EXPECT_FALSE(confine::parse_scope_name(s, &pid, &start)) << s;
+  // The helper stops only such scopes.
+  auto r = confine::stop_systemd_scope("ssh.service");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().text.find("not a scope pmon asks for"), std::string::npos) << r.error().text;
+}
+
 TEST(Owner, AliveOnlyWithTheSameStartTime) {
   auto st = sys::read_stat(::getpid());
   ASSERT_TRUE(st);
