@@ -10,6 +10,7 @@
 # A scope whose only process is a zombie starts that way every time (the
 # kernel moves no process that has exited), so this scenario makes its
 # scopes so, through the manager's own D-Bus call, named as pmon names them.
+# guest: alone (another scenario's pmon gc would stop its scope first)
 . "$(dirname "$0")/../e2e/common.inc"
 
 [ "$(id -u)" = 0 ] || skip "runs as root"
