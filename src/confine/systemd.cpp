@@ -172,6 +172,18 @@ bool parse_scope_name(std::string_view name, pid_t* pid, uint64_t* start) {
   return true;
 }
 
+namespace {
+
+// Why `unit` is not one of pmon's scopes, which alone gc may stop.
+std::optional<Error> not_a_scope(const std::string& unit) {
+  pid_t pid = 0;
+  uint64_t start = 0;
+  if (parse_scope_name(unit, &pid, &start)) return std::nullopt;
+  return Error::line(unit + " is not a scope pmon asks for (pmon-<pid>-<start time>.scope)");
+}
+
+}  // namespace
+
 std::optional<std::string> cgroup_owned_by_manager(const CgroupLocation& loc) {
   const std::string& own = loc.own;
   if (own.empty() || own == "/") return std::nullopt;
@@ -215,10 +227,7 @@ std::expected<CgroupLocation, Error> systemd_delegate_self(const CgroupLocation&
 }
 
 std::expected<std::string, Error> stop_systemd_scope(const std::string& unit) {
-  pid_t pid = 0;
-  uint64_t start = 0;
-  if (!parse_scope_name(unit, &pid, &start))
-    return std::unexpected(Error::line(unit + " is not a scope pmon asks for (pmon-<pid>-<start time>.scope)"));
+  if (auto bad = not_a_scope(unit)) return std::unexpected(*bad);
   return std::unexpected(Error::line(std::string("this pmon was built without libsystemd")));
 }
 
@@ -227,10 +236,7 @@ std::expected<std::string, Error> stop_systemd_scope(const std::string& unit) {
 std::expected<std::string, Error> probe_systemd_manager() { return access_in_use()->probe(); }
 
 std::expected<std::string, Error> stop_systemd_scope(const std::string& unit) {
-  pid_t pid = 0;
-  uint64_t start = 0;
-  if (!parse_scope_name(unit, &pid, &start))
-    return std::unexpected(Error::line(unit + " is not a scope pmon asks for (pmon-<pid>-<start time>.scope)"));
+  if (auto bad = not_a_scope(unit)) return std::unexpected(*bad);
   return access_in_use()->stop_scope(unit);
 }
 
