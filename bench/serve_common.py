@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the pmon serve benchmarks share: a JSON-RPC client of the service's
 socket, starting a service, and the raw cgroup.kill baseline."""
-import atexit, json, os, select, socket, subprocess, time
+import atexit, json, os, select, signal, socket, subprocess, time
 
 
 class Client:
@@ -59,12 +59,14 @@ def cgroup2_root():
     return None
 
 
-def raw_cgroup_kill(n):
+def raw_cgroup_kill(n, graceful=False):
     """n `sleep 600`, each moved into a leaf of its own below a scratch
     cgroup of ours (as pmon's jobs are), then timed: a write of 1 to every
     leaf's cgroup.kill, then until every leaf's cgroup.events says
     populated 0 and every sleep is reaped. No pmon. ms, or None when there
-    is no cgroup2 to write in."""
+    is no cgroup2 to write in. graceful: instead of the kill, each leaf's
+    cgroup.procs is read and every process listed is sent SIGTERM and
+    SIGCONT, as a graceful stop begins (the sleeps end on the TERM)."""
     root = cgroup2_root()
     if root is None:
         print("raw cgroup.kill: no cgroup2 mounted")
@@ -91,6 +93,12 @@ def raw_cgroup_kill(n):
         by_fd = {e.fileno(): e for e in events}
         t0 = time.monotonic()
         for leaf in leaves:
+            if graceful:
+                with open(os.path.join(leaf, "cgroup.procs"), "rb") as listing:
+                    for pid in listing.read().split():
+                        os.kill(int(pid), signal.SIGTERM)
+                        os.kill(int(pid), signal.SIGCONT)
+                continue
             with open(os.path.join(leaf, "cgroup.kill"), "w") as k:
                 k.write("1")
         left = set(by_fd)

@@ -98,6 +98,7 @@ void JobTable::erase(const std::string& id) {
   if (j.tie.owner_job != 0) --owned_jobs_;
   if (front_) front_->forgotten(j);
   job_keys_.erase(j.num);
+  by_num_.erase(j.num);
   unindex(j);
   jobs_.erase(it);
 }

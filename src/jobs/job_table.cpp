@@ -77,10 +77,8 @@ Job* JobTable::find(const std::string& id) {
 }
 
 Job* JobTable::job_at(uint64_t num) const {
-  auto key = job_keys_.find(num);
-  if (key == job_keys_.end()) return nullptr;
-  auto it = jobs_.find(key->second);
-  return it == jobs_.end() ? nullptr : it->second.get();
+  auto it = by_num_.find(num);
+  return it == by_num_.end() ? nullptr : it->second;
 }
 
 Job* JobTable::job_by_num(uint64_t num) {
@@ -278,6 +276,7 @@ std::expected<Job*, Error> JobTable::create(const Asker& a, const CreateParams& 
   j.in = std::move(io->in_w);
   j.err = std::move(io->err_r);
   job_keys_[n] = j.id;
+  by_num_[n] = &j;
   j.watch_started();
   if (p.ready) j.ready = std::make_unique<ReadyCheck>(*p.ready, sys::monotonic_ns(), poller_, tag(Tag::job_ready, n));
   std::string id = j.id;

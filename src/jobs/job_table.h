@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "confine/boundary.h"
@@ -112,6 +113,8 @@ class JobTable : private StopHost {
   // Jobs just over have the report they will have: made once their exit
   // has been sent (while their client reads that), kept for terminal/report.
   void make_reports();
+  // The records of the jobs that ended this round are written.
+  void flush_records() { records_.flush(); }
   // The creates whose job of the same name is now gone are started.
   void start_replacements();
   // A connection's end ends what it owns (unless kept).
@@ -169,7 +172,8 @@ class JobTable : private StopHost {
   Stops stops_;
   Front* front_ = nullptr;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
-  std::map<uint64_t, std::string> job_keys_;  // numeric id -> terminal id
+  std::map<uint64_t, std::string> job_keys_;  // numeric id -> terminal id, in the order made
+  std::unordered_map<uint64_t, Job*> by_num_;  // numeric id -> job: the events' and stops' lookup
   // What is due, so that a round of events looks at the jobs it touched
   // and those whose time has come, not at every job (job_events.cpp): each
   // job by when it is next due (its due_key), the jobs looked at in every

@@ -128,6 +128,7 @@ int ServiceLoop::run() {
       jobs_.on_time();
       jobs_.run_stops();
       jobs_.start_replacements();
+      jobs_.flush_records();  // (before the answers that say these jobs ended)
       if (front_) front_->after_jobs();
       jobs_.make_reports();
     } catch (const std::bad_alloc&) {

@@ -416,9 +416,13 @@ void JobRecords::remove(const std::string& id) {
   if (it == live_.end()) return;
   live_bytes_ -= it->second.size();
   live_.erase(it);
-  const std::string line = Json{{"ended", id}}.dump() + "\n";
-  if (written_ + line.size() > std::max<uint64_t>(uint64_t{64} << 10, 4 * live_bytes_) && rewrite()) return;
-  (void)append(line);
+  ended_ += Json{{"ended", id}}.dump() + "\n";
+}
+
+void JobRecords::flush() {
+  if (ended_.empty()) return;
+  if (written_ + ended_.size() > std::max<uint64_t>(uint64_t{64} << 10, 4 * live_bytes_) && rewrite()) return;
+  if (append(ended_)) ended_.clear();
 }
 
 bool JobRecords::append(std::string_view text) {
@@ -450,6 +454,7 @@ bool JobRecords::rewrite() {
   }
   fd_ = std::move(f);
   written_ = text.size();
+  ended_.clear();
   return true;
 }
 

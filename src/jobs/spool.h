@@ -150,7 +150,11 @@ class JobRecords {
   // could not be written (the job runs without one: a dead service's leaves
   // are still pmon gc's).
   bool add(const std::string& id, std::string line);
+  // The line that says job `id` ended waits for flush(), which the service
+  // calls once a round before it sends its answers: the jobs a round ends
+  // (a thousand at a session's close) are written in one go.
   void remove(const std::string& id);
+  void flush();
 
   // The records a log holds of jobs that had not ended, in the order they
   // were added (a line that is no JSON object is passed over).
@@ -163,6 +167,7 @@ class JobRecords {
   SpoolDir& dir_;
   Fd fd_;
   std::map<std::string, std::string> live_;  // id -> line
+  std::string ended_;                         // "ended" lines not written yet
   uint64_t written_ = 0, live_bytes_ = 0;
 };
 

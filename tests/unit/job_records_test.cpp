@@ -68,6 +68,9 @@ TEST_F(JobRecordsTest, RunningJobsAreTheOnesNotEnded) {
     ASSERT_TRUE(records.add("tc", record("tc")));
     records.remove("tb");
     records.remove("tnever");  // (no such record: nothing written)
+    // The end is written with the round's other ends, by flush().
+    EXPECT_EQ(ids(JobRecords::running_in(log_of(dir))), (std::vector<std::string>{"ta", "tb", "tc"}));
+    records.flush();
     const std::string log = log_of(dir);
     EXPECT_EQ(ids(JobRecords::running_in(log)), (std::vector<std::string>{"ta", "tc"}));
     // A line cut short by a death, and one that is no record, are passed over.
@@ -90,6 +93,7 @@ TEST_F(JobRecordsTest, AGrownLogIsWrittenAnewWithTheRunningJobsOnly) {
     const std::string id = "t" + std::to_string(i);
     ASSERT_TRUE(records.add(id, record(id, filler)));
     records.remove(id);
+    records.flush();
     largest = std::max(largest, size_of(dir));
   }
   const std::string log = log_of(dir);
