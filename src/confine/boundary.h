@@ -33,6 +33,10 @@ std::optional<ConfineKind> parse_confine_kind(std::string_view s) noexcept;
 struct Watch {
   std::vector<pollfd> fds;
   int rescan_ms = -1;
+  // The boundary says by itself when it is empty (a killed cgroup leaf):
+  // the exits of its members need not wake the wait one by one. They are
+  // reaped together once it is empty, and their CPU goes to the dying.
+  bool reap_later = false;
 };
 
 // How a signal pass may be narrowed. A caller that has just sent the

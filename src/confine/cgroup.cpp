@@ -137,10 +137,18 @@ class CgroupBoundary final : public Boundary {
 
   // cgroup.kill; from the second time on (a wake, at most kRekillMs later)
   // also SIGKILL by pidfd to whatever the leaf still lists: a process whose
-  // main thread has exited survives cgroup.kill (cgroup_kill.h).
+  // main thread has exited survives cgroup.kill (cgroup_kill.h). Not while
+  // the list shrinks: its members are dying of the kill, and a pidfd for
+  // each of a thousand of them took the CPU they needed to exit.
   Result<void> kill_all() override {
-    const bool again = std::exchange(killed_, true);
-    if (int e = again ? confine::kill_cgroup(leaf_.dir.get()) : confine::kill_cgroup_at_once(leaf_.dir.get()); e != 0)
+    bool pass = std::exchange(killed_, true);
+    if (pass) {
+      auto text = confine::read_listing(leaf_);
+      const size_t n = text ? static_cast<size_t>(std::ranges::count(*text, '\n')) : SIZE_MAX;
+      pass = n >= listed_at_kill_;
+      listed_at_kill_ = n;
+    }
+    if (int e = pass ? confine::kill_cgroup(leaf_.dir.get()) : confine::kill_cgroup_at_once(leaf_.dir.get()); e != 0)
       return fail(e);
     return {};
   }
@@ -163,7 +171,7 @@ class CgroupBoundary final : public Boundary {
   // Once killed, the stop calls kill_all again on every wake: a survivor of
   // the first pass may still fork, and that changes nothing in
   // cgroup.events, so it is also woken on a short timer.
-  Watch watch() override { return Watch{{{leaf_.events.get(), POLLPRI, 0}}, killed_ ? kRekillMs : -1}; }
+  Watch watch() override { return Watch{{{leaf_.events.get(), POLLPRI, 0}}, killed_ ? kRekillMs : -1, killed_}; }
 
   bool contains_escapes() const noexcept override { return true; }
 
@@ -243,6 +251,7 @@ class CgroupBoundary final : public Boundary {
   // had cgroup.kill written (CLONE_INTO_CGROUP reads the kill sequence of
   // the parent's cgroup, not the leaf's), so a killed leaf is never reused.
   bool killed_ = false;
+  size_t listed_at_kill_ = SIZE_MAX;  // members the last kill_all listed
   static constexpr int kRekillMs = 10;
 };
 

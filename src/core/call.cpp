@@ -222,8 +222,13 @@ void CallMachine::take_step() {
     case Phase::waiting_tree: reaper->reap(); return check_tree();
     case Phase::stopping:
     case Phase::escapes_stopping: {
-      reaper->reap();
+      // A boundary that says by itself when it is empty is looked at
+      // before its dead are collected (its emptiness is theirs to have
+      // exited, not to be reaped); the others count a zombie as a member.
+      const bool reap_later = machine->watch().reap_later;
+      if (!reap_later) reaper->reap();
       machine->on_wake(now >= machine->deadline() ? StopWake::deadline : StopWake::changed);
+      if (reap_later) reaper->reap();
       if (!machine->done()) return;
       return phase == Phase::stopping ? after_stop() : end_escape_stop();
     }

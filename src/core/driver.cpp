@@ -102,7 +102,11 @@ bool Driver::wait_once(Call* call, int64_t until) {
   for (;;) {
     std::vector<pollfd> fds;
     int sig_i = -1, cancel_i = -1, parent_i = -1;
-    if (signal_fd_ >= 0) {
+    // (While a killed boundary empties, the signals wait for its next wake:
+    // a thousand dying processes are a thousand SIGCHLDs, and each wake
+    // here took the CPU they needed to exit, and restarted the rekill's
+    // interval.)
+    if (signal_fd_ >= 0 && !w.reap_later) {
       sig_i = static_cast<int>(fds.size());
       fds.push_back({signal_fd_, POLLIN, 0});
     }

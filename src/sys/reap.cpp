@@ -75,6 +75,14 @@ void Reaper::reap() noexcept {
   if (!all_) return;
   for (;;) {
     siginfo_t si{};
+    if (main_reaped_) {
+      // Nothing to hold back: each one collected in one call (a killed
+      // tree of a thousand leaves a thousand zombies to us).
+      struct rusage ru {};
+      if (waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG, &ru) != 0 || si.si_pid == 0) return;
+      note(si, ru);
+      continue;
+    }
     // Peeked first: the main process is not collected here when its pidfd
     // collects it, nor while it is pinned.
     if (waitid_raw(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT, nullptr) != 0 || si.si_pid == 0) return;
