@@ -422,7 +422,11 @@ void JobRecords::remove(const std::string& id) {
 void JobRecords::flush() {
   if (ended_.empty()) return;
   if (written_ + ended_.size() > std::max<uint64_t>(uint64_t{64} << 10, 4 * live_bytes_) && rewrite()) return;
-  if (append(ended_)) ended_.clear();
+  // (Not kept for another try: a write that fails drops them, as it
+  // did each line before. A record left saying "running" costs a later
+  // service or pmon gc one look at a leaf that is gone.)
+  (void)append(ended_);
+  ended_.clear();
 }
 
 bool JobRecords::append(std::string_view text) {
